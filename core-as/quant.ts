@@ -1,0 +1,1 @@
+// quant kernels: see issue 3

@@ -1,0 +1,103 @@
+// N-API surface of the Vulkan backend. Argument checking lives in TypeScript; here every C++
+// exception becomes a JS exception (sync calls) or a rejected promise (async workers).
+#include <napi.h>
+
+#include "context.h"
+#include "selftest.h"
+#include "spirv.h"
+
+namespace {
+
+Napi::Value ListDevices(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  try {
+    auto devs = q36::Context::listDevices();
+    Napi::Array out = Napi::Array::New(env, devs.size());
+    for (size_t i = 0; i < devs.size(); i++) {
+      const auto& d = devs[i];
+      Napi::Object o = Napi::Object::New(env);
+      o.Set("index", d.index);
+      o.Set("name", d.name);
+      o.Set("type", d.type);
+      o.Set("driver", d.driver);
+      o.Set("apiVersion", std::to_string(VK_API_VERSION_MAJOR(d.apiVersion)) + "." + std::to_string(VK_API_VERSION_MINOR(d.apiVersion)) + "." + std::to_string(VK_API_VERSION_PATCH(d.apiVersion)));
+      o.Set("vendorId", d.vendorId);
+      o.Set("subgroupSize", d.subgroupSize);
+      o.Set("maxStorageBufferRange", static_cast<double>(d.maxStorageBufferRange));
+      o.Set("maxWorkGroupInvocations", d.maxComputeWorkGroupInvocations);
+      o.Set("unifiedMemory", d.unifiedMemory);
+      o.Set("externalMemoryHost", d.externalMemoryHost);
+      o.Set("storage8bit", d.storage8bit);
+      o.Set("storage16bit", d.storage16bit);
+      o.Set("float16", d.float16);
+      o.Set("int8", d.int8);
+      Napi::Array heaps = Napi::Array::New(env, d.heaps.size());
+      for (size_t h = 0; h < d.heaps.size(); h++) {
+        Napi::Object ho = Napi::Object::New(env);
+        ho.Set("size", static_cast<double>(d.heaps[h].size));
+        ho.Set("deviceLocal", d.heaps[h].deviceLocal);
+        heaps.Set(h, ho);
+      }
+      o.Set("heaps", heaps);
+      out.Set(i, o);
+    }
+    return out;
+  } catch (const std::exception& e) {
+    throw Napi::Error::New(env, e.what());
+  }
+}
+
+Napi::Value ShaderNames(const Napi::CallbackInfo& info) {
+  Napi::Array out = Napi::Array::New(info.Env(), kEmbeddedShaderCount);
+  for (size_t i = 0; i < kEmbeddedShaderCount; i++) out.Set(i, kEmbeddedShaders[i].name);
+  return out;
+}
+
+class SelfTestWorker : public Napi::AsyncWorker {
+ public:
+  SelfTestWorker(Napi::Env env, int device, uint32_t n) : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), device_(device), n_(n) {}
+  Napi::Promise promise() { return deferred_.Promise(); }
+  void Execute() override {
+    try {
+      result_ = q36::runSelfTest(device_, n_);
+    } catch (const std::exception& e) {
+      SetError(e.what());
+    }
+  }
+  void OnOK() override {
+    Napi::Object o = Napi::Object::New(Env());
+    o.Set("device", result_.device);
+    o.Set("maxError", result_.maxError);
+    o.Set("n", result_.n);
+    deferred_.Resolve(o);
+  }
+  void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
+
+ private:
+  Napi::Promise::Deferred deferred_;
+  int device_;
+  uint32_t n_;
+  q36::SelfTestResult result_;
+};
+
+// selfTest(deviceIndex: number, n: number): Promise<{device, maxError, n}>
+Napi::Value SelfTest(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 2 || !info[0].IsNumber() || !info[1].IsNumber())
+    throw Napi::TypeError::New(env, "selfTest(deviceIndex, n): numbers expected");
+  auto* w = new SelfTestWorker(env, info[0].As<Napi::Number>().Int32Value(), info[1].As<Napi::Number>().Uint32Value());
+  auto p = w->promise();
+  w->Queue();
+  return p;
+}
+
+Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  exports.Set("listDevices", Napi::Function::New(env, ListDevices));
+  exports.Set("shaderNames", Napi::Function::New(env, ShaderNames));
+  exports.Set("selfTest", Napi::Function::New(env, SelfTest));
+  return exports;
+}
+
+}  // namespace
+
+NODE_API_MODULE(q36vk, Init)

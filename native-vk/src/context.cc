@@ -1,0 +1,201 @@
+#include "context.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "vk_check.h"
+
+namespace q36 {
+
+const char* vkResultName(VkResult r) {
+  switch (r) {
+#define C(x) case x: return #x;
+    C(VK_SUCCESS) C(VK_NOT_READY) C(VK_TIMEOUT) C(VK_INCOMPLETE) C(VK_ERROR_OUT_OF_HOST_MEMORY)
+    C(VK_ERROR_OUT_OF_DEVICE_MEMORY) C(VK_ERROR_INITIALIZATION_FAILED) C(VK_ERROR_DEVICE_LOST)
+    C(VK_ERROR_MEMORY_MAP_FAILED) C(VK_ERROR_LAYER_NOT_PRESENT) C(VK_ERROR_EXTENSION_NOT_PRESENT)
+    C(VK_ERROR_FEATURE_NOT_PRESENT) C(VK_ERROR_INCOMPATIBLE_DRIVER) C(VK_ERROR_TOO_MANY_OBJECTS)
+    C(VK_ERROR_FORMAT_NOT_SUPPORTED) C(VK_ERROR_FRAGMENTED_POOL) C(VK_ERROR_OUT_OF_POOL_MEMORY)
+    C(VK_ERROR_INVALID_EXTERNAL_HANDLE) C(VK_ERROR_UNKNOWN)
+#undef C
+    default: return "VkResult";
+  }
+}
+
+namespace {
+
+VkInstance createInstance() {
+  VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+  app.pApplicationName = "quarkstar";
+  app.apiVersion = VK_API_VERSION_1_2;
+  VkInstanceCreateInfo ci{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+  ci.pApplicationInfo = &app;
+  VkInstance inst;
+  VK_CALL(vkCreateInstance(&ci, nullptr, &inst));
+  return inst;
+}
+
+std::vector<VkPhysicalDevice> physicalDevices(VkInstance inst) {
+  uint32_t n = 0;
+  VK_CALL(vkEnumeratePhysicalDevices(inst, &n, nullptr));
+  std::vector<VkPhysicalDevice> v(n);
+  if (n) VK_CALL(vkEnumeratePhysicalDevices(inst, &n, v.data()));
+  return v;
+}
+
+bool hasExtension(VkPhysicalDevice pd, const char* name) {
+  uint32_t n = 0;
+  vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, nullptr);
+  std::vector<VkExtensionProperties> ext(n);
+  vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, ext.data());
+  for (auto& e : ext) if (std::strcmp(e.extensionName, name) == 0) return true;
+  return false;
+}
+
+DeviceInfo describe(VkPhysicalDevice pd, uint32_t index) {
+  VkPhysicalDeviceSubgroupProperties sub{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  VkPhysicalDeviceDriverProperties drv{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+  sub.pNext = &drv;
+  VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  p2.pNext = &sub;
+  vkGetPhysicalDeviceProperties2(pd, &p2);
+  const auto& p = p2.properties;
+
+  VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+  VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
+  f11.pNext = &f12;
+  VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  f2.pNext = &f11;
+  vkGetPhysicalDeviceFeatures2(pd, &f2);
+
+  DeviceInfo d;
+  d.index = index;
+  d.name = p.deviceName;
+  switch (p.deviceType) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: d.type = "discrete"; break;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: d.type = "integrated"; break;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: d.type = "cpu"; break;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: d.type = "virtual"; break;
+    default: d.type = "other";
+  }
+  d.driver = std::string(drv.driverName) + " " + drv.driverInfo;
+  d.apiVersion = p.apiVersion;
+  d.vendorId = p.vendorID;
+  d.subgroupSize = sub.subgroupSize;
+  d.maxStorageBufferRange = p.limits.maxStorageBufferRange;
+  d.maxComputeWorkGroupInvocations = p.limits.maxComputeWorkGroupInvocations;
+  d.maxPushConstantsSize = p.limits.maxPushConstantsSize;
+  d.minStorageBufferOffsetAlignment = p.limits.minStorageBufferOffsetAlignment;
+  d.externalMemoryHost = hasExtension(pd, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
+  d.storage8bit = f12.storageBuffer8BitAccess;
+  d.storage16bit = f11.storageBuffer16BitAccess;
+  d.float16 = f12.shaderFloat16;
+  d.int8 = f12.shaderInt8;
+
+  VkPhysicalDeviceMemoryProperties mem;
+  vkGetPhysicalDeviceMemoryProperties(pd, &mem);
+  uint64_t total = 0, unified = 0;
+  for (uint32_t h = 0; h < mem.memoryHeapCount; h++) {
+    bool local = mem.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT;
+    d.heaps.push_back({mem.memoryHeaps[h].size, local});
+    total += mem.memoryHeaps[h].size;
+  }
+  for (uint32_t t = 0; t < mem.memoryTypeCount; t++) {
+    auto fl = mem.memoryTypes[t].propertyFlags;
+    if ((fl & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) && (fl & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT))
+      unified = std::max<uint64_t>(unified, mem.memoryHeaps[mem.memoryTypes[t].heapIndex].size);
+  }
+  // A small host-visible device-local window (ReBAR off: 256 MiB) is not unified memory.
+  d.unifiedMemory = total > 0 && unified * 2 >= total;
+  return d;
+}
+
+int rank(const DeviceInfo& d) {
+  if (d.type == "discrete") return 0;
+  if (d.type == "integrated") return 1;
+  if (d.type == "virtual") return 2;
+  if (d.type == "cpu") return 4;
+  return 3;
+}
+
+}  // namespace
+
+std::vector<DeviceInfo> Context::listDevices() {
+  VkInstance inst = createInstance();
+  std::vector<DeviceInfo> out;
+  try {
+    auto pds = physicalDevices(inst);
+    for (uint32_t i = 0; i < pds.size(); i++) out.push_back(describe(pds[i], i));
+  } catch (...) {
+    vkDestroyInstance(inst, nullptr);
+    throw;
+  }
+  vkDestroyInstance(inst, nullptr);
+  return out;
+}
+
+Context::Context(int deviceIndex) {
+  instance_ = createInstance();
+  try {
+    auto pds = physicalDevices(instance_);
+    if (pds.empty()) throw std::runtime_error("no Vulkan device found (install a GPU driver, or mesa-vulkan-drivers for lavapipe)");
+    uint32_t pick = 0;
+    if (deviceIndex >= 0) {
+      if (static_cast<size_t>(deviceIndex) >= pds.size())
+        throw std::runtime_error("Vulkan device " + std::to_string(deviceIndex) + " does not exist (" + std::to_string(pds.size()) + " found)");
+      pick = deviceIndex;
+    } else {
+      int best = 1 << 30;
+      for (uint32_t i = 0; i < pds.size(); i++) {
+        int r = rank(describe(pds[i], i));
+        if (r < best) { best = r; pick = i; }
+      }
+    }
+    phys_ = pds[pick];
+    info_ = describe(phys_, pick);
+    vkGetPhysicalDeviceMemoryProperties(phys_, &mem_);
+
+    uint32_t nq = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(phys_, &nq, nullptr);
+    std::vector<VkQueueFamilyProperties> qf(nq);
+    vkGetPhysicalDeviceQueueFamilyProperties(phys_, &nq, qf.data());
+    bool found = false;
+    for (uint32_t i = 0; i < nq && !found; i++)
+      if (qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) { queueFamily_ = i; found = true; }
+    if (!found) throw std::runtime_error("Vulkan device " + info_.name + " has no compute queue");
+
+    float prio = 1.0f;
+    VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+    qci.queueFamilyIndex = queueFamily_;
+    qci.queueCount = 1;
+    qci.pQueuePriorities = &prio;
+    VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+    dci.queueCreateInfoCount = 1;
+    dci.pQueueCreateInfos = &qci;
+    VK_CALL(vkCreateDevice(phys_, &dci, nullptr, &device_));
+    vkGetDeviceQueue(device_, queueFamily_, 0, &queue_);
+    VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+    pci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+    pci.queueFamilyIndex = queueFamily_;
+    VK_CALL(vkCreateCommandPool(device_, &pci, nullptr, &pool_));
+  } catch (...) {
+    this->~Context();
+    throw;
+  }
+}
+
+Context::~Context() {
+  if (pool_) vkDestroyCommandPool(device_, pool_, nullptr);
+  if (device_) vkDestroyDevice(device_, nullptr);
+  if (instance_) vkDestroyInstance(instance_, nullptr);
+  pool_ = VK_NULL_HANDLE;
+  device_ = VK_NULL_HANDLE;
+  instance_ = VK_NULL_HANDLE;
+}
+
+uint32_t Context::memoryType(uint32_t typeBits, VkMemoryPropertyFlags want) const {
+  for (uint32_t i = 0; i < mem_.memoryTypeCount; i++)
+    if ((typeBits & (1u << i)) && (mem_.memoryTypes[i].propertyFlags & want) == want) return i;
+  throw std::runtime_error("no Vulkan memory type with the requested properties");
+}
+
+}  // namespace q36

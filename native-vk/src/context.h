@@ -1,0 +1,61 @@
+// One Vulkan instance + logical device + compute queue: the device everything else runs on.
+#pragma once
+#include <vulkan/vulkan.h>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace q36 {
+
+struct HeapInfo {
+  uint64_t size;
+  bool deviceLocal;
+};
+
+struct DeviceInfo {
+  uint32_t index;
+  std::string name;
+  std::string type;  // "discrete", "integrated", "cpu", "virtual", "other"
+  std::string driver;
+  uint32_t apiVersion;
+  uint32_t vendorId;
+  uint32_t subgroupSize;
+  uint64_t maxStorageBufferRange;
+  uint32_t maxComputeWorkGroupInvocations;
+  uint32_t maxPushConstantsSize;
+  uint64_t minStorageBufferOffsetAlignment;
+  bool unifiedMemory;          // a heap that is both device-local and host-visible covers most memory
+  bool externalMemoryHost;     // VK_EXT_external_memory_host (zero-copy weights)
+  bool storage8bit, storage16bit, float16, int8;
+  std::vector<HeapInfo> heaps;
+};
+
+class Context {
+ public:
+  // deviceIndex < 0 picks automatically: a real GPU first, lavapipe last.
+  explicit Context(int deviceIndex);
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  static std::vector<DeviceInfo> listDevices();
+
+  VkDevice device() const { return device_; }
+  VkQueue queue() const { return queue_; }
+  VkCommandPool commandPool() const { return pool_; }
+  const DeviceInfo& info() const { return info_; }
+  // Index of a memory type with all `want` flags among `typeBits`, or throws.
+  uint32_t memoryType(uint32_t typeBits, VkMemoryPropertyFlags want) const;
+
+ private:
+  VkInstance instance_ = VK_NULL_HANDLE;
+  VkPhysicalDevice phys_ = VK_NULL_HANDLE;
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+  VkCommandPool pool_ = VK_NULL_HANDLE;
+  uint32_t queueFamily_ = 0;
+  VkPhysicalDeviceMemoryProperties mem_{};
+  DeviceInfo info_;
+};
+
+}  // namespace q36

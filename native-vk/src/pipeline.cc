@@ -1,0 +1,190 @@
+#include "pipeline.h"
+
+#include <cstring>
+#include <stdexcept>
+
+#include "spirv.h"
+#include "vk_check.h"
+
+namespace q36 {
+
+Buffer::Buffer(Context& ctx, uint64_t size, bool hostVisible) : ctx_(ctx), size_(size) {
+  VkBufferCreateInfo bi{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  bi.size = size;
+  bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  VK_CALL(vkCreateBuffer(ctx.device(), &bi, nullptr, &buf_));
+  VkMemoryRequirements req;
+  vkGetBufferMemoryRequirements(ctx.device(), buf_, &req);
+  VkMemoryAllocateInfo ai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+  ai.allocationSize = req.size;
+  try {
+    ai.memoryTypeIndex = ctx.memoryType(req.memoryTypeBits, hostVisible
+        ? VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
+        : VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+    VK_CALL(vkAllocateMemory(ctx.device(), &ai, nullptr, &mem_));
+    VK_CALL(vkBindBufferMemory(ctx.device(), buf_, mem_, 0));
+    if (hostVisible) VK_CALL(vkMapMemory(ctx.device(), mem_, 0, VK_WHOLE_SIZE, 0, &mapped_));
+  } catch (...) {
+    this->~Buffer();
+    throw;
+  }
+}
+
+Buffer::~Buffer() {
+  if (mapped_) vkUnmapMemory(ctx_.device(), mem_);
+  if (buf_) vkDestroyBuffer(ctx_.device(), buf_, nullptr);
+  if (mem_) vkFreeMemory(ctx_.device(), mem_, nullptr);
+  mapped_ = nullptr;
+  buf_ = VK_NULL_HANDLE;
+  mem_ = VK_NULL_HANDLE;
+}
+
+static const EmbeddedShader& findShader(const std::string& name) {
+  for (size_t i = 0; i < kEmbeddedShaderCount; i++)
+    if (name == kEmbeddedShaders[i].name) return kEmbeddedShaders[i];
+  throw std::runtime_error("shader '" + name + "' is not embedded in the addon (rebuild with npm run build)");
+}
+
+Pipeline::Pipeline(Context& ctx, const std::string& shader, uint32_t bindings, uint32_t pushBytes)
+    : ctx_(ctx), name_(shader), bindings_(bindings), pushBytes_(pushBytes) {
+  if (pushBytes > ctx.info().maxPushConstantsSize)
+    throw std::runtime_error(shader + ": push constants of " + std::to_string(pushBytes) + " bytes exceed the device limit");
+  const auto& s = findShader(shader);
+  try {
+    VkShaderModuleCreateInfo mi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+    mi.codeSize = s.size;
+    mi.pCode = s.code;
+    VK_CALL(vkCreateShaderModule(ctx.device(), &mi, nullptr, &module_));
+    std::vector<VkDescriptorSetLayoutBinding> b(bindings);
+    for (uint32_t i = 0; i < bindings; i++) {
+      b[i] = {};
+      b[i].binding = i;
+      b[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+      b[i].descriptorCount = 1;
+      b[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
+    }
+    VkDescriptorSetLayoutCreateInfo li{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+    li.bindingCount = bindings;
+    li.pBindings = b.data();
+    VK_CALL(vkCreateDescriptorSetLayout(ctx.device(), &li, nullptr, &setLayout_));
+    VkPushConstantRange pr{VK_SHADER_STAGE_COMPUTE_BIT, 0, pushBytes};
+    VkPipelineLayoutCreateInfo pli{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+    pli.setLayoutCount = 1;
+    pli.pSetLayouts = &setLayout_;
+    pli.pushConstantRangeCount = pushBytes ? 1 : 0;
+    pli.pPushConstantRanges = &pr;
+    VK_CALL(vkCreatePipelineLayout(ctx.device(), &pli, nullptr, &layout_));
+    VkComputePipelineCreateInfo ci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+    ci.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
+    ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+    ci.stage.module = module_;
+    ci.stage.pName = "main";
+    ci.layout = layout_;
+    VK_CALL(vkCreateComputePipelines(ctx.device(), VK_NULL_HANDLE, 1, &ci, nullptr, &pipe_));
+  } catch (...) {
+    this->~Pipeline();
+    throw;
+  }
+}
+
+Pipeline::~Pipeline() {
+  VkDevice d = ctx_.device();
+  if (pipe_) vkDestroyPipeline(d, pipe_, nullptr);
+  if (layout_) vkDestroyPipelineLayout(d, layout_, nullptr);
+  if (setLayout_) vkDestroyDescriptorSetLayout(d, setLayout_, nullptr);
+  if (module_) vkDestroyShaderModule(d, module_, nullptr);
+  pipe_ = VK_NULL_HANDLE;
+  layout_ = VK_NULL_HANDLE;
+  setLayout_ = VK_NULL_HANDLE;
+  module_ = VK_NULL_HANDLE;
+}
+
+Recorder::Recorder(Context& ctx, uint32_t maxSets) : ctx_(ctx) {
+  try {
+    VkDescriptorPoolSize ps{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, maxSets * 8};
+    VkDescriptorPoolCreateInfo pi{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+    pi.maxSets = maxSets;
+    pi.poolSizeCount = 1;
+    pi.pPoolSizes = &ps;
+    VK_CALL(vkCreateDescriptorPool(ctx.device(), &pi, nullptr, &pool_));
+    VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    ai.commandPool = ctx.commandPool();
+    ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    ai.commandBufferCount = 1;
+    VK_CALL(vkAllocateCommandBuffers(ctx.device(), &ai, &cmd_));
+    VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    VK_CALL(vkCreateFence(ctx.device(), &fi, nullptr, &fence_));
+    VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    VK_CALL(vkBeginCommandBuffer(cmd_, &bi));
+  } catch (...) {
+    this->~Recorder();
+    throw;
+  }
+}
+
+Recorder::~Recorder() {
+  VkDevice d = ctx_.device();
+  if (fence_) vkDestroyFence(d, fence_, nullptr);
+  if (cmd_) vkFreeCommandBuffers(d, ctx_.commandPool(), 1, &cmd_);
+  if (pool_) vkDestroyDescriptorPool(d, pool_, nullptr);
+  fence_ = VK_NULL_HANDLE;
+  cmd_ = VK_NULL_HANDLE;
+  pool_ = VK_NULL_HANDLE;
+}
+
+void Recorder::dispatch(const Pipeline& p, const std::vector<const Buffer*>& buffers, const void* push,
+                        uint32_t pushBytes, uint32_t gx, uint32_t gy, uint32_t gz) {
+  // The choke point: a mismatch here is a programming error that would otherwise read garbage.
+  if (buffers.size() != p.bindings())
+    throw std::logic_error(p.name() + ": " + std::to_string(buffers.size()) + " buffers bound, pipeline declares " + std::to_string(p.bindings()));
+  if (pushBytes != p.pushBytes())
+    throw std::logic_error(p.name() + ": " + std::to_string(pushBytes) + " push-constant bytes, pipeline declares " + std::to_string(p.pushBytes()));
+  for (size_t i = 0; i < buffers.size(); i++)
+    if (!buffers[i]) throw std::logic_error(p.name() + ": binding " + std::to_string(i) + " is null");
+  VkDescriptorSetLayout sl = p.setLayout();
+  VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+  ai.descriptorPool = pool_;
+  ai.descriptorSetCount = 1;
+  ai.pSetLayouts = &sl;
+  VkDescriptorSet set;
+  VK_CALL(vkAllocateDescriptorSets(ctx_.device(), &ai, &set));
+  std::vector<VkDescriptorBufferInfo> bi(buffers.size());
+  std::vector<VkWriteDescriptorSet> w(buffers.size());
+  for (size_t i = 0; i < buffers.size(); i++) {
+    bi[i] = {buffers[i]->handle(), 0, VK_WHOLE_SIZE};
+    w[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+    w[i].dstSet = set;
+    w[i].dstBinding = static_cast<uint32_t>(i);
+    w[i].descriptorCount = 1;
+    w[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    w[i].pBufferInfo = &bi[i];
+  }
+  vkUpdateDescriptorSets(ctx_.device(), static_cast<uint32_t>(w.size()), w.data(), 0, nullptr);
+  vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, p.handle());
+  vkCmdBindDescriptorSets(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout(), 0, 1, &set, 0, nullptr);
+  if (pushBytes) vkCmdPushConstants(cmd_, p.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, pushBytes, push);
+  vkCmdDispatch(cmd_, gx, gy, gz);
+}
+
+void Recorder::barrier() {
+  VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+  mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+  vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
+}
+
+void Recorder::submitAndWait() {
+  VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+  mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+  vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
+  VK_CALL(vkEndCommandBuffer(cmd_));
+  VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  si.commandBufferCount = 1;
+  si.pCommandBuffers = &cmd_;
+  VK_CALL(vkQueueSubmit(ctx_.queue(), 1, &si, fence_));
+  VK_CALL(vkWaitForFences(ctx_.device(), 1, &fence_, VK_TRUE, UINT64_MAX));
+}
+
+}  // namespace q36

@@ -1,0 +1,77 @@
+// Compute pipelines built from the embedded SPIR-V, device buffers, and the single dispatch choke
+// point: every dispatch goes through Recorder::dispatch, which checks binding counts and
+// push-constant sizes against what the pipeline was declared with.
+#pragma once
+#include <vulkan/vulkan.h>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "context.h"
+
+namespace q36 {
+
+class Buffer {
+ public:
+  // Host-visible + coherent when `hostVisible`, else device-local.
+  Buffer(Context& ctx, uint64_t size, bool hostVisible);
+  ~Buffer();
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  VkBuffer handle() const { return buf_; }
+  uint64_t size() const { return size_; }
+  void* mapped() const { return mapped_; }
+
+ private:
+  Context& ctx_;
+  VkBuffer buf_ = VK_NULL_HANDLE;
+  VkDeviceMemory mem_ = VK_NULL_HANDLE;
+  uint64_t size_;
+  void* mapped_ = nullptr;
+};
+
+class Pipeline {
+ public:
+  Pipeline(Context& ctx, const std::string& shader, uint32_t bindings, uint32_t pushBytes);
+  ~Pipeline();
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+  const std::string& name() const { return name_; }
+  uint32_t bindings() const { return bindings_; }
+  uint32_t pushBytes() const { return pushBytes_; }
+  VkPipeline handle() const { return pipe_; }
+  VkPipelineLayout layout() const { return layout_; }
+  VkDescriptorSetLayout setLayout() const { return setLayout_; }
+
+ private:
+  Context& ctx_;
+  std::string name_;
+  uint32_t bindings_, pushBytes_;
+  VkShaderModule module_ = VK_NULL_HANDLE;
+  VkDescriptorSetLayout setLayout_ = VK_NULL_HANDLE;
+  VkPipelineLayout layout_ = VK_NULL_HANDLE;
+  VkPipeline pipe_ = VK_NULL_HANDLE;
+};
+
+// Records dispatches into one command buffer and submits it once (one submit per step).
+class Recorder {
+ public:
+  Recorder(Context& ctx, uint32_t maxSets);
+  ~Recorder();
+  Recorder(const Recorder&) = delete;
+  Recorder& operator=(const Recorder&) = delete;
+  void dispatch(const Pipeline& p, const std::vector<const Buffer*>& buffers, const void* push, uint32_t pushBytes,
+                uint32_t gx, uint32_t gy = 1, uint32_t gz = 1);
+  // Makes all earlier writes visible to later dispatches.
+  void barrier();
+  // Ends, submits, waits for completion.
+  void submitAndWait();
+
+ private:
+  Context& ctx_;
+  VkCommandBuffer cmd_ = VK_NULL_HANDLE;
+  VkDescriptorPool pool_ = VK_NULL_HANDLE;
+  VkFence fence_ = VK_NULL_HANDLE;
+};
+
+}  // namespace q36

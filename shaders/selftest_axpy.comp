@@ -1,0 +1,12 @@
+#version 450
+// selftest_axpy: y[i] = a * x[i] + y[i]. Used only by the addon's self-test to prove that the
+// build embeds SPIR-V and the dispatch path works on the chosen device.
+// Thread mapping: one invocation per element; workgroup 64; dispatch ceil(n / 64).
+layout(local_size_x = 64) in;
+layout(std430, binding = 0) readonly buffer X { float x[]; };
+layout(std430, binding = 1) buffer Y { float y[]; };
+layout(push_constant) uniform PC { uint n; float a; } pc;
+void main() {
+  uint i = gl_GlobalInvocationID.x;
+  if (i < pc.n) y[i] = pc.a * x[i] + y[i];
+}

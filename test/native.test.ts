@@ -1,0 +1,31 @@
+import { describe, expect, it } from 'vitest';
+import { loadAddon } from '../ts/vk/addon.js';
+import { Core } from '../ts/core/wasm.js';
+
+describe('build outputs', () => {
+  it('the Vulkan addon loads, lists a device, and runs an embedded shader', async () => {
+    const a = loadAddon();
+    const devs = a.listDevices();
+    expect(devs.length).toBeGreaterThan(0);
+    expect(devs[0].subgroupSize).toBeGreaterThan(0);
+    expect(a.shaderNames()).toContain('selftest_axpy');
+    const r = await a.selfTest(-1, 4099);
+    expect(r.n).toBe(4099);
+    expect(r.maxError).toBe(0);
+  });
+
+  it('addon errors become JS exceptions (a device that does not exist)', async () => {
+    await expect(loadAddon().selfTest(99, 16)).rejects.toThrow(/Vulkan device 99 does not exist/);
+  });
+
+  it('the WASM core loads and allocates aligned memory', () => {
+    const c = new Core();
+    const p = c.alloc(100);
+    const q = c.alloc(1 << 20);
+    expect(p % 64).toBe(0);
+    expect(q % 64).toBe(0);
+    expect(q).toBeGreaterThanOrEqual(p + 100);
+    c.u8(q, 1 << 20).fill(7);
+    expect(c.u8(q, 4)[3]).toBe(7);
+  });
+});

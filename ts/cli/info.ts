@@ -1,0 +1,43 @@
+/** `q36 --info -m FILE`: what a GGUF holds and whether QuarkStar can run it. */
+import { readGguf, typeName, type GgufFile } from '../gguf/index.js';
+import { describeShape, validateModel } from '../model/shape.js';
+
+export function describeFile(f: GgufFile): string {
+  const byType = new Map<string, { n: number; bytes: number }>();
+  for (const t of f.tensors) {
+    const k = typeName(t.type);
+    const e = byType.get(k) ?? { n: 0, bytes: 0 };
+    e.n++;
+    e.bytes += t.nbytes;
+    byType.set(k, e);
+  }
+  const types = [...byType].sort((a, b) => b[1].bytes - a[1].bytes)
+    .map(([k, e]) => `  ${k.padEnd(8)} ${String(e.n).padStart(4)} tensors ${(e.bytes / 2 ** 20).toFixed(1).padStart(10)} MiB`);
+  return [
+    `file      ${f.path}`,
+    `gguf      v${f.version}, ${f.metadata.size} metadata keys, ${f.tensors.length} tensors, alignment ${f.alignment}, ${(f.fileSize / 2 ** 30).toFixed(2)} GiB`,
+    'types',
+    ...types,
+  ].join('\n');
+}
+
+/** Prints the summary; returns the exit code (2 when the file is unusable). */
+export function runInfo(path: string, out: (s: string) => void, err: (s: string) => void): number {
+  let f: GgufFile;
+  try {
+    f = readGguf(path);
+  } catch (e) {
+    err((e as Error).message);
+    return 2;
+  }
+  out(describeFile(f));
+  try {
+    const s = validateModel(f);
+    out(`model\n${describeShape(s).split('\n').map((l) => `  ${l}`).join('\n')}`);
+    out('status    OK: all required tensors present with supported types');
+    return 0;
+  } catch (e) {
+    err((e as Error).message);
+    return 2;
+  }
+}

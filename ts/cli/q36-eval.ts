@@ -1,0 +1,4 @@
+#!/usr/bin/env node
+import { notBuiltYet } from './not-built.js';
+
+notBuiltYet('q36-eval', 'the evaluation harness');

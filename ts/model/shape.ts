@@ -1,0 +1,211 @@
+/**
+ * The qwen35moe model shape: every hyperparameter the engine uses, read once from the GGUF, and
+ * the list of tensors (names, shapes, allowed types) that a valid file must contain.
+ * Nothing else in the code base reads hyperparameters from metadata.
+ */
+import { GgufError, GgufValueType, metaArray, metaNumber, metaString, typeInfo, typeName, type GgufFile } from '../gguf/index.js';
+
+export const ARCH = 'qwen35moe';
+
+export interface ModelShape {
+  /** main decoder layers (block_count − nextn_predict_layers) */
+  nLayer: number;
+  /** MTP layers bundled after the main stack (not used for normal decoding) */
+  nNextn: number;
+  nEmbd: number;
+  nVocab: number;
+  contextLength: number;
+  eps: number;
+  /** per layer: true = Gated DeltaNet, false = gated full attention */
+  recurrent: boolean[];
+  // gated attention
+  nHead: number;
+  nHeadKv: number;
+  headDim: number;
+  nRot: number;
+  ropeTheta: number;
+  ropeSections: number[];
+  // Gated DeltaNet
+  ssmConv: number;
+  /** key/value head dim (ssm.state_size) */
+  ssmHeadDim: number;
+  /** key heads (ssm.group_count) */
+  ssmKHeads: number;
+  /** value heads (ssm.time_step_rank) */
+  ssmVHeads: number;
+  /** value_dim = ssmVHeads × ssmHeadDim (ssm.inner_size) */
+  ssmInner: number;
+  // MoE
+  nExpert: number;
+  nExpertUsed: number;
+  nFfExp: number;
+  nFfShexp: number;
+  /** true when every number equals the real Qwen3.6-35B-A3B geometry */
+  isReal: boolean;
+}
+
+/** The product: Qwen3.6-35B-A3B (model-spec §1). */
+export const REAL_SHAPE: Omit<ModelShape, 'recurrent' | 'isReal' | 'nNextn' | 'contextLength' | 'eps' | 'ropeTheta'> = {
+  nLayer: 40, nEmbd: 2048, nVocab: 248320, nHead: 16, nHeadKv: 2, headDim: 256, nRot: 64,
+  ropeSections: [11, 11, 10, 0], ssmConv: 4, ssmHeadDim: 128, ssmKHeads: 16, ssmVHeads: 32, ssmInner: 4096,
+  nExpert: 256, nExpertUsed: 8, nFfExp: 512, nFfShexp: 512,
+};
+
+function fail(f: GgufFile, problem: string): never {
+  throw new GgufError(f.path, problem);
+}
+
+/** Reads the hyperparameters; throws a clear error for a foreign architecture or missing keys. */
+export function readModelShape(f: GgufFile): ModelShape {
+  const arch = metaString(f, 'general.architecture', '');
+  if (arch !== ARCH) fail(f, `architecture "${arch || '(missing)'}" is not ${ARCH}: QuarkStar runs Qwen3.6-35B-A3B only`);
+  const k = (name: string, fallback?: number) => metaNumber(f, `${ARCH}.${name}`, fallback);
+  const blockCount = k('block_count');
+  const nNextn = k('nextn_predict_layers', 0);
+  const nLayer = blockCount - nNextn;
+  if (!(nLayer >= 1)) fail(f, `block_count ${blockCount} − nextn_predict_layers ${nNextn} leaves no layers`);
+
+  let recurrent: boolean[];
+  const rl = metaArray(f, `${ARCH}.attention.recurrent_layers`);
+  if (rl) {
+    if (rl.length < nLayer) fail(f, `${ARCH}.attention.recurrent_layers has ${rl.length} entries, need ${nLayer}`);
+    recurrent = Array.from(rl as ArrayLike<unknown>, (v) => Boolean(v)).slice(0, nLayer);
+  } else {
+    const interval = k('full_attention_interval');
+    if (!(interval >= 1)) fail(f, `${ARCH}.full_attention_interval ${interval} must be ≥ 1`);
+    recurrent = Array.from({ length: nLayer }, (_, i) => (i + 1) % interval !== 0);
+  }
+
+  const tokens = metaArray(f, 'tokenizer.ggml.tokens');
+  const embd = f.tensorByName.get('token_embd.weight');
+  const nVocab = embd?.shape[1] ?? tokens?.length ?? 0;
+  const sectionsRaw = metaArray(f, `${ARCH}.rope.dimension_sections`);
+  const ropeSections = sectionsRaw ? Array.from(sectionsRaw as ArrayLike<number>, Number) : [];
+  const nHead = k('attention.head_count');
+  const headDim = k('attention.key_length');
+  const valueLength = k('attention.value_length', headDim);
+  if (valueLength !== headDim) fail(f, `attention.key_length ${headDim} ≠ value_length ${valueLength}: not supported`);
+  const ssmHeadDim = k('ssm.state_size');
+  const ssmVHeads = k('ssm.time_step_rank');
+  const ssmInner = k('ssm.inner_size');
+  if (ssmInner !== ssmVHeads * ssmHeadDim) fail(f, `ssm.inner_size ${ssmInner} ≠ time_step_rank ${ssmVHeads} × state_size ${ssmHeadDim}`);
+  const ssmKHeads = k('ssm.group_count');
+  if (ssmKHeads < 1 || ssmVHeads % ssmKHeads !== 0) fail(f, `ssm.time_step_rank ${ssmVHeads} is not a multiple of ssm.group_count ${ssmKHeads}`);
+  const nHeadKv = k('attention.head_count_kv');
+  if (nHeadKv < 1 || nHead % nHeadKv !== 0) fail(f, `attention.head_count ${nHead} is not a multiple of head_count_kv ${nHeadKv}`);
+  const nRot = k('rope.dimension_count', headDim);
+  if (nRot > headDim || nRot % 2 !== 0) fail(f, `rope.dimension_count ${nRot} must be even and ≤ head dim ${headDim}`);
+
+  const s: ModelShape = {
+    nLayer, nNextn, nEmbd: k('embedding_length'), nVocab, contextLength: k('context_length', 262144),
+    eps: k('attention.layer_norm_rms_epsilon', 1e-6), recurrent,
+    nHead, nHeadKv, headDim, nRot, ropeTheta: k('rope.freq_base', 1e7), ropeSections,
+    ssmConv: k('ssm.conv_kernel'), ssmHeadDim, ssmKHeads, ssmVHeads, ssmInner,
+    nExpert: k('expert_count'), nExpertUsed: k('expert_used_count'),
+    nFfExp: k('expert_feed_forward_length'), nFfShexp: k('expert_shared_feed_forward_length'),
+    isReal: false,
+  };
+  if (s.nExpertUsed < 1 || s.nExpertUsed > s.nExpert) fail(f, `expert_used_count ${s.nExpertUsed} must be in 1..expert_count ${s.nExpert}`);
+  s.isReal = (Object.keys(REAL_SHAPE) as (keyof typeof REAL_SHAPE)[]).every((key) =>
+    JSON.stringify(s[key]) === JSON.stringify(REAL_SHAPE[key])) && recurrent.every((r, i) => r === ((i + 1) % 4 !== 0));
+  return s;
+}
+
+/** Which types a tensor may have: 'float' = F32/F16/BF16 only (norms, conv, router), 'any' = every supported type. */
+export type TypeClass = 'float' | 'any';
+
+export interface TensorRequirement {
+  name: string;
+  /** acceptable shapes (ggml order, ne0 first); usually one */
+  shapes: number[][];
+  types: TypeClass;
+}
+
+const FLOAT_TYPES = new Set([0, 1, 30]);
+
+/** Every tensor the engine reads, with its expected shape, derived from the shape (model-spec §2.2). */
+export function requiredTensors(s: ModelShape): TensorRequirement[] {
+  const d = s.nEmbd;
+  const r: TensorRequirement[] = [
+    { name: 'token_embd.weight', shapes: [[d, s.nVocab]], types: 'any' },
+    { name: 'output_norm.weight', shapes: [[d]], types: 'float' },
+    { name: 'output.weight', shapes: [[d, s.nVocab]], types: 'any' },
+  ];
+  const keyDim = s.ssmKHeads * s.ssmHeadDim;
+  const convCh = 2 * keyDim + s.ssmInner;
+  for (let i = 0; i < s.nLayer; i++) {
+    const b = `blk.${i}.`;
+    const add = (n: string, shapes: number[][], types: TypeClass) => r.push({ name: b + n, shapes, types });
+    add('attn_norm.weight', [[d]], 'float');
+    add('post_attention_norm.weight', [[d]], 'float');
+    add('ffn_gate_inp.weight', [[d, s.nExpert]], 'float');
+    add('ffn_gate_exps.weight', [[d, s.nFfExp, s.nExpert]], 'any');
+    add('ffn_up_exps.weight', [[d, s.nFfExp, s.nExpert]], 'any');
+    add('ffn_down_exps.weight', [[s.nFfExp, d, s.nExpert]], 'any');
+    add('ffn_gate_inp_shexp.weight', [[d], [d, 1]], 'float');
+    add('ffn_gate_shexp.weight', [[d, s.nFfShexp]], 'any');
+    add('ffn_up_shexp.weight', [[d, s.nFfShexp]], 'any');
+    add('ffn_down_shexp.weight', [[s.nFfShexp, d]], 'any');
+    if (s.recurrent[i]) {
+      add('attn_qkv.weight', [[d, convCh]], 'any');
+      add('attn_gate.weight', [[d, s.ssmInner]], 'any');
+      add('ssm_beta.weight', [[d, s.ssmVHeads]], 'any');
+      add('ssm_alpha.weight', [[d, s.ssmVHeads]], 'any');
+      add('ssm_dt.bias', [[s.ssmVHeads]], 'float');
+      add('ssm_a', [[s.ssmVHeads]], 'float');
+      add('ssm_conv1d.weight', [[s.ssmConv, convCh]], 'float');
+      add('ssm_norm.weight', [[s.ssmHeadDim]], 'float');
+      add('ssm_out.weight', [[s.ssmInner, d]], 'any');
+    } else {
+      add('attn_q.weight', [[d, 2 * s.nHead * s.headDim]], 'any');
+      add('attn_k.weight', [[d, s.nHeadKv * s.headDim]], 'any');
+      add('attn_v.weight', [[d, s.nHeadKv * s.headDim]], 'any');
+      add('attn_q_norm.weight', [[s.headDim]], 'float');
+      add('attn_k_norm.weight', [[s.headDim]], 'float');
+      add('attn_output.weight', [[s.nHead * s.headDim, d]], 'any');
+    }
+  }
+  return r;
+}
+
+/**
+ * Checks every required tensor: present, right shape, a type we can compute with. Collects all
+ * problems (up to a limit) so a user sees the whole picture at once.
+ */
+export function validateModel(f: GgufFile, s: ModelShape = readModelShape(f)): ModelShape {
+  const problems: string[] = [];
+  if (s.nVocab === 0) problems.push('token_embd.weight is missing and tokenizer.ggml.tokens is absent: cannot tell the vocabulary size');
+  const tokens = metaArray(f, 'tokenizer.ggml.tokens');
+  if (tokens && tokens.length !== s.nVocab) problems.push(`tokenizer.ggml.tokens has ${tokens.length} entries but token_embd.weight has ${s.nVocab} rows`);
+  if (!s.recurrent.some((r) => !r)) problems.push('no full-attention layer: check full_attention_interval');
+  for (const req of requiredTensors(s)) {
+    const t = f.tensorByName.get(req.name);
+    if (!t) { problems.push(`${req.name}: missing`); continue; }
+    if (!req.shapes.some((sh) => sh.length === t.shape.length && sh.every((v, i) => v === t.shape[i]))) {
+      problems.push(`${req.name}: expected [${req.shapes[0].join(',')}], found [${t.shape.join(',')}]`);
+    }
+    const ti = typeInfo(t.type);
+    if (!ti?.supported) problems.push(`${req.name}: type ${typeName(t.type)} is not supported`);
+    else if (req.types === 'float' && !FLOAT_TYPES.has(t.type)) problems.push(`${req.name}: type ${ti.name} not allowed here (F32, F16 or BF16)`);
+  }
+  if (problems.length) {
+    const shown = problems.slice(0, 20);
+    if (problems.length > 20) shown.push(`… and ${problems.length - 20} more`);
+    throw new GgufError(f.path, `not a valid ${ARCH} model:\n  ${shown.join('\n  ')}`);
+  }
+  return s;
+}
+
+/** One-paragraph human summary (for `q36 --info`). */
+export function describeShape(s: ModelShape): string {
+  const nAttn = s.recurrent.filter((r) => !r).length;
+  return [
+    `${s.isReal ? 'Qwen3.6-35B-A3B geometry' : 'non-standard qwen35moe geometry (test/synthetic model)'}`,
+    `layers ${s.nLayer} (${s.nLayer - nAttn} Gated DeltaNet + ${nAttn} gated attention)${s.nNextn ? ` + ${s.nNextn} MTP` : ''}`,
+    `hidden ${s.nEmbd}, vocab ${s.nVocab}, context ${s.contextLength}`,
+    `attention ${s.nHead}q/${s.nHeadKv}kv heads × ${s.headDim}, rope ${s.nRot} dims θ=${s.ropeTheta}`,
+    `DeltaNet ${s.ssmKHeads}k/${s.ssmVHeads}v heads × ${s.ssmHeadDim}, conv ${s.ssmConv}`,
+    `MoE ${s.nExpert} experts top-${s.nExpertUsed} × ${s.nFfExp} + shared ${s.nFfShexp}`,
+  ].join('\n');
+}
+

@@ -1,0 +1,138 @@
+/**
+ * Random but valid ggml blocks with a controlled weight RMS (quant-spec §7): random bytes from a
+ * seeded xorshift PRNG, then the scale fields overwritten so decoded values have RMS ≈ sigma and
+ * zero mean. Deterministic from the seed; used by make-model and by tests.
+ */
+import { GgmlType, rowBytes, typeName } from '../gguf/index.js';
+import { f32ToBf16, f32ToF16 } from './f16.js';
+
+/** xorshift128: fast, seedable, good enough for test weights (not cryptographic). */
+export class Rng {
+  private a: number; private b: number; private c: number; private d: number;
+  constructor(seed: number) {
+    let s = (seed >>> 0) || 0x9e3779b9;
+    const next = () => { s ^= s << 13; s >>>= 0; s ^= s >>> 17; s ^= s << 5; s >>>= 0; return s; };
+    this.a = next(); this.b = next(); this.c = next(); this.d = next();
+  }
+  u32(): number {
+    let t = this.d;
+    const s = this.a;
+    this.d = this.c; this.c = this.b; this.b = s;
+    t ^= t << 11; t ^= t >>> 8;
+    this.a = (t ^ s ^ (s >>> 19)) >>> 0;
+    return this.a;
+  }
+  /** uniform in [0, 1) */
+  float(): number { return this.u32() / 4294967296; }
+  /** uniform integer in [lo, hi] */
+  int(lo: number, hi: number): number { return lo + Math.floor(this.float() * (hi - lo + 1)); }
+  normal(): number {
+    const u = 1 - this.float();
+    return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * this.float());
+  }
+  /** fills whole 32-bit words, then the tail byte by byte */
+  fill(out: Uint8Array): void {
+    const words = out.byteLength >>> 2;
+    const w = new Uint32Array(out.buffer, out.byteOffset, (out.byteOffset & 3) === 0 ? words : 0);
+    if (w.length === words) {
+      let a = this.a, b = this.b, c = this.c, d = this.d;
+      for (let i = 0; i < words; i++) {
+        let t = d; const s = a; d = c; c = b; b = s;
+        t ^= t << 11; t ^= t >>> 8;
+        a = (t ^ s ^ (s >>> 19)) >>> 0;
+        w[i] = a;
+      }
+      this.a = a; this.b = b; this.c = c; this.d = d;
+      for (let i = words * 4; i < out.byteLength; i++) out[i] = this.u32() & 0xff;
+    } else {
+      for (let i = 0; i < out.byteLength; i++) out[i] = this.u32() & 0xff;
+    }
+  }
+}
+
+/** FNV-1a of a string mixed with a seed: one independent stream per tensor. */
+export function seedFor(seed: number, name: string): number {
+  let h = 0x811c9dc5 ^ seed;
+  for (let i = 0; i < name.length; i++) { h ^= name.charCodeAt(i); h = Math.imul(h, 0x01000193); }
+  return h >>> 0;
+}
+
+export interface FloatInit {
+  /** value = mean + sigma·N(0,1) */
+  mean?: number;
+  sigma: number;
+}
+
+/**
+ * Fills `out` with `nElems` values of `type` (a whole number of rows). For float types values are
+ * mean + sigma·N(0,1); for quantized types the blocks decode to RMS ≈ sigma, zero mean.
+ */
+export function fillRandom(type: number, out: Uint8Array, nElems: number, rng: Rng, init: FloatInit): void {
+  const mean = init.mean ?? 0;
+  const sigma = init.sigma;
+  const dv = new DataView(out.buffer, out.byteOffset, out.byteLength);
+  const need = rowBytes(type, nElems);
+  if (out.byteLength < need) throw new Error(`fillRandom: ${typeName(type)} × ${nElems} needs ${need} bytes, got ${out.byteLength}`);
+  switch (type) {
+    case GgmlType.F32:
+      for (let i = 0; i < nElems; i++) dv.setFloat32(i * 4, mean + sigma * rng.normal(), true);
+      return;
+    case GgmlType.F16:
+      for (let i = 0; i < nElems; i++) dv.setUint16(i * 2, f32ToF16(mean + sigma * rng.normal()), true);
+      return;
+    case GgmlType.BF16:
+      for (let i = 0; i < nElems; i++) dv.setUint16(i * 2, f32ToBf16(mean + sigma * rng.normal()), true);
+      return;
+  }
+  if (mean !== 0) throw new Error(`fillRandom: quantized ${typeName(type)} blocks are zero-mean`);
+  rng.fill(out.subarray(0, need));
+  switch (type) {
+    case GgmlType.Q8_0: {
+      const d = f32ToF16(sigma / 73.6);
+      for (let o = 0; o < need; o += 34) {
+        dv.setUint16(o, d, true);
+        for (let j = 2; j < 34; j++) if (out[o + j] === 0x80) out[o + j] = 0x81; // avoid -128
+      }
+      return;
+    }
+    case GgmlType.Q2_K: {
+      const d = f32ToF16(sigma / 10.17);
+      const dmin = f32ToF16(1.5 * (sigma / 10.17));
+      for (let o = 0; o < need; o += 84) {
+        for (let j = 0; j < 16; j++) { const sc = 1 + (out[o + j] % 15); out[o + j] = sc | (sc << 4); }
+        dv.setUint16(o + 80, d, true);
+        dv.setUint16(o + 82, dmin, true);
+      }
+      return;
+    }
+    case GgmlType.IQ2_XXS: {
+      const d = f32ToF16(sigma / 53.36);
+      for (let o = 0; o < need; o += 66) dv.setUint16(o, d, true);
+      return;
+    }
+    case GgmlType.Q4_K: {
+      const dRaw = sigma / 169.7;
+      const d = f32ToF16(dRaw), dmin = f32ToF16(7.5 * dRaw);
+      const sc = new Uint8Array(8);
+      for (let o = 0; o < need; o += 144) {
+        for (let j = 0; j < 8; j++) sc[j] = 1 + (out[o + 4 + j] % 63);
+        // 6-bit packing (quant-spec §3.5) with m_j = sc_j
+        for (let j = 0; j < 4; j++) {
+          out[o + 4 + j] = (sc[j] & 63) | ((sc[j + 4] >> 4) << 6);
+          out[o + 8 + j] = (sc[j] & 63) | ((sc[j + 4] >> 4) << 6);
+          out[o + 12 + j] = (sc[j + 4] & 0xf) | ((sc[j + 4] & 0xf) << 4);
+        }
+        dv.setUint16(o, d, true);
+        dv.setUint16(o + 2, dmin, true);
+      }
+      return;
+    }
+    case GgmlType.Q6_K: {
+      const d = f32ToF16(sigma / 1366);
+      for (let o = 0; o < need; o += 210) dv.setUint16(o + 208, d, true);
+      return;
+    }
+    default:
+      throw new Error(`fillRandom: no random recipe for ${typeName(type)}`);
+  }
+}
