@@ -5,3 +5,4 @@
 
 export { alloc, heapTop } from './mem';
 export * from './quant';
+export { bpeInit, bpeAddMerge, bpeMerge, bpeWorkBytes } from './bpe';
