@@ -34,3 +34,40 @@ describe('q36 --info', () => {
     }
   });
 });
+
+describe('q36 --dump-tokens and --render', () => {
+  const model = fixture('tinyA/tinyA-q2.gguf');
+  const ref = JSON.parse(require('node:fs').readFileSync(fixture('tinyA/reference.json'), 'utf8'));
+  it('--dump-tokens --json prints the HF ids for a reference text', () => {
+    const c = ref.tokenizer_cases[2];
+    const r = q36('-m', model, '--dump-tokens', '--json', '-p', c.text);
+    expect(r.status).toBe(0);
+    const out = JSON.parse(r.stdout);
+    expect(out.ids).toEqual(c.ids);
+    expect(out.pieces.join('')).toBe(c.decoded);
+  });
+  it('--dump-tokens reads --prompt-file and prints one line per token', () => {
+    const dir = require('node:fs').mkdtempSync('/tmp/q36-cli-');
+    const p = path.join(dir, 'p.txt');
+    require('node:fs').writeFileSync(p, 'Hello world');
+    const r = q36('-m', model, '--dump-tokens', '--prompt-file', p);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/^\s+39\s+"H"$/m);
+    expect(r.stdout).toMatch(/7 tokens/);
+  });
+  it('--render prints exactly the template output; bad input exits 2 with a message', () => {
+    const dir = require('node:fs').mkdtempSync('/tmp/q36-cli-');
+    const m = path.join(dir, 'm.json');
+    require('node:fs').writeFileSync(m, JSON.stringify([{ role: 'system', content: 'You are helpful.' }, { role: 'user', content: 'Hi' }]));
+    const r = q36('--render', '--messages-file', m);
+    expect(r.stdout).toBe('<|im_start|>system\nYou are helpful.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n');
+    const r2 = q36('--render', '--messages-file', m, '--nothink');
+    expect(r2.stdout.endsWith('<think>\n\n</think>\n\n')).toBe(true);
+    require('node:fs').writeFileSync(m, '[]');
+    const r3 = q36('--render', '--messages-file', m);
+    expect(r3.status).toBe(2);
+    expect(r3.stderr).toMatch(/chat template: No messages provided/);
+    require('node:fs').writeFileSync(m, '{not json');
+    expect(q36('--render', '--messages-file', m).stderr).toMatch(/is not valid JSON/);
+  });
+});
