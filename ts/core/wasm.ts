@@ -22,14 +22,21 @@ function module(): WebAssembly.Module {
   return compiled;
 }
 
+/** Functions the forward pass calls back into JS. */
+export interface CoreImports {
+  /** make experts `ids[0..n)` of `layer` resident and set their expert-table entries */
+  ensureExperts?: (layer: number, ids: number, n: number) => void;
+}
+
 export class Core {
   readonly x: CoreExports;
-  constructor() {
+  constructor(imports: CoreImports = {}) {
     const inst = new WebAssembly.Instance(module(), {
       env: {
         abort: (_msg: number, _file: number, line: number, col: number) => {
           throw new Error(`core.wasm aborted at ${line}:${col}`);
         },
+        ensureExperts: imports.ensureExperts ?? (() => { throw new Error('core.wasm: no expert loader attached'); }),
       },
     });
     this.x = inst.exports as unknown as CoreExports;

@@ -1,0 +1,37 @@
+/** Backend-independent pieces of a session: KV type names, prefix logic, log-probabilities. */
+import { GgmlType } from '../gguf/index.js';
+import type { KvType, TokenLogprob } from './types.js';
+
+export const KV_TYPE_IDS: Record<KvType, number> = { f32: GgmlType.F32, f16: GgmlType.F16, q8_0: GgmlType.Q8_0, q4_0: GgmlType.Q4_0 };
+export const KV_TYPE_NAMES = Object.keys(KV_TYPE_IDS) as KvType[];
+
+export function kvTypeOf(id: number): KvType {
+  const n = KV_TYPE_NAMES.find((k) => KV_TYPE_IDS[k] === id);
+  if (!n) throw new Error(`unknown KV type id ${id}`);
+  return n;
+}
+
+export function commonPrefix(a: readonly number[], b: readonly number[]): number {
+  const n = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < n && a[i] === b[i]) i++;
+  return i;
+}
+
+/** Top-k of the log-softmax of logits (ties: lower id first). */
+export function topLogprobs(logits: Float32Array, k: number): TokenLogprob[] {
+  let mx = -Infinity;
+  for (const v of logits) if (v > mx) mx = v;
+  let s = 0;
+  for (const v of logits) s += Math.exp(v - mx);
+  const lse = mx + Math.log(s);
+  const top: number[] = [];
+  for (let i = 0; i < logits.length; i++) {
+    if (top.length < k) { top.push(i); top.sort((a, b) => logits[b] - logits[a] || a - b); continue; }
+    if (logits[i] > logits[top[k - 1]]) {
+      top[k - 1] = i;
+      for (let j = k - 1; j > 0 && (logits[top[j]] > logits[top[j - 1]]); j--) [top[j], top[j - 1]] = [top[j - 1], top[j]];
+    }
+  }
+  return top.map((id) => ({ id, logprob: logits[id] - lse }));
+}

@@ -1,0 +1,16 @@
+/** openEngine: the one entry point to a loaded model, whatever the backend. */
+import { CpuEngine } from './cpu/cpu-engine.js';
+import type { Engine, EngineOptions } from './types.js';
+
+export * from './types.js';
+
+export async function openEngine(o: EngineOptions): Promise<Engine> {
+  switch (o.backend) {
+    case 'cpu':
+      return new CpuEngine(o);
+    case 'vulkan':
+      throw new Error('the Vulkan backend is not built yet: use --cpu');
+    default:
+      throw new Error(`unknown backend "${(o as { backend: string }).backend}"`);
+  }
+}

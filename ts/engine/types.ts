@@ -1,0 +1,101 @@
+/**
+ * The one Session API over both backends (CPU WASM reference, Vulkan). Everything above the
+ * engine — CLI, server, agent, bench, eval — uses only this.
+ */
+import type { ModelShape } from '../model/shape.js';
+import type { Tokenizer } from '../tokenizer/tokenizer.js';
+
+export type Backend = 'cpu' | 'vulkan';
+/** KV cache row types: f16 (CPU default), q8_0, q4_0; f32 for exact reference runs */
+export type KvType = 'f32' | 'f16' | 'q8_0' | 'q4_0';
+
+export interface Steering {
+  /** n_layer × hidden f32 directions */
+  directions: Float32Array;
+  attnScale: number;
+  ffnScale: number;
+}
+
+export interface EngineOptions {
+  model: string;
+  backend: Backend;
+  /** context capacity in tokens */
+  ctx: number;
+  kvTypes?: { k: KvType; v: KvType };
+  /** prefill chunk (tokens per forward call) */
+  chunk?: number;
+  /** CPU: stream routed experts (default: only when the model does not fit) */
+  streamExperts?: boolean | 'auto';
+  /** CPU: expert cache size in MiB when streaming */
+  expertCacheMiB?: number;
+  steering?: Steering;
+  /** keep an automatic snapshot every this many tokens (at chunk boundaries) */
+  snapshotInterval?: number;
+  /** at most this many automatic snapshots per session */
+  maxSnapshots?: number;
+}
+
+export interface SampleOptions {
+  temperature: number;
+  topK?: number;
+  topP?: number;
+  minP?: number;
+}
+
+export interface TokenLogprob {
+  id: number;
+  logprob: number;
+}
+
+export interface EvalOptions {
+  progress?: (done: number, total: number) => void;
+  /** receive the logits of every evaluated position (test vectors) */
+  onLogits?: (row: Float32Array, position: number) => void;
+  signal?: AbortSignal;
+}
+
+/** In-memory snapshot: what cannot be recomputed from the KV rows below `pos`. */
+export interface Snapshot {
+  readonly pos: number;
+  readonly tokens: readonly number[];
+  readonly logits: Float32Array;
+  /** backend state (DeltaNet conv + recurrent), opaque */
+  readonly state: Uint8Array;
+}
+
+export interface Session {
+  readonly tokens: readonly number[];
+  readonly ctx: number;
+  readonly kvTypes: { k: KvType; v: KvType };
+  /** appends tokens and evaluates them */
+  eval(tokens: readonly number[], o?: EvalOptions): Promise<void>;
+  /** logits of the next token (after the last evaluated one) */
+  logits(): Float32Array;
+  /** brings the state to exactly `tokens`: reuses the common prefix (via snapshots), evaluates the rest */
+  sync(tokens: readonly number[], o?: EvalOptions): Promise<{ reused: number; evaluated: number }>;
+  commonPrefix(tokens: readonly number[]): number;
+  /** back to the first n tokens (restores the nearest snapshot ≤ n and re-evaluates the gap) */
+  rewind(n: number, o?: EvalOptions): Promise<void>;
+  snapshot(): Snapshot;
+  restore(s: Snapshot): void;
+  /** the `Q36 ` session payload (v2 f16 KV, v3 typed KV) */
+  savePayload(): Uint8Array;
+  loadPayload(payload: Uint8Array): void;
+  sample(o: SampleOptions): number;
+  /** log-softmax of the current logits: the top k */
+  topLogprobs(k: number): TokenLogprob[];
+  /** seeds the sampler (reproducible sampling) */
+  seed(seed: number): void;
+  dispose(): void;
+}
+
+export interface Engine {
+  readonly backend: Backend;
+  readonly shape: ModelShape;
+  readonly tokenizer: Tokenizer;
+  readonly options: Readonly<EngineOptions>;
+  newSession(): Session;
+  /** human-readable memory report */
+  describe(): string;
+  dispose(): void;
+}
