@@ -186,3 +186,24 @@ describe('bad inputs raise clear errors', () => {
     expect(() => q.quantize(GgmlType.Q2_K, new Float32Array(256))).toThrow(/not a KV-cache type/);
   });
 });
+
+describe('batched matmul is bit-identical to single-row dot (prefill == decode)', () => {
+  for (const ti of SUPPORTED) {
+    it(ti.name, () => {
+      const rng = new Rng(ti.id + 100);
+      const rows = 3, n = 512, nx = 6;
+      const rb = rowBytes(ti.id, n);
+      const w = new Uint8Array(rows * rb);
+      for (let r = 0; r < rows; r++) w.set(randomRow(ti.id, n, rng), r * rb);
+      const x = randomX(n * nx, rng);
+      const y = q.matmul(ti.id, w, rows, n, x);
+      for (let j = 0; j < nx; j++) {
+        for (let r = 0; r < rows; r++) {
+          const single = q.dot(ti.id, w.subarray(r * rb, (r + 1) * rb), x.subarray(j * n, (j + 1) * n));
+          if (Number.isNaN(single)) continue;
+          expect(Object.is(y[j * rows + r], Math.fround(single)) || y[j * rows + r] === Math.fround(single), `${ti.name} row ${r} x ${j}`).toBe(true);
+        }
+      }
+    });
+  }
+});

@@ -9,12 +9,12 @@ import { dequantBlock, scaleMinK4 } from './dequant';
 import { T_F32, T_F16, T_BF16, T_Q8_0, T_Q2_K, T_Q4_K, T_IQ2_XXS, blockElems, blockBytes } from './types';
 
 // Scratch for one decoded block (256 f32).
-const SCRATCH: usize = memory.data(256 * 4, 64);
+export const SCRATCH: usize = memory.data(256 * 4, 64);
 
 // IQ2_XXS grid as f32 (256 entries × 8 magnitudes) and sign masks (128 patterns × 8 lanes of
 // 0 or 0x80000000): a group of 8 weights is then two table loads and two XORs.
-const IQ2XXS_F32: usize = memory.data(256 * 8 * 4, 64);
-const SIGN_MASKS: usize = memory.data(128 * 8 * 4, 64);
+export const IQ2XXS_F32: usize = memory.data(256 * 8 * 4, 64);
+export const SIGN_MASKS: usize = memory.data(128 * 8 * 4, 64);
 
 function buildTables(): void {
   for (let g = 0; g < 256; g++) {
@@ -28,7 +28,7 @@ function buildTables(): void {
 buildTables();
 
 // @ts-ignore: decorator
-@inline function hsum(v: v128): f32 {
+@inline export function hsum(v: v128): f32 {
   return f32x4.extract_lane(v, 0) + f32x4.extract_lane(v, 1) + f32x4.extract_lane(v, 2) + f32x4.extract_lane(v, 3);
 }
 
@@ -177,6 +177,11 @@ function dotIQ2_XXS(w: usize, x: usize, nb: i32): f32 {
     x += 1024;
   }
   return hsum(acc);
+}
+
+/** Decodes one block of a generic-path type into SCRATCH (shared with the batched kernel). */
+export function dotGenericBlock(t: i32, w: usize): void {
+  dequantBlock(t, w, SCRATCH);
 }
 
 /** Any supported type: decode each block to scratch, then an f32 dot. */

@@ -4,7 +4,8 @@
 
 import { f16, bf16, f32ToF16 } from '../f16';
 import { dequantBlock } from './dequant';
-import { dot, dotF32, dotScalarPath } from './dot';
+import { dot, dotScalarPath } from './dot';
+import { matmulExact } from './batch';
 import { T_F32, T_F16, T_BF16, T_Q8_0, T_Q4_0, blockElems, blockBytes } from './types';
 
 /** Decodes n elements (whole blocks) of type t at src into f32 at dst. */
@@ -29,29 +30,13 @@ export function matvecScalar(t: i32, w: usize, rowBytes: usize, rows: i32, x: us
   for (let r = 0; r < rows; r++) store<f32>(y + (<usize>r << 2), dotScalarPath(t, w + <usize>r * rowBytes, x, n));
 }
 
-const CHUNK_ELEMS: i32 = 256;
-const CHUNK: usize = memory.data(CHUNK_ELEMS * 4, 64);
-
 /**
- * Batched: y[j·yStride + r] = W[r]·x_j for nx activation rows x_j = x + j·n floats.
- * Each 256-element chunk of a weight row is decoded once and dotted with every activation row.
+ * Batched: y[j·yStride + r] = W[r]·x_j for nx activation rows x_j = x + j·n floats. Each weight
+ * block is decoded once per chunk of activation rows, and every output equals dot() bit for bit.
  */
 export function matmul(t: i32, w: usize, rowBytes: usize, rows: i32, x: usize, n: i32, nx: i32, y: usize, yStride: i32): void {
   if (nx == 1) { matvec(t, w, rowBytes, rows, x, n, y); return; }
-  const be = blockElems(t);
-  const chunkBytes = <usize>(CHUNK_ELEMS / be * blockBytes(t));
-  for (let r = 0; r < rows; r++) {
-    const row = w + <usize>r * rowBytes;
-    for (let j = 0; j < nx; j++) store<f32>(y + (<usize>(j * yStride + r) << 2), 0);
-    for (let i = 0; i < n; i += CHUNK_ELEMS) {
-      const len = min(CHUNK_ELEMS, n - i);
-      dequantRow(t, row + <usize>(i / CHUNK_ELEMS) * chunkBytes, CHUNK, len);
-      for (let j = 0; j < nx; j++) {
-        const yp = y + (<usize>(j * yStride + r) << 2);
-        store<f32>(yp, load<f32>(yp) + dotF32(CHUNK, x + (<usize>(j * n + i) << 2), len));
-      }
-    }
-  }
+  matmulExact(t, w, rowBytes, rows, x, n, nx, y, yStride);
 }
 
 /** C roundf: round half away from zero (the Q8_0 reference quantizer uses it). */
