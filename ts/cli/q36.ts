@@ -1,22 +1,33 @@
 #!/usr/bin/env node
 /**
- * q36: the QuarkStar command line. Today: `--info`, `--list-devices`, `--dump-tokens`, `--render`.
- * Generation lands with the CPU engine issue.
+ * q36: the QuarkStar command line. Modes: one-shot generation (-p), test vectors (--prompt-ids),
+ * --info, --list-devices, --dump-tokens, --render. The interactive chat lands with the CLI issue.
  */
 import * as fs from 'node:fs';
 import { defineCommand, runMain } from 'citty';
+import { metaNumber } from '../gguf/index.js';
 import { DEFAULT_MODEL } from '../paths.js';
 import { dumpTokens } from './dump-tokens.js';
+import { openEngineForCli, parsePromptIds, runGenerate } from './generate-cmd.js';
 import { runInfo } from './info.js';
-import { CliError, loadTokenizer, promptText } from './load-tokenizer.js';
+import { CliError, loadTokenizer, openModelHeader, promptText } from './load-tokenizer.js';
+import { ENGINE_ARGS, SAMPLING_ARGS, engineOptions, normalizeArgv, num, sampleOptions } from './options.js';
 import { renderFromFiles } from './render.js';
 
 const main = defineCommand({
   meta: { name: 'q36', description: 'QuarkStar: Qwen3.6-35B-A3B inference (WASM CPU reference + Vulkan)' },
   args: {
     model: { type: 'string', alias: 'm', description: 'GGUF model file', default: DEFAULT_MODEL },
-    prompt: { type: 'string', alias: 'p', description: 'prompt text' },
+    prompt: { type: 'string', alias: 'p', description: 'one-shot prompt (rendered with the chat template)' },
     'prompt-file': { type: 'string', description: 'read the prompt from a file' },
+    'prompt-ids': { type: 'string', description: 'raw token ids "1,2,3" or @file (no chat template): test-vector mode' },
+    n: { type: 'string', description: 'tokens to generate', default: '2048' },
+    nothink: { type: 'boolean', description: 'disable thinking (the prompt closes the think block)' },
+    ...ENGINE_ARGS,
+    ...SAMPLING_ARGS,
+    'dump-logits': { type: 'string', description: 'write f32 logits rows (one per prompt position and per generated token) to a file' },
+    'dump-logprobs': { type: 'string', description: 'write per-step chosen token and top-K alternatives as JSON' },
+    'logprobs-top-k': { type: 'string', description: 'alternatives per step for --dump-logprobs', default: '20' },
     info: { type: 'boolean', description: 'print the file\'s layout and model shape, validate it, and exit' },
     'list-devices': { type: 'boolean', description: 'list Vulkan devices and exit' },
     'dump-tokens': { type: 'boolean', description: 'tokenize the prompt, print ids and pieces, and exit (no weights loaded)' },
@@ -24,7 +35,6 @@ const main = defineCommand({
     render: { type: 'boolean', description: 'render a conversation with the chat template and print the exact prompt' },
     'messages-file': { type: 'string', description: 'with --render: JSON array of messages (or {"messages","tools"})' },
     'tools-file': { type: 'string', description: 'with --render: JSON array of tools' },
-    nothink: { type: 'boolean', description: 'disable thinking (the prompt closes the think block)' },
   },
   async run({ args }) {
     try {
@@ -37,20 +47,41 @@ const main = defineCommand({
         return;
       }
       if (args.info) {
-        if (!fs.existsSync(args.model)) throw new CliError(`model file "${args.model}" not found${args.model === DEFAULT_MODEL ? ' (pass -m FILE; see README "The model file")' : ''}`);
+        openModelHeader(args.model);
         process.exitCode = runInfo(args.model, (s) => console.log(s), (s) => console.error(`q36: ${s}`));
         return;
       }
       if (args['dump-tokens']) {
-        const text = promptText(args);
-        console.log(dumpTokens(loadTokenizer(args.model), text, Boolean(args.json)));
+        console.log(dumpTokens(loadTokenizer(args.model), promptText(args), Boolean(args.json)));
         return;
       }
       if (args.render) {
         process.stdout.write(renderFromFiles({ messagesFile: args['messages-file'], toolsFile: args['tools-file'], nothink: args.nothink }));
         return;
       }
-      throw new CliError('generation is not built yet (CPU engine issue); available now: --info, --list-devices, --dump-tokens, --render', 1);
+      const maxTokens = num('-n', args.n, { min: 0, int: true })!;
+      const sampling = sampleOptions(args);
+      const logprobsTopK = num('--logprobs-top-k', args['logprobs-top-k'], { min: 1, int: true })!;
+      const ids = args['prompt-ids'];
+      if (ids === undefined && args.prompt === undefined && args['prompt-file'] === undefined) {
+        throw new CliError('the interactive chat is not built yet: give -p TEXT, --prompt-file FILE or --prompt-ids IDS', 1);
+      }
+      const chatPrompt = ids === undefined ? promptText(args) : undefined;
+      const header = openModelHeader(args.model);
+      const eo = engineOptions(args.model, args, metaNumber(header, 'qwen35moe.context_length', 262144));
+      const engine = await openEngineForCli(eo);
+      const ac = new AbortController();
+      process.once('SIGINT', () => ac.abort());
+      try {
+        process.stderr.write(engine.describe() + '\n');
+        process.exitCode = await runGenerate({
+          engine, promptIds: ids !== undefined ? parsePromptIds(ids, engine.shape.nVocab) : undefined, chatPrompt,
+          nothink: Boolean(args.nothink), maxTokens, sampling, dumpLogits: args['dump-logits'], dumpLogprobs: args['dump-logprobs'],
+          logprobsTopK, out: (s) => process.stdout.write(s), err: (s) => process.stderr.write(s + '\n'), signal: ac.signal,
+        });
+      } finally {
+        engine.dispose();
+      }
     } catch (e) {
       if (e instanceof CliError) {
         console.error(`q36: ${e.message}`);
@@ -62,4 +93,5 @@ const main = defineCommand({
   },
 });
 
+process.argv = [...process.argv.slice(0, 2), ...normalizeArgv(process.argv.slice(2))];
 runMain(main);

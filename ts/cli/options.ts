@@ -1,0 +1,91 @@
+/**
+ * Options shared by q36, q36-server and q36-bench: backend, context, KV types, sampling, steering.
+ * Every bad value is a CliError (exit 2) naming the flag.
+ */
+import * as fs from 'node:fs';
+import { KV_TYPE_NAMES } from '../engine/common.js';
+import type { EngineOptions, KvType, SampleOptions, Steering } from '../engine/types.js';
+import { CliError } from './load-tokenizer.js';
+
+
+/** llama.cpp spells some flags with one dash and several letters; citty would split them. */
+const ALIASES: Record<string, string> = { '-ctk': '--cache-type-k', '-ctv': '--cache-type-v' };
+export function normalizeArgv(argv: string[]): string[] {
+  return argv.map((a) => ALIASES[a] ?? a);
+}
+
+export function num(flag: string, v: string | undefined, o: { min?: number; max?: number; int?: boolean } = {}): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (v.trim() === '' || !Number.isFinite(n)) throw new CliError(`${flag} expects a number, got "${v}"`);
+  if (o.int && !Number.isInteger(n)) throw new CliError(`${flag} expects an integer, got "${v}"`);
+  if (o.min !== undefined && n < o.min) throw new CliError(`${flag} must be ≥ ${o.min}, got ${v}`);
+  if (o.max !== undefined && n > o.max) throw new CliError(`${flag} must be ≤ ${o.max}, got ${v}`);
+  return n;
+}
+
+export function kvType(flag: string, v: string | undefined): KvType | undefined {
+  if (v === undefined) return undefined;
+  if (!(KV_TYPE_NAMES as string[]).includes(v)) throw new CliError(`${flag} must be one of ${KV_TYPE_NAMES.filter((k) => k !== 'f32').join(', ')} (got "${v}")`);
+  return v as KvType;
+}
+
+export const ENGINE_ARGS = {
+  cpu: { type: 'boolean', description: 'use the CPU (WASM reference) backend' },
+  vulkan: { type: 'boolean', description: 'use the Vulkan backend (not built yet)' },
+  ctx: { type: 'string', description: 'context size in tokens (default: 8192, or the model\'s context length if smaller)' },
+  'cache-type-k': { type: 'string', description: 'K cache type: f16, q8_0, q4_0 (alias -ctk)', default: 'f16' },
+  'cache-type-v': { type: 'string', description: 'V cache type: f16, q8_0, q4_0 (alias -ctv)', default: 'f16' },
+  'expert-cache-mb': { type: 'string', description: 'CPU: routed-expert cache size in MiB when experts are streamed (default: all free WASM memory)' },
+  'dir-steering-file': { type: 'string', description: 'steering directions: flat n_layer × hidden f32 file' },
+  'dir-steering-attn': { type: 'string', description: 'steering scale after attention outputs (default 0)' },
+  'dir-steering-ffn': { type: 'string', description: 'steering scale after FFN outputs (default 1 with a file, else 0)' },
+} as const;
+
+export const SAMPLING_ARGS = {
+  temp: { type: 'string', description: 'temperature (0 = greedy)', default: '0.6' },
+  'top-p': { type: 'string', description: 'nucleus sampling mass', default: '0.95' },
+  'top-k': { type: 'string', description: 'keep the k most likely tokens (0 = off)', default: '20' },
+  'min-p': { type: 'string', description: 'drop tokens below min-p × the top probability', default: '0' },
+  seed: { type: 'string', description: 'sampler seed (reproducible sampling)', default: '0' },
+} as const;
+
+type Str = string | undefined;
+
+export function engineOptions(model: string, a: Record<string, unknown>, modelContext: number): EngineOptions {
+  if (a.cpu && a.vulkan) throw new CliError('give --cpu or --vulkan, not both');
+  const ctx = num('--ctx', a.ctx as Str, { min: 1, int: true }) ?? Math.min(8192, modelContext);
+  if (ctx > modelContext) throw new CliError(`--ctx ${ctx} exceeds the model's context length ${modelContext}`);
+  const k = kvType('-ctk/--cache-type-k', a['cache-type-k'] as Str)!;
+  const v = kvType('-ctv/--cache-type-v', a['cache-type-v'] as Str)!;
+  const mb = num('--expert-cache-mb', a['expert-cache-mb'] as Str, { min: 1 });
+  return {
+    model, backend: a.vulkan ? 'vulkan' : 'cpu', ctx, kvTypes: { k, v },
+    expertCacheMiB: mb, steering: steering(a),
+  };
+}
+
+function steering(a: Record<string, unknown>): Steering | undefined {
+  const file = a['dir-steering-file'] as Str;
+  const attn = num('--dir-steering-attn', a['dir-steering-attn'] as Str);
+  const ffn = num('--dir-steering-ffn', a['dir-steering-ffn'] as Str);
+  if (!file) {
+    if (attn || ffn) throw new CliError('--dir-steering-attn/--dir-steering-ffn need --dir-steering-file');
+    return undefined;
+  }
+  let bytes: Buffer;
+  try { bytes = fs.readFileSync(file); } catch (e) { throw new CliError(`cannot read --dir-steering-file "${file}": ${(e as NodeJS.ErrnoException).code}`); }
+  if (bytes.length % 4 !== 0) throw new CliError(`--dir-steering-file "${file}": ${bytes.length} bytes is not a whole number of f32 values`);
+  const directions = new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length));
+  return { directions, attnScale: attn ?? 0, ffnScale: ffn ?? (attn === undefined ? 1 : 0) };
+}
+
+export function sampleOptions(a: Record<string, unknown>): SampleOptions & { seed: number } {
+  return {
+    temperature: num('--temp', a.temp as Str, { min: 0 })!,
+    topP: num('--top-p', a['top-p'] as Str, { min: 0, max: 1 })!,
+    topK: num('--top-k', a['top-k'] as Str, { min: 0, int: true })!,
+    minP: num('--min-p', a['min-p'] as Str, { min: 0, max: 1 })!,
+    seed: num('--seed', a.seed as Str, { int: true })!,
+  };
+}
