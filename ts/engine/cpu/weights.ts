@@ -138,10 +138,12 @@ export class CpuWeights {
       const left = WASM_LIMIT - (core.x.heapTop() >>> 0) - o.sessionReserve - (64 << 20);
       const want = o.expertCacheBytes ?? left;
       const n = Math.min(s.nLayer * s.nExpert, Math.floor(Math.min(want, left) / slot));
-      if (n < 2 * s.nExpertUsed) {
+      // one chunk may route to every expert of a layer: the cache must hold that many at once
+      const minSlots = Math.min(s.nExpert, o.maxTokens * s.nExpertUsed);
+      if (n < minSlots) {
         throw new Error(`not enough WASM memory for the expert cache: ${Math.max(0, Math.floor(left / 2 ** 20))} MiB left after ` +
           `${(resident / 2 ** 20).toFixed(0)} MiB of resident weights and ${(o.sessionReserve / 2 ** 20).toFixed(0)} MiB for the session; ` +
-          `need ${(2 * s.nExpertUsed * slot / 2 ** 20).toFixed(1)} MiB (lower --ctx or use q8_0/q4_0 KV)`);
+          `need ${minSlots} expert slots = ${(minSlots * slot / 2 ** 20).toFixed(1)} MiB (raise --expert-cache-mb, lower --ctx, or use q8_0/q4_0 KV)`);
       }
       const base = core.alloc(n * slot);
       for (let i = 0; i < n; i++) { this.slotPtrs.push(base + i * slot); this.slotOwner.push(-1); }
