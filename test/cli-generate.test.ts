@@ -52,6 +52,7 @@ describe('q36 test-vector interface (--prompt-ids, --dump-logits, --dump-logprob
       [['--vulkan'], /give --cpu or --vulkan, not both/],
       [['--prompt-ids', '1,x'], /"x" is not a token id/],
       [['--dir-steering-ffn', '1'], /need --dir-steering-file/],
+      [['--tmep', '0'], /unknown flag --tmep/],
     ] as [string[], RegExp][]) {
       const e = q36('--cpu', '-m', fixture('tinyA/tinyA-q2.gguf'), '-p', 'x', ...args);
       expect(e.status, args.join(' ')).toBe(2);

@@ -12,7 +12,7 @@ export class CliError extends Error {
 
 export function openModelHeader(path: string): GgufFile {
   if (!fs.existsSync(path)) {
-    throw new CliError(`model file "${path}" not found${path === DEFAULT_MODEL ? ' (pass -m FILE, or put the model at that path: see README "The model file")' : ''}`);
+    throw new CliError(`model file "${path}" not found${path === DEFAULT_MODEL ? ' (pass -m FILE, or fetch it with: q36 download q2-imatrix)' : ''}`);
   }
   try {
     return readGguf(path);

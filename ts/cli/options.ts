@@ -89,3 +89,21 @@ export function sampleOptions(a: Record<string, unknown>): SampleOptions & { see
     seed: num('--seed', a.seed as Str, { int: true })!,
   };
 }
+
+/** Rejects flags the command does not define (citty would silently ignore a typo like --tmep). */
+export function checkUnknownFlags(argv: string[], args: Record<string, { type: string; alias?: string }>): void {
+  const known = new Set<string>(['--help', '-h', '--version']);
+  for (const [name, def] of Object.entries(args)) {
+    known.add(`--${name}`);
+    if (def.type === 'boolean') known.add(`--no-${name}`);
+    if (def.alias) known.add(def.alias.length === 1 ? `-${def.alias}` : `--${def.alias}`);
+    if (name.length === 1) known.add(`-${name}`);
+  }
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--') break;
+    if (!a.startsWith('-') || /^-\d/.test(a)) continue;
+    const flag = a.includes('=') ? a.slice(0, a.indexOf('=')) : a;
+    if (!known.has(flag)) throw new CliError(`unknown flag ${flag} (see --help)`);
+  }
+}

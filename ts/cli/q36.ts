@@ -11,11 +11,14 @@ import { dumpTokens } from './dump-tokens.js';
 import { openEngineForCli, parsePromptIds, runGenerate } from './generate-cmd.js';
 import { runInfo } from './info.js';
 import { CliError, loadTokenizer, openModelHeader, promptText } from './load-tokenizer.js';
-import { ENGINE_ARGS, SAMPLING_ARGS, engineOptions, normalizeArgv, num, sampleOptions } from './options.js';
+import { ENGINE_ARGS, SAMPLING_ARGS, checkUnknownFlags, engineOptions, normalizeArgv, num, sampleOptions } from './options.js';
 import { renderFromFiles } from './render.js';
+import { runChat } from './chat/chat.js';
+import { download, MODELS } from './download.js';
 
 const main = defineCommand({
-  meta: { name: 'q36', description: 'QuarkStar: Qwen3.6-35B-A3B inference (WASM CPU reference + Vulkan)' },
+  // (args are checked against this list before parsing: unknown flags are errors)
+  meta: { name: 'q36', description: 'QuarkStar: Qwen3.6-35B-A3B inference (WASM CPU reference + Vulkan). Without -p: interactive chat. Also: q36 download q2-imatrix | q2-q4-imatrix | mtp [--base-url URL]' },
   args: {
     model: { type: 'string', alias: 'm', description: 'GGUF model file', default: DEFAULT_MODEL },
     prompt: { type: 'string', alias: 'p', description: 'one-shot prompt (rendered with the chat template)' },
@@ -63,12 +66,16 @@ const main = defineCommand({
       const sampling = sampleOptions(args);
       const logprobsTopK = num('--logprobs-top-k', args['logprobs-top-k'], { min: 1, int: true })!;
       const ids = args['prompt-ids'];
-      if (ids === undefined && args.prompt === undefined && args['prompt-file'] === undefined) {
-        throw new CliError('the interactive chat is not built yet: give -p TEXT, --prompt-file FILE or --prompt-ids IDS', 1);
-      }
-      const chatPrompt = ids === undefined ? promptText(args) : undefined;
       const header = openModelHeader(args.model);
       const eo = engineOptions(args.model, args, metaNumber(header, 'qwen35moe.context_length', 262144));
+      if (ids === undefined && args.prompt === undefined && args['prompt-file'] === undefined) {
+        process.exitCode = await runChat({
+          open: openEngineForCli, engineOptions: eo, sampling, maxTokens, think: args.nothink ? 'off' : 'on',
+          input: process.stdin, output: process.stdout,
+        });
+        return;
+      }
+      const chatPrompt = ids === undefined ? promptText(args) : undefined;
       const engine = await openEngineForCli(eo);
       const ac = new AbortController();
       process.once('SIGINT', () => ac.abort());
@@ -93,5 +100,45 @@ const main = defineCommand({
   },
 });
 
-process.argv = [...process.argv.slice(0, 2), ...normalizeArgv(process.argv.slice(2))];
-runMain(main);
+async function downloadCommand(argv: string[]): Promise<void> {
+  const which = argv[0];
+  const bi = argv.indexOf('--base-url');
+  if (!which || which.startsWith('-')) {
+    console.error(`usage: q36 download ${Object.keys(MODELS).join(' | ')} [--base-url URL]`);
+    process.exitCode = 2;
+    return;
+  }
+  try {
+    let last = 0;
+    const file = await download({
+      which, dir: 'gguf', baseUrl: bi >= 0 ? argv[bi + 1] : undefined,
+      progress: (done, total) => {
+        const now = Date.now();
+        if (now - last > 500 || done === total) {
+          last = now;
+          const pct = Number.isFinite(total) ? ` ${(100 * done / total).toFixed(1)}%` : '';
+          process.stderr.write(`\r${(done / 2 ** 30).toFixed(2)} / ${Number.isFinite(total) ? (total / 2 ** 30).toFixed(2) : '?'} GiB${pct}   `);
+        }
+      },
+    });
+    process.stderr.write('\n');
+    console.log(`downloaded ${file}`);
+  } catch (e) {
+    console.error(`\nq36: ${(e as Error).message}`);
+    process.exitCode = 2;
+  }
+}
+
+const argv = normalizeArgv(process.argv.slice(2));
+if (argv[0] === 'download') {
+  void downloadCommand(argv.slice(1));
+} else {
+  try {
+    checkUnknownFlags(argv, main.args as Record<string, { type: string; alias?: string }>);
+    process.argv = [...process.argv.slice(0, 2), ...argv];
+    runMain(main);
+  } catch (e) {
+    console.error(`q36: ${(e as Error).message}`);
+    process.exitCode = 2;
+  }
+}

@@ -35,3 +35,11 @@ export function topLogprobs(logits: Float32Array, k: number): TokenLogprob[] {
   }
   return top.map((id) => ({ id, logprob: logits[id] - lse }));
 }
+
+/** Thrown by eval when its AbortSignal fires; the session keeps the tokens evaluated so far. */
+export class AbortError extends Error {
+  constructor() {
+    super('aborted');
+    this.name = 'AbortError';
+  }
+}

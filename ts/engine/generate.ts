@@ -42,6 +42,8 @@ export async function generate(s: Session, o: GenerateOptions): Promise<Generate
     const isStop = o.stopIds?.has(id) ?? false;
     const last = isStop || more === false || step + 1 === o.maxTokens;
     if (!last || o.feedLast) await s.eval([id], { onLogits: o.onLogits, signal: o.signal });
+    // with a signal, give the event loop a turn so Ctrl+C / client disconnects can arrive
+    if (o.signal) await new Promise<void>((r) => setImmediate(r));
     if (isStop) { stop = 'eos'; break; }
     if (more === false) { stop = 'callback'; break; }
   }

@@ -11,6 +11,7 @@ import { KV_TYPE_IDS, commonPrefix, topLogprobs } from '../common.js';
 import { decodePayload, encodePayload, PayloadError, stateSizes } from '../payload.js';
 import type { Engine, EngineOptions, EvalOptions, KvType, SampleOptions, Session, Snapshot } from '../types.js';
 import { SS } from './layout.js';
+import { AbortError } from '../common.js';
 import { CpuWeights } from './weights.js';
 
 interface ForwardExports {
@@ -184,7 +185,10 @@ class CpuSession implements Session {
     const interval = e.options.snapshotInterval ?? 512;
     let done = 0;
     while (done < tokens.length) {
-      if (o.signal?.aborted) throw new Error('aborted');
+      if (o.signal) {
+        await new Promise<void>((r) => setImmediate(r)); // let an abort arrive between chunks
+        if (o.signal.aborted) throw new AbortError();
+      }
       const pos = this.toks.length;
       // chunks end on absolute multiples of the chunk size, so snapshots land on chunk boundaries
       let T = Math.min(e.chunk - (pos % e.chunk), tokens.length - done);

@@ -1,0 +1,98 @@
+import { spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { firstTurn, nextTurn } from '../ts/cli/chat/transcript.js';
+import { renderChat } from '../ts/chat/render.js';
+import { fixture, tmpDir } from './helpers.js';
+
+const ROOT = path.resolve(__dirname, '..');
+
+/** Runs q36 in a pseudo-terminal with a script of keystrokes and expectations. */
+function drive(steps: object[], args: string[]) {
+  const dir = tmpDir();
+  const f = path.join(dir, 'steps.json');
+  fs.writeFileSync(f, JSON.stringify(steps));
+  const r = spawnSync('python3', [path.join(ROOT, 'test/tools/pty_drive.py'), f, '--', process.execPath, path.join(ROOT, 'dist/ts/cli/q36.js'), ...args], { encoding: 'utf8', timeout: 120_000 });
+  if (r.status !== 0) throw new Error(`pty driver failed: ${r.stderr}`);
+  return JSON.parse(r.stdout) as { ok: boolean; failed_step: number | null; transcript: string; exit: number | null };
+}
+
+describe('chat transcript appends exactly what the template renders', () => {
+  it('first turn + answer + next turn == the template rendering of the whole conversation (with preserved thinking)', () => {
+    const answer = 'reasoning here\n</think>\n\nThe answer.';
+    const text = firstTurn('Hi', 'on') + answer + nextTurn('  And then?  ', 'on');
+    const full = renderChat([{ role: 'user', content: 'Hi' }, { role: 'assistant', content: '<think>\n' + answer }, { role: 'user', content: 'And then?' }], { preserveThinking: true });
+    expect(text).toBe(full);
+    const off = firstTurn('Hi', 'off') + 'A.' + nextTurn('Q2', 'off');
+    expect(off.endsWith('<|im_start|>user\nQ2<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n')).toBe(true);
+  });
+});
+
+describe('q36 interactive chat in a terminal', () => {
+  it('two turns reuse the live state; /nothink, /ctx and /think work; /quit exits', () => {
+    const r = drive([
+      { expect: 'q36> ', timeout: 60 },
+      { send: 'Hello there\r' },
+      { expect: 'prefill (\\d+) new tokens \\(0 reused\\).*?ctx (\\d+)/', timeout: 60 },
+      { expect: 'q36> ' },
+      { send: 'Second question\r' },
+      { expect: 'prefill \\d+ new tokens \\((\\d+) reused\\)', timeout: 60 },
+      { expect: 'q36> ' },
+      { send: '/nothink\r' },
+      { expect: 'thinking off' },
+      { send: 'Third\r' },
+      { expect: 'reused\\)', timeout: 60 },
+      { expect: 'q36> ' },
+      { send: '/ctx 1024\r' },
+      { expect: 'context is now 1024 tokens', timeout: 60 },
+      { send: '/think\r' },
+      { expect: 'thinking on' },
+      { send: 'Still here?\r' },
+      { expect: 'reused\\)', timeout: 60 },
+      { expect: 'q36> ' },
+      { send: '/quit\r' },
+    ], ['--cpu', '-m', fixture('tinyA/tinyA-q2.gguf'), '-n', '12', '--seed', '1', '--ctx', '512']);
+    if (!r.ok) console.log(r.transcript);
+    expect(r.ok, `failed at step ${r.failed_step}`).toBe(true);
+    expect(r.exit).toBe(0);
+    const t = r.transcript;
+    // turn 1 ends at ctx N; turn 2 reuses all N tokens (nothing of turn 1 is prefilled again)
+    const first = /prefill (\d+) new tokens \(0 reused\).*?ctx (\d+)\//s.exec(t)!;
+    const second = /prefill (\d+) new tokens \((\d+) reused\)/g;
+    second.lastIndex = first.index + first[0].length;
+    const m2 = second.exec(t)!;
+    expect(Number(m2[2])).toBe(Number(first[2]));
+  }, 180_000);
+
+  it('Ctrl+C stops a long generation and the chat continues on the same session', () => {
+    const r = drive([
+      { expect: 'q36> ', timeout: 60 },
+      { send: '/think-max\r' },
+      { expect: 'budget: the free context' },
+      { send: 'Now a long answer please\r' },
+      { sleep: 0.15 },
+      { sigint: true },
+      { expect: '\\(interrupted\\)', timeout: 30 },
+      { expect: 'q36> ' },
+      { send: 'Still here?\r' },
+      { expect: 'prefill \\d+ new tokens \\([1-9]\\d* reused\\)', timeout: 60 },
+      { expect: 'q36> ' },
+      { send: '/quit\r' },
+    ], ['--cpu', '-m', fixture('tinyA/tinyA-q2.gguf'), '-n', '12', '--ctx', '512']);
+    if (!r.ok) console.log(r.transcript.slice(-2000));
+    expect(r.ok, `failed at step ${r.failed_step}`).toBe(true);
+    expect(r.exit).toBe(0);
+  }, 120_000);
+
+  it('Ctrl+C twice at the prompt exits', () => {
+    const r = drive([
+      { expect: 'q36> ', timeout: 60 },
+      { sigint: true },
+      { expect: 'press Ctrl\\+C again' },
+      { sigint: true },
+    ], ['--cpu', '-m', fixture('tinyA/tinyA-q2.gguf'), '--ctx', '256']);
+    expect(r.ok).toBe(true);
+    expect(r.exit).toBe(0);
+  });
+});
