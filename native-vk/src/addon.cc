@@ -3,6 +3,7 @@
 #include <napi.h>
 
 #include "context.h"
+#include "device.h"
 #include "selftest.h"
 #include "spirv.h"
 
@@ -95,6 +96,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("listDevices", Napi::Function::New(env, ListDevices));
   exports.Set("shaderNames", Napi::Function::New(env, ShaderNames));
   exports.Set("selfTest", Napi::Function::New(env, SelfTest));
+  exports.Set("Device", q36::Device::Define(env));
   return exports;
 }
 

@@ -12,6 +12,7 @@ Buffer::Buffer(Context& ctx, uint64_t size, bool hostVisible) : ctx_(ctx), size_
   VkBufferCreateInfo bi{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   bi.size = size;
   bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  if (size == 0) throw std::runtime_error("cannot create an empty Vulkan buffer");
   VK_CALL(vkCreateBuffer(ctx.device(), &bi, nullptr, &buf_));
   VkMemoryRequirements req;
   vkGetBufferMemoryRequirements(ctx.device(), buf_, &req);
@@ -115,7 +116,6 @@ Recorder::Recorder(Context& ctx, uint32_t maxSets) : ctx_(ctx) {
     VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
     VK_CALL(vkCreateFence(ctx.device(), &fi, nullptr, &fence_));
     VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-    bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
     VK_CALL(vkBeginCommandBuffer(cmd_, &bi));
   } catch (...) {
     this->~Recorder();
@@ -174,17 +174,26 @@ void Recorder::barrier() {
   vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
 }
 
-void Recorder::submitAndWait() {
+void Recorder::end() {
   VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-  mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+  mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
   mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
-  vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
+  vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
   VK_CALL(vkEndCommandBuffer(cmd_));
+}
+
+void Recorder::run() {
+  VK_CALL(vkResetFences(ctx_.device(), 1, &fence_));
   VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   si.commandBufferCount = 1;
   si.pCommandBuffers = &cmd_;
   VK_CALL(vkQueueSubmit(ctx_.queue(), 1, &si, fence_));
   VK_CALL(vkWaitForFences(ctx_.device(), 1, &fence_, VK_TRUE, UINT64_MAX));
+}
+
+void Recorder::submitAndWait() {
+  end();
+  run();
 }
 
 }  // namespace q36

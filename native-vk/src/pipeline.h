@@ -53,10 +53,15 @@ class Pipeline {
   VkPipeline pipe_ = VK_NULL_HANDLE;
 };
 
-// Records dispatches into one command buffer and submits it once (one submit per step).
+// Records dispatches into one command buffer. It can be submitted any number of times: a model
+// step is recorded once per shape and replayed, its per-step inputs living in buffers.
 class Recorder {
  public:
   Recorder(Context& ctx, uint32_t maxSets);
+  // Finishes recording (adds the final host-visibility barrier).
+  void end();
+  // Submits the recorded commands and waits for them (end() first).
+  void run();
   ~Recorder();
   Recorder(const Recorder&) = delete;
   Recorder& operator=(const Recorder&) = delete;

@@ -7,11 +7,11 @@ import { rowBytes, readGguf, type GgufFile } from '../../gguf/index.js';
 import { Core } from '../../core/wasm.js';
 import { validateModel, type ModelShape } from '../../model/shape.js';
 import { Tokenizer } from '../../tokenizer/tokenizer.js';
-import { KV_TYPE_IDS, commonPrefix, topLogprobs } from '../common.js';
-import { decodePayload, encodePayload, PayloadError, stateSizes } from '../payload.js';
-import type { Engine, EngineOptions, EvalOptions, KvType, SampleOptions, Session, Snapshot } from '../types.js';
+import { KV_TYPE_IDS } from '../common.js';
+import { stateSizes } from '../payload.js';
+import { BaseSession, type SessionBackend } from '../session-base.js';
+import type { Engine, EngineOptions, KvType, SampleOptions, Session } from '../types.js';
 import { SS } from './layout.js';
-import { AbortError } from '../common.js';
 import { CpuWeights } from './weights.js';
 
 interface ForwardExports {
@@ -110,7 +110,7 @@ export class CpuEngine implements Engine {
 
   newSession(): Session {
     this.live++;
-    return new CpuSession(this, this.allocSessionTable());
+    return new BaseSession(new CpuBackend(this, this.allocSessionTable()));
   }
 
   describe(): string {
@@ -132,31 +132,26 @@ export class CpuEngine implements Engine {
   }
 }
 
-const EMPTY_LOGITS = new Float32Array(0);
-
-class CpuSession implements Session {
-  private toks: number[] = [];
-  private last: Float32Array = EMPTY_LOGITS;
-  private snaps: Snapshot[] = [];
-  private rng: number;
-  private disposed = false;
+/** The CPU primitives behind a session: one session table in WASM memory. */
+class CpuBackend implements SessionBackend {
+  readonly shape: ModelShape;
   readonly ctx: number;
+  readonly chunk: number;
   readonly kvTypes: { k: KvType; v: KvType };
+  readonly logitsRows: number;
+  readonly snapshotInterval: number;
+  readonly maxSnapshots: number;
+  private rng: number;
 
   constructor(private readonly e: CpuEngine, private readonly tbl: number) {
+    this.shape = e.shape;
     this.ctx = e.options.ctx;
+    this.chunk = e.chunk;
     this.kvTypes = e.kv;
+    this.logitsRows = e.logitsRows;
+    this.snapshotInterval = e.options.snapshotInterval ?? 512;
+    this.maxSnapshots = e.options.maxSnapshots ?? 8;
     this.rng = e.core.alloc(8);
-    this.seed(0);
-    this.reset();
-  }
-
-  get tokens(): readonly number[] {
-    return this.toks;
-  }
-
-  private check(): void {
-    if (this.disposed) throw new Error('session is disposed');
   }
 
   private layerPtrs(l: number): [number, number] {
@@ -164,188 +159,75 @@ class CpuSession implements Session {
     return [dv.getUint32(this.tbl + SS.LAYERS + l * 8, true), dv.getUint32(this.tbl + SS.LAYERS + l * 8 + 4, true)];
   }
 
-  /** Zero DeltaNet states, empty timeline. */
-  private reset(): void {
-    const s = this.e.shape, st = stateSizes(s);
-    for (let l = 0; l < s.nLayer; l++) {
-      if (!s.recurrent[l]) continue;
-      const [a, b] = this.layerPtrs(l);
-      this.e.core.u8(a, st.convBytes).fill(0);
-      this.e.core.u8(b, st.ssmBytes).fill(0);
-    }
-    this.toks = [];
-    this.last = EMPTY_LOGITS;
+  async forward(tokens: number[], pos: number, logitsFrom: number): Promise<Float32Array[]> {
+    const e = this.e, s = e.shape, T = tokens.length;
+    e.weights.embed(tokens, e.xPtr);
+    const rc = e.fx.forward(this.tbl, pos, e.xPtr, T, e.logitsPtr, logitsFrom);
+    if (rc !== 0) throw new Error(`forward failed (${rc})`);
+    const rows: Float32Array[] = [];
+    for (let t = 0; t < T - logitsFrom; t++) rows.push(e.core.f32(e.logitsPtr + t * s.nVocab * 4, s.nVocab).slice());
+    return rows;
   }
 
-  async eval(tokens: readonly number[], o: EvalOptions = {}): Promise<void> {
-    this.check();
-    if (tokens.length === 0) return;
-    if (this.toks.length + tokens.length > this.ctx) throw new Error(`context full: ${this.toks.length} + ${tokens.length} tokens exceed ctx ${this.ctx}`);
-    const e = this.e, s = e.shape;
-    const interval = e.options.snapshotInterval ?? 512;
-    let done = 0;
-    while (done < tokens.length) {
-      if (o.signal) {
-        await new Promise<void>((r) => setImmediate(r)); // let an abort arrive between chunks
-        if (o.signal.aborted) throw new AbortError();
-      }
-      const pos = this.toks.length;
-      // chunks end on absolute multiples of the chunk size, so snapshots land on chunk boundaries
-      let T = Math.min(e.chunk - (pos % e.chunk), tokens.length - done);
-      if (o.onLogits) T = Math.min(T, e.logitsRows);
-      const part = tokens.slice(done, done + T);
-      e.weights.embed(part, e.xPtr);
-      const last = done + T === tokens.length;
-      const from = o.onLogits ? 0 : last ? T - 1 : T;
-      const rc = e.fx.forward(this.tbl, pos, e.xPtr, T, e.logitsPtr, from);
-      if (rc !== 0) throw new Error(`forward failed (${rc})`);
-      if (o.onLogits) for (let t = 0; t < T; t++) o.onLogits(e.core.f32(e.logitsPtr + t * s.nVocab * 4, s.nVocab).slice(), pos + t);
-      if (last) this.last = e.core.f32(e.logitsPtr + (T - 1 - from) * s.nVocab * 4, s.nVocab).slice();
-      this.toks.push(...part);
-      done += T;
-      o.progress?.(done, tokens.length);
-      const end = this.toks.length;
-      if (end % interval === 0 && done < tokens.length) this.autoSnapshot();
-    }
-  }
-
-  /** A snapshot at a chunk boundary, kept for rewinds (bounded count). */
-  private autoSnapshot(): void {
-    // logits at an interior boundary are not computed; a restore there re-evaluates one token
-    this.snaps.push(this.capture(EMPTY_LOGITS));
-    const max = this.e.options.maxSnapshots ?? 8;
-    while (this.snaps.length > max) this.snaps.splice(1, 1); // keep the oldest (long shared prefixes) and the newest
-  }
-
-  private capture(logits: Float32Array): Snapshot {
-    const s = this.e.shape, st = stateSizes(s);
-    const nRec = s.recurrent.filter(Boolean).length;
-    const state = new Uint8Array(nRec * (st.convBytes + st.ssmBytes));
+  readRecurrent(): Uint8Array {
+    const s = this.shape, st = stateSizes(s);
+    const out = new Uint8Array(s.recurrent.filter(Boolean).length * (st.convBytes + st.ssmBytes));
     let o = 0;
     for (let l = 0; l < s.nLayer; l++) {
       if (!s.recurrent[l]) continue;
       const [a, b] = this.layerPtrs(l);
-      state.set(this.e.core.u8(a, st.convBytes), o); o += st.convBytes;
-      state.set(this.e.core.u8(b, st.ssmBytes), o); o += st.ssmBytes;
+      out.set(this.e.core.u8(a, st.convBytes), o); o += st.convBytes;
+      out.set(this.e.core.u8(b, st.ssmBytes), o); o += st.ssmBytes;
     }
-    return { pos: this.toks.length, tokens: this.toks.slice(), logits: logits.slice(), state };
+    return out;
   }
 
-  logits(): Float32Array {
-    this.check();
-    if (this.last.length === 0) throw new Error('no logits: evaluate at least one token first');
-    return this.last;
-  }
-
-  commonPrefix(tokens: readonly number[]): number {
-    return commonPrefix(this.toks, tokens);
-  }
-
-  snapshot(): Snapshot {
-    this.check();
-    return this.capture(this.last);
-  }
-
-  restore(snap: Snapshot): void {
-    this.check();
-    const s = this.e.shape, st = stateSizes(s);
-    if (snap.state.byteLength !== s.recurrent.filter(Boolean).length * (st.convBytes + st.ssmBytes)) throw new Error('snapshot belongs to a different model');
-    // the KV rows below snap.pos must still be the ones the snapshot saw
-    if (commonPrefix(this.toks, snap.tokens) < snap.pos) throw new Error('snapshot does not match this session\'s KV cache (its tokens were overwritten)');
+  writeRecurrent(state: Uint8Array | null): void {
+    const s = this.shape, st = stateSizes(s);
     let o = 0;
     for (let l = 0; l < s.nLayer; l++) {
       if (!s.recurrent[l]) continue;
       const [a, b] = this.layerPtrs(l);
-      this.e.core.u8(a, st.convBytes).set(snap.state.subarray(o, o + st.convBytes)); o += st.convBytes;
-      this.e.core.u8(b, st.ssmBytes).set(snap.state.subarray(o, o + st.ssmBytes)); o += st.ssmBytes;
+      if (state) { this.e.core.u8(a, st.convBytes).set(state.subarray(o, o + st.convBytes)); this.e.core.u8(b, st.ssmBytes).set(state.subarray(o + st.convBytes, o + st.convBytes + st.ssmBytes)); }
+      else { this.e.core.u8(a, st.convBytes).fill(0); this.e.core.u8(b, st.ssmBytes).fill(0); }
+      o += st.convBytes + st.ssmBytes;
     }
-    this.toks = snap.tokens.slice();
-    this.last = snap.logits.slice();
-    this.snaps = this.snaps.filter((x) => x.pos <= snap.pos);
   }
 
-  async rewind(n: number, o: EvalOptions = {}): Promise<void> {
-    this.check();
-    if (!(n >= 0 && n <= this.toks.length)) throw new RangeError(`cannot rewind to ${n}: the session holds ${this.toks.length} tokens`);
-    if (n === this.toks.length) return;
-    const target = this.toks.slice(0, n);
-    this.snaps = this.snaps.filter((x) => x.pos <= n);
-    const best = this.snaps.filter((x) => x.logits.length > 0 || x.pos < n).pop();
-    if (best) this.restore(best);
-    else this.reset();
-    await this.eval(target.slice(this.toks.length), o);
+  private attnLayer(i: number): number {
+    let seen = -1;
+    for (let l = 0; l < this.shape.nLayer; l++) if (!this.shape.recurrent[l] && ++seen === i) return l;
+    throw new RangeError(`no attention layer ${i}`);
   }
 
-  async sync(tokens: readonly number[], o: EvalOptions = {}): Promise<{ reused: number; evaluated: number }> {
-    this.check();
-    let L = this.commonPrefix(tokens);
-    if (L === tokens.length && L === this.toks.length) return { reused: L, evaluated: 0 };
-    // the last token must be evaluated to have its logits: reuse at most tokens.length − 1
-    if (L === tokens.length) L--;
-    const before = this.toks.length;
-    if (L < before) await this.rewind(L);
-    const reused = this.toks.length;
-    await this.eval(tokens.slice(reused), o);
-    return { reused, evaluated: tokens.length - reused };
+  readKv(i: number, n: number): { k: Uint8Array; v: Uint8Array } {
+    const st = stateSizes(this.shape);
+    const [a, b] = this.layerPtrs(this.attnLayer(i));
+    return {
+      k: this.e.core.u8(a, n * rowBytes(KV_TYPE_IDS[this.kvTypes.k], st.kvDim)).slice(),
+      v: this.e.core.u8(b, n * rowBytes(KV_TYPE_IDS[this.kvTypes.v], st.kvDim)).slice(),
+    };
   }
 
-  savePayload(): Uint8Array {
-    this.check();
-    const e = this.e, s = e.shape, st = stateSizes(s);
-    const n = this.toks.length;
-    const kT = KV_TYPE_IDS[this.kvTypes.k], vT = KV_TYPE_IDS[this.kvTypes.v];
-    const kRow = rowBytes(kT, st.kvDim), vRow = rowBytes(vT, st.kvDim);
-    const kv: { k: Uint8Array; v: Uint8Array }[] = [], recurrent: { conv: Uint8Array; ssm: Uint8Array }[] = [];
-    for (let l = 0; l < s.nLayer; l++) {
-      const [a, b] = this.layerPtrs(l);
-      if (s.recurrent[l]) recurrent.push({ conv: e.core.u8(a, st.convBytes).slice(), ssm: e.core.u8(b, st.ssmBytes).slice() });
-      else kv.push({ k: e.core.u8(a, n * kRow).slice(), v: e.core.u8(b, n * vRow).slice() });
-    }
-    const logits = this.last.length ? this.last : new Float32Array(s.nVocab);
-    return encodePayload(s, { ctx: this.ctx, chunk: e.chunk, kType: kT, vType: vT, tokens: this.toks, logits, kv, recurrent });
-  }
-
-  loadPayload(payload: Uint8Array): void {
-    this.check();
-    const e = this.e, s = e.shape, st = stateSizes(s);
-    const p = decodePayload(s, payload);
-    const kT = KV_TYPE_IDS[this.kvTypes.k], vT = KV_TYPE_IDS[this.kvTypes.v];
-    if (p.kType !== kT || p.vType !== vT) {
-      const names = (t: number) => Object.entries(KV_TYPE_IDS).find(([, v]) => v === t)?.[0];
-      throw new PayloadError(`KV types ${names(p.kType)}/${names(p.vType)} differ from this session's ${this.kvTypes.k}/${this.kvTypes.v} (open the engine with -ctk ${names(p.kType)} -ctv ${names(p.vType)})`);
-    }
-    if (p.tokens.length > this.ctx) throw new PayloadError(`${p.tokens.length} tokens do not fit this session's ctx ${this.ctx}`);
-    let ai = 0, ri = 0;
-    for (let l = 0; l < s.nLayer; l++) {
-      const [a, b] = this.layerPtrs(l);
-      if (s.recurrent[l]) { e.core.u8(a, st.convBytes).set(p.recurrent[ri].conv); e.core.u8(b, st.ssmBytes).set(p.recurrent[ri].ssm); ri++; }
-      else { e.core.u8(a, p.kv[ai].k.byteLength).set(p.kv[ai].k); e.core.u8(b, p.kv[ai].v.byteLength).set(p.kv[ai].v); ai++; }
-    }
-    this.toks = Array.from(p.tokens);
-    this.last = p.tokens.length ? p.logits.slice() : EMPTY_LOGITS;
-    this.snaps = [];
+  writeKv(i: number, k: Uint8Array, v: Uint8Array): void {
+    const [a, b] = this.layerPtrs(this.attnLayer(i));
+    this.e.core.u8(a, k.byteLength).set(k);
+    this.e.core.u8(b, v.byteLength).set(v);
   }
 
   seed(seed: number): void {
-    const dv = new DataView(this.e.core.memory.buffer);
-    dv.setBigUint64(this.rng, BigInt.asUintN(64, BigInt(Math.floor(seed))), true);
+    new DataView(this.e.core.memory.buffer).setBigUint64(this.rng, BigInt.asUintN(64, BigInt(Math.floor(seed))), true);
   }
 
-  sample(o: SampleOptions): number {
-    const e = this.e, lg = this.logits();
+  sample(lg: Float32Array, o: SampleOptions): number {
+    const e = this.e;
     e.core.f32(e.logitsPtr, lg.length).set(lg);
     const id = e.fx.sample(e.logitsPtr, lg.length, o.temperature, o.topK ?? 0, o.topP ?? 1, o.minP ?? 0, this.rng);
     if (id < 0) throw new Error('sampler: out of WASM memory');
     return id;
   }
 
-  topLogprobs(k: number) {
-    return topLogprobs(this.logits(), k);
-  }
-
-  dispose(): void {
-    if (this.disposed) return;
-    this.disposed = true;
+  release(): void {
     this.e.releaseSessionTable(this.tbl);
   }
 }

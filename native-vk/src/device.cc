@@ -1,0 +1,291 @@
+#include "device.h"
+
+#include <cstring>
+#include <stdexcept>
+
+#include "vk_check.h"
+
+namespace q36 {
+
+namespace {
+constexpr uint64_t kStagingBytes = 64ull << 20;
+
+uint32_t u32(const Napi::Value& v, const char* what) {
+  if (!v.IsNumber()) throw Napi::TypeError::New(v.Env(), std::string(what) + ": number expected");
+  return v.As<Napi::Number>().Uint32Value();
+}
+double num(const Napi::Value& v, const char* what) {
+  if (!v.IsNumber()) throw Napi::TypeError::New(v.Env(), std::string(what) + ": number expected");
+  return v.As<Napi::Number>().DoubleValue();
+}
+}  // namespace
+
+Napi::Function Device::Define(Napi::Env env) {
+  return DefineClass(env, "Device", {
+    InstanceMethod("info", &Device::Info),
+    InstanceMethod("createBuffer", &Device::CreateBuffer),
+    InstanceMethod("freeBuffer", &Device::FreeBuffer),
+    InstanceMethod("write", &Device::Write),
+    InstanceMethod("read", &Device::Read),
+    InstanceMethod("createPipeline", &Device::CreatePipeline),
+    InstanceMethod("record", &Device::Record),
+    InstanceMethod("run", &Device::Run),
+    InstanceMethod("runSync", &Device::RunSync),
+    InstanceMethod("freeCommand", &Device::FreeCommand),
+    InstanceMethod("dispose", &Device::Dispose),
+  });
+}
+
+Device::Device(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Device>(info) {
+  int index = info.Length() > 0 && info[0].IsNumber() ? info[0].As<Napi::Number>().Int32Value() : -1;
+  try {
+    ctx_ = std::make_unique<Context>(index);
+    staging_ = std::make_unique<Buffer>(*ctx_, kStagingBytes, true);
+  } catch (const std::exception& e) {
+    throw Napi::Error::New(info.Env(), e.what());
+  }
+}
+
+Device::~Device() {
+  commands_.clear();
+  pipelines_.clear();
+  buffers_.clear();
+  staging_.reset();
+  ctx_.reset();
+}
+
+Context& Device::ctx(const Napi::Env& env) {
+  if (!ctx_) throw Napi::Error::New(env, "Vulkan device is disposed");
+  if (busy_) throw Napi::Error::New(env, "Vulkan device is busy: await the previous run() first");
+  return *ctx_;
+}
+
+Buffer& Device::buffer(const Napi::Env& env, uint32_t id) {
+  auto it = buffers_.find(id);
+  if (it == buffers_.end()) throw Napi::Error::New(env, "unknown buffer id " + std::to_string(id));
+  return *it->second;
+}
+
+Napi::Value Device::Info(const Napi::CallbackInfo& info) {
+  const auto& d = ctx(info.Env()).info();
+  Napi::Object o = Napi::Object::New(info.Env());
+  o.Set("name", d.name);
+  o.Set("type", d.type);
+  o.Set("driver", d.driver);
+  o.Set("subgroupSize", d.subgroupSize);
+  o.Set("maxStorageBufferRange", static_cast<double>(d.maxStorageBufferRange));
+  o.Set("unifiedMemory", d.unifiedMemory);
+  uint64_t local = 0;
+  for (auto& h : d.heaps) if (h.deviceLocal) local += h.size;
+  o.Set("deviceLocalBytes", static_cast<double>(local));
+  return o;
+}
+
+// createBuffer(bytes, hostVisible) → id
+Napi::Value Device::CreateBuffer(const Napi::CallbackInfo& info) {
+  Context& c = ctx(info.Env());
+  uint64_t bytes = static_cast<uint64_t>(num(info[0], "createBuffer(bytes)"));
+  bool host = info.Length() > 1 && info[1].ToBoolean();
+  if (bytes > c.info().maxStorageBufferRange)
+    throw Napi::RangeError::New(info.Env(), "buffer of " + std::to_string(bytes) + " bytes exceeds maxStorageBufferRange " + std::to_string(c.info().maxStorageBufferRange));
+  try {
+    uint32_t id = next_++;
+    buffers_[id] = std::make_unique<Buffer>(c, (bytes + 3) & ~3ull, host);
+    return Napi::Number::New(info.Env(), id);
+  } catch (const std::exception& e) {
+    throw Napi::Error::New(info.Env(), e.what());
+  }
+}
+
+Napi::Value Device::FreeBuffer(const Napi::CallbackInfo& info) {
+  ctx(info.Env());
+  buffers_.erase(u32(info[0], "freeBuffer(id)"));
+  return info.Env().Undefined();
+}
+
+void Device::copy(Buffer& dst, uint64_t dstOff, Buffer& src, uint64_t srcOff, uint64_t n) {
+  VkBufferCopy region{srcOff, dstOff, n};
+  VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  ai.commandPool = ctx_->commandPool();
+  ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  ai.commandBufferCount = 1;
+  VkCommandBuffer cmd;
+  VK_CALL(vkAllocateCommandBuffers(ctx_->device(), &ai, &cmd));
+  VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  vkBeginCommandBuffer(cmd, &bi);
+  vkCmdCopyBuffer(cmd, src.handle(), dst.handle(), 1, &region);
+  vkEndCommandBuffer(cmd);
+  VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  si.commandBufferCount = 1;
+  si.pCommandBuffers = &cmd;
+  VkResult r = vkQueueSubmit(ctx_->queue(), 1, &si, VK_NULL_HANDLE);
+  if (r == VK_SUCCESS) r = vkQueueWaitIdle(ctx_->queue());
+  vkFreeCommandBuffers(ctx_->device(), ctx_->commandPool(), 1, &cmd);
+  if (r != VK_SUCCESS) throw VkError("vkQueueSubmit(copy)", r);
+}
+
+// write(id, byteOffset, Uint8Array)
+Napi::Value Device::Write(const Napi::CallbackInfo& info) {
+  ctx(info.Env());
+  Buffer& b = buffer(info.Env(), u32(info[0], "write(id)"));
+  uint64_t off = static_cast<uint64_t>(num(info[1], "write(offset)"));
+  if (!info[2].IsTypedArray()) throw Napi::TypeError::New(info.Env(), "write(data): Uint8Array expected");
+  auto ta = info[2].As<Napi::TypedArray>();
+  const uint8_t* p = static_cast<const uint8_t*>(ta.ArrayBuffer().Data()) + ta.ByteOffset();
+  uint64_t n = ta.ByteLength();
+  if (off + n > b.size()) throw Napi::RangeError::New(info.Env(), "write past the end of buffer");
+  try {
+    if (b.mapped()) {
+      std::memcpy(static_cast<uint8_t*>(b.mapped()) + off, p, n);
+    } else {
+      for (uint64_t done = 0; done < n;) {
+        uint64_t k = std::min<uint64_t>(kStagingBytes, n - done);
+        std::memcpy(staging_->mapped(), p + done, k);
+        copy(b, off + done, *staging_, 0, k);
+        done += k;
+      }
+    }
+  } catch (const std::exception& e) {
+    throw Napi::Error::New(info.Env(), e.what());
+  }
+  return info.Env().Undefined();
+}
+
+// read(id, byteOffset, length) → ArrayBuffer
+Napi::Value Device::Read(const Napi::CallbackInfo& info) {
+  ctx(info.Env());
+  Buffer& b = buffer(info.Env(), u32(info[0], "read(id)"));
+  uint64_t off = static_cast<uint64_t>(num(info[1], "read(offset)"));
+  uint64_t n = static_cast<uint64_t>(num(info[2], "read(length)"));
+  if (off + n > b.size()) throw Napi::RangeError::New(info.Env(), "read past the end of buffer");
+  auto out = Napi::ArrayBuffer::New(info.Env(), n);
+  uint8_t* dst = static_cast<uint8_t*>(out.Data());
+  try {
+    if (b.mapped()) {
+      std::memcpy(dst, static_cast<uint8_t*>(b.mapped()) + off, n);
+    } else {
+      for (uint64_t done = 0; done < n;) {
+        uint64_t k = std::min<uint64_t>(kStagingBytes, n - done);
+        copy(*staging_, 0, b, off + done, k);
+        std::memcpy(dst + done, staging_->mapped(), k);
+        done += k;
+      }
+    }
+  } catch (const std::exception& e) {
+    throw Napi::Error::New(info.Env(), e.what());
+  }
+  return out;
+}
+
+// createPipeline(shaderName, bindings, pushBytes) → id
+Napi::Value Device::CreatePipeline(const Napi::CallbackInfo& info) {
+  Context& c = ctx(info.Env());
+  if (!info[0].IsString()) throw Napi::TypeError::New(info.Env(), "createPipeline(name): string expected");
+  try {
+    uint32_t id = next_++;
+    pipelines_[id] = std::make_unique<Pipeline>(c, info[0].As<Napi::String>().Utf8Value(), u32(info[1], "bindings"), u32(info[2], "pushBytes"));
+    return Napi::Number::New(info.Env(), id);
+  } catch (const std::exception& e) {
+    throw Napi::Error::New(info.Env(), e.what());
+  }
+}
+
+// record(ops: Uint32Array) → command id. Each op: pipeline, nBuffers, buffers…, nPushWords,
+// push…, gx, gy, gz, flags (bit 0: barrier after). Every dispatch goes through Recorder::dispatch.
+Napi::Value Device::Record(const Napi::CallbackInfo& info) {
+  Context& c = ctx(info.Env());
+  if (!info[0].IsTypedArray()) throw Napi::TypeError::New(info.Env(), "record(ops): Uint32Array expected");
+  auto ta = info[0].As<Napi::Uint32Array>();
+  const uint32_t* w = ta.Data();
+  size_t n = ta.ElementLength(), i = 0, dispatches = 0;
+  for (size_t j = 0; j < n; dispatches++) {  // count to size the descriptor pool
+    if (j + 2 > n) throw Napi::Error::New(info.Env(), "record: truncated op list");
+    j += 2 + w[j + 1];
+    if (j >= n) throw Napi::Error::New(info.Env(), "record: truncated op list");
+    j += 1 + w[j] + 4;
+  }
+  try {
+    auto rec = std::make_unique<Recorder>(c, static_cast<uint32_t>(dispatches + 1));
+    std::vector<const Buffer*> bufs;
+    while (i < n) {
+      auto pit = pipelines_.find(w[i]);
+      if (pit == pipelines_.end()) throw std::runtime_error("record: unknown pipeline id " + std::to_string(w[i]));
+      uint32_t nb = w[i + 1];
+      bufs.clear();
+      for (uint32_t k = 0; k < nb; k++) {
+        auto bit = buffers_.find(w[i + 2 + k]);
+        if (bit == buffers_.end()) throw std::runtime_error(pit->second->name() + ": unknown buffer id " + std::to_string(w[i + 2 + k]));
+        bufs.push_back(bit->second.get());
+      }
+      i += 2 + nb;
+      uint32_t np = w[i];
+      const uint32_t* push = w + i + 1;
+      i += 1 + np;
+      if (i + 4 > n) throw std::runtime_error("record: truncated op list");
+      rec->dispatch(*pit->second, bufs, push, np * 4, w[i], w[i + 1], w[i + 2]);
+      if (w[i + 3] & 1) rec->barrier();
+      i += 4;
+    }
+    rec->end();
+    uint32_t id = next_++;
+    commands_[id] = std::move(rec);
+    return Napi::Number::New(info.Env(), id);
+  } catch (const std::exception& e) {
+    throw Napi::Error::New(info.Env(), e.what());
+  }
+}
+
+class RunWorker : public Napi::AsyncWorker {
+ public:
+  RunWorker(Napi::Env env, Device* d, Recorder* r) : Napi::AsyncWorker(env), d_(d), r_(r), def_(Napi::Promise::Deferred::New(env)) {}
+  Napi::Promise promise() { return def_.Promise(); }
+  void Execute() override {
+    try { r_->run(); } catch (const std::exception& e) { SetError(e.what()); }
+  }
+  void OnOK() override { d_->busy_ = false; def_.Resolve(Env().Undefined()); }
+  void OnError(const Napi::Error& e) override { d_->busy_ = false; def_.Reject(e.Value()); }
+
+ private:
+  Device* d_;
+  Recorder* r_;
+  Napi::Promise::Deferred def_;
+};
+
+// run(commandId) → Promise: submits a recorded sequence on a worker thread.
+Napi::Value Device::Run(const Napi::CallbackInfo& info) {
+  ctx(info.Env());
+  auto it = commands_.find(u32(info[0], "run(id)"));
+  if (it == commands_.end()) throw Napi::Error::New(info.Env(), "unknown command id");
+  busy_ = true;
+  auto* w = new RunWorker(info.Env(), this, it->second.get());
+  auto p = w->promise();
+  w->Queue();
+  return p;
+}
+
+Napi::Value Device::RunSync(const Napi::CallbackInfo& info) {
+  ctx(info.Env());
+  auto it = commands_.find(u32(info[0], "runSync(id)"));
+  if (it == commands_.end()) throw Napi::Error::New(info.Env(), "unknown command id");
+  try { it->second->run(); } catch (const std::exception& e) { throw Napi::Error::New(info.Env(), e.what()); }
+  return info.Env().Undefined();
+}
+
+Napi::Value Device::FreeCommand(const Napi::CallbackInfo& info) {
+  ctx(info.Env());
+  commands_.erase(u32(info[0], "freeCommand(id)"));
+  return info.Env().Undefined();
+}
+
+Napi::Value Device::Dispose(const Napi::CallbackInfo& info) {
+  if (busy_) throw Napi::Error::New(info.Env(), "cannot dispose while a run is in flight");
+  commands_.clear();
+  pipelines_.clear();
+  buffers_.clear();
+  staging_.reset();
+  ctx_.reset();
+  return info.Env().Undefined();
+}
+
+}  // namespace q36

@@ -1,0 +1,45 @@
+#version 450
+// deltanet: the gated delta rule, token by token, for one value head per workgroup.
+//   S ← e^g S;  r = Sᵀk;  δ = β(v − r);  S ← S + k δᵀ;  o = Sᵀq
+// with β = σ(b), g = A·softplus(α + dt), q/k of key head h mod hk (GGUF tiling).
+// State layout: S[(h·dk + j)·dk + i] = S_h[i][j] (value column j contiguous over the key index).
+// Thread mapping: thread j owns value column j; q and k staged in shared memory.
+// Dispatch: (hv, 1, 1).
+#extension GL_GOOGLE_include_directive : enable
+#include "common.glsl"
+layout(local_size_x = 128) in;
+layout(std430, binding = 0) readonly buffer UB { float U[]; };
+layout(std430, binding = 1) readonly buffer BB { float Bt[]; };
+layout(std430, binding = 2) readonly buffer AB { float AL[]; };
+layout(std430, binding = 3) readonly buffer DB { float DT[]; };
+layout(std430, binding = 4) readonly buffer EB { float A[]; };
+layout(std430, binding = 5) buffer SB { float S[]; };
+layout(std430, binding = 6) buffer OB { float O[]; };
+layout(push_constant) uniform PC { uint T; uint dk; uint hk; uint hv; uint convCh; uint pad0; uint pad1; uint pad2; } pc;
+shared float q[128];
+shared float k[128];
+
+float softplusf(float x) { return x > 20.0 ? x : log(1.0 + exp(x)); }
+
+void main() {
+  uint h = gl_WorkGroupID.x, j = gl_LocalInvocationID.x;
+  uint kh = h % pc.hk;
+  uint row = (h * pc.dk + j) * pc.dk;
+  for (uint t = 0u; t < pc.T; t++) {
+    uint ub = t * pc.convCh;
+    if (j < pc.dk) { q[j] = U[ub + kh * pc.dk + j]; k[j] = U[ub + pc.hk * pc.dk + kh * pc.dk + j]; }
+    barrier();
+    float beta = sigmoidf(Bt[t * pc.hv + h]);
+    float decay = exp(A[h] * softplusf(AL[t * pc.hv + h] + DT[h]));
+    if (j < pc.dk) {
+      float r = 0.0;
+      for (uint i = 0u; i < pc.dk; i++) { float s = S[row + i] * decay; S[row + i] = s; r += s * k[i]; }
+      float v = U[ub + 2u * pc.hk * pc.dk + h * pc.dk + j];
+      float delta = beta * (v - r);
+      float o = 0.0;
+      for (uint i = 0u; i < pc.dk; i++) { float s = S[row + i] + delta * k[i]; S[row + i] = s; o += s * q[i]; }
+      O[t * pc.hv * pc.dk + h * pc.dk + j] = o;
+    }
+    barrier();
+  }
+}

@@ -1,0 +1,23 @@
+#version 450
+// rmsnorm: Y[t] = X[xRow0 + t] / sqrt(mean(x²) + eps) ⊙ W. Workgroup per row, 256 threads,
+// shared-memory reduction. Dispatch: (rows, 1, 1).
+#extension GL_GOOGLE_include_directive : enable
+#include "common.glsl"
+layout(local_size_x = 256) in;
+layout(std430, binding = 0) readonly buffer XB { float X[]; };
+layout(std430, binding = 1) buffer YB { float Y[]; };
+layout(std430, binding = 2) readonly buffer WB { float Wt[]; };
+layout(push_constant) uniform PC { uint n; uint xRow0; float eps; uint pad; } pc;
+shared float red[256];
+
+void main() {
+  uint t = gl_WorkGroupID.x, tid = gl_LocalInvocationID.x;
+  uint xo = (pc.xRow0 + t) * pc.n, yo = t * pc.n;
+  float ss = 0.0;
+  for (uint i = tid; i < pc.n; i += 256u) { float v = X[xo + i]; ss += v * v; }
+  red[tid] = ss;
+  barrier();
+  for (uint s = 128u; s > 0u; s >>= 1) { if (tid < s) red[tid] += red[tid + s]; barrier(); }
+  float r = inversesqrt(red[0] / float(pc.n) + pc.eps);
+  for (uint i = tid; i < pc.n; i += 256u) Y[yo + i] = X[xo + i] * r * Wt[i];
+}

@@ -1,0 +1,204 @@
+/**
+ * Everything a session does that does not depend on the backend: the token timeline, chunking,
+ * snapshots and rewind, prefix sync, the payload format, sampling and log-probabilities. A
+ * backend supplies the few primitives below (forward a chunk, move state in and out).
+ */
+import { rowBytes } from '../gguf/index.js';
+import type { ModelShape } from '../model/shape.js';
+import { AbortError, KV_TYPE_IDS, commonPrefix, topLogprobs } from './common.js';
+import { decodePayload, encodePayload, PayloadError, stateSizes } from './payload.js';
+import type { EvalOptions, KvType, SampleOptions, Session, Snapshot, TokenLogprob } from './types.js';
+
+export interface SessionBackend {
+  readonly shape: ModelShape;
+  readonly ctx: number;
+  readonly chunk: number;
+  readonly kvTypes: { k: KvType; v: KvType };
+  /** most tokens one forward call can return all-position logits for */
+  readonly logitsRows: number;
+  readonly snapshotInterval: number;
+  readonly maxSnapshots: number;
+  /** runs tokens at positions pos… ; returns logits rows for rows from `logitsFrom` on */
+  forward(tokens: number[], pos: number, logitsFrom: number): Promise<Float32Array[]>;
+  /** DeltaNet conv + recurrent states of all recurrent layers, in layer order */
+  readRecurrent(): Uint8Array;
+  writeRecurrent(state: Uint8Array | null): void;
+  /** K/V rows [0, n) of attention layer number `i` (counting attention layers only) */
+  readKv(i: number, n: number): { k: Uint8Array; v: Uint8Array };
+  writeKv(i: number, k: Uint8Array, v: Uint8Array): void;
+  sample(logits: Float32Array, o: SampleOptions): number;
+  seed(seed: number): void;
+  release(): void;
+}
+
+const EMPTY = new Float32Array(0);
+
+export class BaseSession implements Session {
+  private toks: number[] = [];
+  private last: Float32Array = EMPTY;
+  private snaps: Snapshot[] = [];
+  private disposed = false;
+
+  constructor(private readonly b: SessionBackend) {
+    b.seed(0);
+    b.writeRecurrent(null);
+  }
+
+  get tokens(): readonly number[] { return this.toks; }
+  get ctx(): number { return this.b.ctx; }
+  get kvTypes() { return this.b.kvTypes; }
+
+  private check(): void {
+    if (this.disposed) throw new Error('session is disposed');
+  }
+
+  private reset(): void {
+    this.b.writeRecurrent(null);
+    this.toks = [];
+    this.last = EMPTY;
+  }
+
+  async eval(tokens: readonly number[], o: EvalOptions = {}): Promise<void> {
+    this.check();
+    if (tokens.length === 0) return;
+    if (this.toks.length + tokens.length > this.b.ctx) throw new Error(`context full: ${this.toks.length} + ${tokens.length} tokens exceed ctx ${this.b.ctx}`);
+    const b = this.b;
+    let done = 0;
+    while (done < tokens.length) {
+      if (o.signal) {
+        await new Promise<void>((r) => setImmediate(r)); // let an abort arrive between chunks
+        if (o.signal.aborted) throw new AbortError();
+      }
+      const pos = this.toks.length;
+      // chunks end on absolute multiples of the chunk size, so snapshots land on chunk boundaries
+      let T = Math.min(b.chunk - (pos % b.chunk), tokens.length - done);
+      if (o.onLogits) T = Math.min(T, b.logitsRows);
+      const part = tokens.slice(done, done + T);
+      const last = done + T === tokens.length;
+      const from = o.onLogits ? 0 : last ? T - 1 : T;
+      const rows = await b.forward(part, pos, from);
+      if (o.onLogits) rows.forEach((r, i) => o.onLogits!(r, pos + i));
+      if (last) this.last = rows[rows.length - 1];
+      this.toks.push(...part);
+      done += T;
+      o.progress?.(done, tokens.length);
+      if (this.toks.length % b.snapshotInterval === 0 && done < tokens.length) this.autoSnapshot();
+    }
+  }
+
+  /** A snapshot at a chunk boundary, kept for rewinds (bounded count). Logits are not kept there. */
+  private autoSnapshot(): void {
+    this.snaps.push(this.capture(EMPTY));
+    while (this.snaps.length > this.b.maxSnapshots) this.snaps.splice(1, 1); // keep the oldest and the newest
+  }
+
+  private capture(logits: Float32Array): Snapshot {
+    return { pos: this.toks.length, tokens: this.toks.slice(), logits: logits.slice(), state: this.b.readRecurrent() };
+  }
+
+  logits(): Float32Array {
+    this.check();
+    if (this.last.length === 0) throw new Error('no logits: evaluate at least one token first');
+    return this.last;
+  }
+
+  commonPrefix(tokens: readonly number[]): number {
+    return commonPrefix(this.toks, tokens);
+  }
+
+  snapshot(): Snapshot {
+    this.check();
+    return this.capture(this.last);
+  }
+
+  restore(snap: Snapshot): void {
+    this.check();
+    const st = stateSizes(this.b.shape);
+    if (snap.state.byteLength !== this.b.shape.recurrent.filter(Boolean).length * (st.convBytes + st.ssmBytes)) throw new Error('snapshot belongs to a different model');
+    // the KV rows below snap.pos must still be the ones the snapshot saw
+    if (commonPrefix(this.toks, snap.tokens) < snap.pos) throw new Error('snapshot does not match this session\'s KV cache (its tokens were overwritten)');
+    this.b.writeRecurrent(snap.state);
+    this.toks = snap.tokens.slice();
+    this.last = snap.logits.slice();
+    this.snaps = this.snaps.filter((x) => x.pos <= snap.pos);
+  }
+
+  async rewind(n: number, o: EvalOptions = {}): Promise<void> {
+    this.check();
+    if (!(n >= 0 && n <= this.toks.length)) throw new RangeError(`cannot rewind to ${n}: the session holds ${this.toks.length} tokens`);
+    if (n === this.toks.length) return;
+    const target = this.toks.slice(0, n);
+    this.snaps = this.snaps.filter((x) => x.pos <= n);
+    const best = this.snaps.filter((x) => x.logits.length > 0 || x.pos < n).pop();
+    if (best) this.restore(best);
+    else this.reset();
+    await this.eval(target.slice(this.toks.length), o);
+  }
+
+  async sync(tokens: readonly number[], o: EvalOptions = {}): Promise<{ reused: number; evaluated: number }> {
+    this.check();
+    let L = this.commonPrefix(tokens);
+    if (L === tokens.length && L === this.toks.length) return { reused: L, evaluated: 0 };
+    // the last token must be evaluated to have its logits: reuse at most tokens.length − 1
+    if (L === tokens.length) L--;
+    if (L < this.toks.length) await this.rewind(L);
+    const reused = this.toks.length;
+    await this.eval(tokens.slice(reused), o);
+    return { reused, evaluated: tokens.length - reused };
+  }
+
+  savePayload(): Uint8Array {
+    this.check();
+    const s = this.b.shape, st = stateSizes(s);
+    const n = this.toks.length;
+    const kT = KV_TYPE_IDS[this.kvTypes.k], vT = KV_TYPE_IDS[this.kvTypes.v];
+    const kv: { k: Uint8Array; v: Uint8Array }[] = [];
+    let ai = 0;
+    for (let l = 0; l < s.nLayer; l++) if (!s.recurrent[l]) kv.push(this.b.readKv(ai++, n));
+    const rec = this.b.readRecurrent();
+    const recurrent: { conv: Uint8Array; ssm: Uint8Array }[] = [];
+    for (let o = 0; o < rec.byteLength; o += st.convBytes + st.ssmBytes) {
+      recurrent.push({ conv: rec.subarray(o, o + st.convBytes), ssm: rec.subarray(o + st.convBytes, o + st.convBytes + st.ssmBytes) });
+    }
+    const logits = this.last.length ? this.last : new Float32Array(s.nVocab);
+    return encodePayload(s, { ctx: this.b.ctx, chunk: this.b.chunk, kType: kT, vType: vT, tokens: this.toks, logits, kv, recurrent });
+  }
+
+  loadPayload(payload: Uint8Array): void {
+    this.check();
+    const s = this.b.shape, st = stateSizes(s);
+    const p = decodePayload(s, payload);
+    const kT = KV_TYPE_IDS[this.kvTypes.k], vT = KV_TYPE_IDS[this.kvTypes.v];
+    if (p.kType !== kT || p.vType !== vT) {
+      const names = (t: number) => Object.entries(KV_TYPE_IDS).find(([, v]) => v === t)?.[0];
+      throw new PayloadError(`KV types ${names(p.kType)}/${names(p.vType)} differ from this session's ${this.kvTypes.k}/${this.kvTypes.v} (open the engine with -ctk ${names(p.kType)} -ctv ${names(p.vType)})`);
+    }
+    if (p.tokens.length > this.b.ctx) throw new PayloadError(`${p.tokens.length} tokens do not fit this session's ctx ${this.b.ctx}`);
+    const kRow = rowBytes(kT, st.kvDim);
+    p.kv.forEach((l, i) => { if (l.k.byteLength !== p.tokens.length * kRow) throw new PayloadError('KV rows have the wrong size'); this.b.writeKv(i, l.k, l.v); });
+    const rec = new Uint8Array(p.recurrent.length * (st.convBytes + st.ssmBytes));
+    p.recurrent.forEach((r, i) => { rec.set(r.conv, i * (st.convBytes + st.ssmBytes)); rec.set(r.ssm, i * (st.convBytes + st.ssmBytes) + st.convBytes); });
+    this.b.writeRecurrent(rec);
+    this.toks = Array.from(p.tokens);
+    this.last = p.tokens.length ? p.logits.slice() : EMPTY;
+    this.snaps = [];
+  }
+
+  seed(seed: number): void {
+    this.b.seed(seed);
+  }
+
+  sample(o: SampleOptions): number {
+    return this.b.sample(this.logits(), o);
+  }
+
+  topLogprobs(k: number): TokenLogprob[] {
+    return topLogprobs(this.logits(), k);
+  }
+
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    this.b.release();
+  }
+}
