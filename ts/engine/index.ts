@@ -8,8 +8,10 @@ export async function openEngine(o: EngineOptions): Promise<Engine> {
   switch (o.backend) {
     case 'cpu':
       return new CpuEngine(o);
-    case 'vulkan':
-      throw new Error('the Vulkan backend is not built yet: use --cpu');
+    case 'vulkan': {
+      const { VkEngine } = await import('./vulkan/vk-engine.js');
+      return new VkEngine(o);
+    }
     default:
       throw new Error(`unknown backend "${(o as { backend: string }).backend}"`);
   }

@@ -22,7 +22,24 @@ export interface VkDeviceInfo {
   heaps: { size: number; deviceLocal: boolean }[];
 }
 
+/** One Vulkan device: buffers, pipelines and recorded command sequences, by integer id. */
+export interface VkDevice {
+  info(): { name: string; type: string; driver: string; subgroupSize: number; maxStorageBufferRange: number; unifiedMemory: boolean; deviceLocalBytes: number };
+  createBuffer(bytes: number, hostVisible: boolean): number;
+  freeBuffer(id: number): void;
+  write(id: number, offset: number, data: Uint8Array): void;
+  read(id: number, offset: number, length: number): ArrayBuffer;
+  createPipeline(shader: string, bindings: number, pushBytes: number): number;
+  /** ops: per dispatch [pipeline, nBuffers, buffers…, nPushWords, push…, gx, gy, gz, flags(bit0 barrier)] */
+  record(ops: Uint32Array): number;
+  run(command: number): Promise<void>;
+  runSync(command: number): void;
+  freeCommand(command: number): void;
+  dispose(): void;
+}
+
 export interface VkAddon {
+  Device: new (index: number) => VkDevice;
   listDevices(): VkDeviceInfo[];
   shaderNames(): string[];
   selfTest(deviceIndex: number, n: number): Promise<{ device: string; maxError: number; n: number }>;

@@ -1,0 +1,67 @@
+/**
+ * Builds the op list of one forward step for the addon's record(): a flat Uint32Array of
+ * dispatches. Shapes are fixed per recorded step; per-step inputs (position, embeddings) live in
+ * buffers, so a recorded step is replayed for every token without re-recording.
+ */
+import type { VkDevice } from '../../vk/addon.js';
+
+const f2u = new Float32Array(1);
+const u = new Uint32Array(f2u.buffer);
+export function fbits(x: number): number {
+  f2u[0] = x;
+  return u[0];
+}
+
+interface PipelineDef { bindings: number; push: number }
+
+/** Pipeline ids by shader name, created on first use with their binding/push sizes. */
+export class Pipelines {
+  private ids = new Map<string, number>();
+  constructor(private readonly dev: VkDevice, private readonly defs: Record<string, PipelineDef>) {}
+  get(name: string): number {
+    let id = this.ids.get(name);
+    if (id === undefined) {
+      const base = name.replace(/_(f32|f16|bf16|q8_0|q4_0|q2_k|q4_k|q5_k|q6_k|iq2_xxs)$/, '');
+      const d = this.defs[base];
+      if (!d) throw new Error(`no pipeline definition for shader ${name}`);
+      id = this.dev.createPipeline(name, d.bindings, d.push);
+      this.ids.set(name, id);
+    }
+    return id;
+  }
+}
+
+export class OpList {
+  private words: number[] = [];
+  constructor(private readonly p: Pipelines) {}
+
+  /** One dispatch; push values are u32 (use fbits() for floats); a barrier follows by default. */
+  op(shader: string, buffers: number[], push: number[], groups: [number, number?, number?], barrier = true): this {
+    const [gx, gy = 1, gz = 1] = groups;
+    if (gx < 1 || gy < 1 || gz < 1) throw new Error(`${shader}: empty dispatch ${gx}×${gy}×${gz}`);
+    this.words.push(this.p.get(shader), buffers.length, ...buffers, push.length, ...push.map((x) => x >>> 0), gx, gy, gz, barrier ? 1 : 0);
+    return this;
+  }
+
+  build(): Uint32Array {
+    return Uint32Array.from(this.words);
+  }
+}
+
+/** Binding and push-constant sizes of every shader (mirrors the GLSL declarations). */
+export const PIPELINES: Record<string, PipelineDef> = {
+  matvec: { bindings: 4, push: 48 },
+  rmsnorm: { bindings: 3, push: 16 },
+  add: { bindings: 2, push: 4 },
+  swiglu: { bindings: 2, push: 4 },
+  qk_prep: { bindings: 6, push: 32 },
+  kv_store: { bindings: 5, push: 8 },
+  attn_scores: { bindings: 4, push: 32 },
+  attn_values: { bindings: 5, push: 32 },
+  ssm_conv: { bindings: 3, push: 16 },
+  l2norm_qk: { bindings: 1, push: 16 },
+  deltanet: { bindings: 7, push: 32 },
+  gated_norm: { bindings: 3, push: 16 },
+  router: { bindings: 3, push: 8 },
+  moe_combine: { bindings: 5, push: 16 },
+};

@@ -1,0 +1,403 @@
+/**
+ * The Vulkan backend: weights in device buffers, one recorded command sequence per step shape
+ * (replayed for every token), the same Session behaviour and payload as the CPU engine (through
+ * BaseSession). The forward pass below mirrors core-as/engine/forward.ts op for op.
+ */
+import * as fs from 'node:fs';
+import { GgmlType, readGguf, rowBytes, typeName, type GgufFile, type TensorInfo } from '../../gguf/index.js';
+import { Core } from '../../core/wasm.js';
+import { QuantKernels } from '../../core/quant.js';
+import { requiredTensors, validateModel, type ModelShape } from '../../model/shape.js';
+import { Tokenizer } from '../../tokenizer/tokenizer.js';
+import { loadAddon, type VkDevice } from '../../vk/addon.js';
+import { KV_TYPE_IDS } from '../common.js';
+import { stateSizes } from '../payload.js';
+import { BaseSession, type SessionBackend } from '../session-base.js';
+import type { Engine, EngineOptions, KvType, SampleOptions, Session } from '../types.js';
+import { OpList, PIPELINES, Pipelines, fbits } from './graph.js';
+
+const MATVEC: Record<number, string> = {
+  [GgmlType.F32]: 'f32', [GgmlType.F16]: 'f16', [GgmlType.BF16]: 'bf16', [GgmlType.Q8_0]: 'q8_0', [GgmlType.Q2_K]: 'q2_k',
+  [GgmlType.Q4_K]: 'q4_k', [GgmlType.Q5_K]: 'q5_k', [GgmlType.Q6_K]: 'q6_k', [GgmlType.IQ2_XXS]: 'iq2_xxs',
+};
+const KV_SHADER: Record<KvType, string> = { f32: 'f32', f16: 'f16', q8_0: 'q8_0', q4_0: 'q4_0' };
+
+interface DevTensor { buf: number; type: number; rowBytes: number; ne0: number; rows: number; bytes: number }
+
+interface SamplerExports {
+  sample(logits: number, n: number, temp: number, topK: number, topP: number, minP: number, rng: number): number;
+}
+
+export class VkEngine implements Engine {
+  readonly backend = 'vulkan' as const;
+  readonly shape: ModelShape;
+  readonly tokenizer: Tokenizer;
+  readonly file: GgufFile;
+  readonly dev: VkDevice;
+  readonly pipes: Pipelines;
+  readonly chunk: number;
+  readonly kv: { k: KvType; v: KvType };
+  readonly q: QuantKernels;
+  readonly core: Core;
+  readonly logitsRows: number;
+  readonly t = new Map<string, DevTensor>();
+  /** engine-wide scratch buffers (one step at a time) */
+  readonly buf: Record<string, number> = {};
+  private embd: { t: TensorInfo; data?: Uint8Array; fd: number };
+  private weightBytes = 0;
+  private scratchBytes = 0;
+  private sessionBytes: number;
+  readonly logitsPtr: number;
+
+  constructor(readonly options: EngineOptions) {
+    this.file = readGguf(options.model);
+    this.shape = validateModel(this.file);
+    this.tokenizer = new Tokenizer(this.file);
+    const s = this.shape;
+    if (!(options.ctx >= 1 && Number.isInteger(options.ctx))) throw new Error(`ctx must be a positive integer, got ${options.ctx}`);
+    if (options.ctx > s.contextLength) throw new Error(`ctx ${options.ctx} exceeds the model's context length ${s.contextLength}`);
+    if (options.steering) throw new Error('steering is not implemented on the Vulkan backend yet: use --cpu');
+    this.chunk = options.chunk ?? 64;
+    this.kv = options.kvTypes ?? { k: 'q8_0', v: 'q4_0' };
+    if (s.headDim > 256 || s.ssmHeadDim > 128 || s.nRot > s.headDim) throw new Error('Vulkan backend: head sizes above 256 (attention) / 128 (DeltaNet) are not supported');
+    this.core = new Core();
+    this.q = new QuantKernels(this.core);
+    this.logitsPtr = this.core.alloc(s.nVocab * 4);
+    const addon = loadAddon();
+    const envDev = process.env.Q36_VK_DEVICE;
+    this.dev = new addon.Device(options.vkDevice ?? (envDev !== undefined ? Number(envDev) : -1));
+    this.pipes = new Pipelines(this.dev, PIPELINES);
+    this.logitsRows = this.chunk * s.nVocab * 4 <= 64 << 20 ? this.chunk : 1;
+    this.sessionBytes = this.sessionSize();
+    try {
+      this.checkBudget();
+      this.loadWeights();
+      this.allocScratch();
+    } catch (e) {
+      this.dev.dispose();
+      throw e;
+    }
+    const fd = fs.openSync(options.model, 'r');
+    const et = this.file.tensorByName.get('token_embd.weight')!;
+    this.embd = { t: et, fd, data: et.nbytes <= 256 << 20 ? readBytes(fd, et, 0, et.nbytes) : undefined };
+  }
+
+  private sessionSize(): number {
+    const s = this.shape, st = stateSizes(s), ctx = this.options.ctx;
+    let b = ctx * (s.nRot / 2) * 8;
+    for (const r of s.recurrent) b += r ? st.convBytes + st.ssmBytes : ctx * (rowBytes(KV_TYPE_IDS[this.kv.k], st.kvDim) + rowBytes(KV_TYPE_IDS[this.kv.v], st.kvDim));
+    return b;
+  }
+
+  /** Refuses, with numbers, a configuration that cannot fit the device. */
+  private checkBudget(): void {
+    const info = this.dev.info();
+    let w = 0;
+    for (const r of requiredTensors(this.shape)) {
+      if (r.name === 'token_embd.weight') continue;
+      const t = this.file.tensorByName.get(r.name)!;
+      w += r.types === 'float' ? t.rows * t.rowElems * 4 : t.nbytes;
+      if (t.nbytes > info.maxStorageBufferRange) throw new Error(`${r.name} (${t.nbytes} bytes) exceeds this device's maxStorageBufferRange (${info.maxStorageBufferRange}); windowed binding is not implemented yet`);
+    }
+    const scratch = this.scratchEstimate();
+    const total = w + scratch + this.sessionBytes;
+    if (total > info.deviceLocalBytes * 0.95) {
+      throw new Error(`model does not fit ${info.name}: weights ${(w / 2 ** 30).toFixed(2)} GiB + KV/state ${(this.sessionBytes / 2 ** 30).toFixed(2)} GiB (ctx ${this.options.ctx}) + scratch ${(scratch / 2 ** 30).toFixed(2)} GiB > ${(info.deviceLocalBytes / 2 ** 30).toFixed(2)} GiB device memory: lower --ctx or use -ctk q8_0 -ctv q4_0`);
+    }
+  }
+
+  private scratchEstimate(): number {
+    const s = this.shape, T = this.chunk, st = stateSizes(s);
+    const K = s.nExpertUsed;
+    return 4 * (T * s.nEmbd * 3 + T * Math.max(st.convCh, 2 * s.nHead * s.headDim) + T * s.ssmInner * 2 + T * s.ssmVHeads * 2 + T * st.kvDim * 2 +
+      T * s.nHead * this.options.ctx + T * s.nExpert + 2 * T * K + 2 * T * K * s.nFfExp + T * K * s.nEmbd + 2 * T * s.nFfShexp + T * s.nEmbd + T + this.logitsRows * s.nVocab) + 64;
+  }
+
+  private upload(name: string, t: TensorInfo, asF32: boolean): DevTensor {
+    const fd = fs.openSync(this.file.path, 'r');
+    try {
+      let data: Uint8Array;
+      let type = t.type, rb = t.rowBytes;
+      if (asF32 && t.type !== GgmlType.F32) {
+        data = new Uint8Array(this.q.dequantize(t.type, readBytes(fd, t, 0, t.nbytes), t.rows * t.rowElems).buffer);
+        type = GgmlType.F32;
+        rb = t.rowElems * 4;
+      } else data = new Uint8Array(0);
+      const bytes = asF32 ? t.rows * t.rowElems * 4 : t.nbytes;
+      const buf = this.dev.createBuffer(bytes, false);
+      if (data.byteLength) this.dev.write(buf, 0, data);
+      else for (let o = 0; o < t.nbytes; o += 64 << 20) this.dev.write(buf, o, readBytes(fd, t, o, Math.min(64 << 20, t.nbytes - o)));
+      this.weightBytes += bytes;
+      return { buf, type, rowBytes: rb, ne0: t.rowElems, rows: t.rows, bytes };
+    } finally {
+      fs.closeSync(fd);
+    }
+  }
+
+  private loadWeights(): void {
+    for (const r of requiredTensors(this.shape)) {
+      if (r.name === 'token_embd.weight') continue;
+      const t = this.file.tensorByName.get(r.name)!;
+      const asF32 = r.types === 'float';
+      if (!asF32 && !MATVEC[t.type]) throw new Error(`${r.name}: type ${typeName(t.type)} is not supported by the Vulkan backend yet (use --cpu)`);
+      this.t.set(r.name, this.upload(r.name, t, asF32));
+    }
+  }
+
+  private allocScratch(): void {
+    const s = this.shape, T = this.chunk, st = stateSizes(s), K = s.nExpertUsed;
+    const f = (name: string, floats: number, host = false) => {
+      this.buf[name] = this.dev.createBuffer(Math.max(4, floats * 4), host);
+      this.scratchBytes += floats * 4;
+    };
+    f('X', T * s.nEmbd, true);
+    f('A', T * s.nEmbd); f('A2', T * s.nEmbd);
+    f('QG', T * 2 * s.nHead * s.headDim); f('Kb', T * st.kvDim); f('Vb', T * st.kvDim);
+    f('U', T * st.convCh); f('Z', T * s.ssmInner); f('B', T * s.ssmVHeads); f('AL', T * s.ssmVHeads);
+    f('O', T * Math.max(s.nHead * s.headDim, s.ssmInner));
+    f('S', T * s.nHead * this.options.ctx);
+    f('R', T * s.nExpert); f('IDS', T * K); f('WTS', T * K);
+    f('GE', T * K * s.nFfExp); f('UE', T * K * s.nFfExp); f('DE', T * K * s.nEmbd);
+    f('GS', T * s.nFfShexp); f('US', T * s.nFfShexp); f('DS', T * s.nEmbd); f('SG', T);
+    f('LOGITS', this.logitsRows * s.nVocab, true);
+    f('PARAMS', 4, true);
+    // RoPE table (cos, sin) per position and frequency, computed in f64
+    const half = s.nRot / 2, ctx = this.options.ctx;
+    const rope = new Float32Array(ctx * half * 2);
+    for (let p = 0; p < ctx; p++) {
+      for (let i = 0; i < half; i++) {
+        const a = p * Math.pow(s.ropeTheta, (-2 * i) / s.nRot);
+        rope[(p * half + i) * 2] = Math.cos(a);
+        rope[(p * half + i) * 2 + 1] = Math.sin(a);
+      }
+    }
+    this.buf.ROPE = this.dev.createBuffer(rope.byteLength, false);
+    this.dev.write(this.buf.ROPE, 0, new Uint8Array(rope.buffer));
+  }
+
+  /** Embedding rows of the tokens, dequantized on the host. */
+  embed(tokens: number[]): Float32Array {
+    const { t, data, fd } = this.embd;
+    const n = this.shape.nEmbd;
+    const out = new Float32Array(tokens.length * n);
+    tokens.forEach((id, i) => {
+      if (!(id >= 0 && id < this.shape.nVocab)) throw new RangeError(`token id ${id} is outside the vocabulary (0..${this.shape.nVocab - 1})`);
+      const row = data ? data.subarray(id * t.rowBytes, (id + 1) * t.rowBytes) : readBytes(fd, t, id * t.rowBytes, t.rowBytes);
+      out.set(this.q.dequantize(t.type, row, n), i * n);
+    });
+    return out;
+  }
+
+  matvec(ops: OpList, name: string, x: number, y: number, nRows: number, o: { flags?: number; xStride?: number; yStride?: number; xOffset?: number; expert?: boolean } = {}): void {
+    const w = this.t.get(name)!;
+    const rows = o.expert ? w.rows / this.shape.nExpert : w.rows;
+    ops.op(`matvec_${MATVEC[w.type]}`, [w.buf, x, y, this.buf.IDS], [
+      rows, w.ne0, w.rowBytes, o.xStride ?? w.ne0, o.yStride ?? rows, o.flags ?? 0, this.shape.nExpertUsed,
+      o.expert ? rows * w.rowBytes : 0, 0, o.xOffset ?? 0, 0, 0,
+    ], [rows, nRows]);
+  }
+
+  newSession(): Session {
+    return new BaseSession(new VkBackend(this));
+  }
+
+  describe(): string {
+    const i = this.dev.info();
+    const s = this.shape, st = stateSizes(s);
+    const nAttn = s.recurrent.filter((r) => !r).length;
+    const kvTok = nAttn * (rowBytes(KV_TYPE_IDS[this.kv.k], st.kvDim) + rowBytes(KV_TYPE_IDS[this.kv.v], st.kvDim));
+    return [
+      `backend   vulkan: ${i.name} (${i.type}), ${i.driver}, subgroup ${i.subgroupSize}, ${i.unifiedMemory ? 'unified' : 'discrete'} memory, ${(i.deviceLocalBytes / 2 ** 30).toFixed(1)} GiB device-local`,
+      `weights   ${(this.weightBytes / 2 ** 20).toFixed(1)} MiB on the device`,
+      `kv cache  ${this.kv.k}/${this.kv.v}: ${kvTok} B/token, ${(kvTok * this.options.ctx / 2 ** 20).toFixed(1)} MiB for ctx ${this.options.ctx}`,
+      `deltanet  state ${((s.nLayer - nAttn) * (st.convBytes + st.ssmBytes) / 2 ** 20).toFixed(1)} MiB per session; scratch ${(this.scratchBytes / 2 ** 20).toFixed(1)} MiB`,
+    ].join('\n');
+  }
+
+  sampleWith(logits: Float32Array, o: SampleOptions, rng: number): number {
+    this.core.f32(this.logitsPtr, logits.length).set(logits);
+    const id = (this.core.x as unknown as SamplerExports).sample(this.logitsPtr, logits.length, o.temperature, o.topK ?? 0, o.topP ?? 1, o.minP ?? 0, rng);
+    if (id < 0) throw new Error('sampler: out of WASM memory');
+    return id;
+  }
+
+  dispose(): void {
+    fs.closeSync(this.embd.fd);
+    this.dev.dispose();
+  }
+}
+
+function readBytes(fd: number, t: TensorInfo, start: number, len: number): Uint8Array {
+  const b = new Uint8Array(len);
+  let got = 0;
+  while (got < len) {
+    const r = fs.readSync(fd, b, got, len - got, t.offset + start + got);
+    if (r <= 0) throw new Error(`${t.name}: short read (file truncated?)`);
+    got += r;
+  }
+  return b;
+}
+
+/** Per-session device state (KV cache, DeltaNet states) and its recorded steps. */
+class VkBackend implements SessionBackend {
+  readonly shape: ModelShape;
+  readonly ctx: number;
+  readonly chunk: number;
+  readonly kvTypes: { k: KvType; v: KvType };
+  readonly logitsRows: number;
+  readonly snapshotInterval: number;
+  readonly maxSnapshots: number;
+  private layers: { a: number; b: number }[] = [];
+  private steps = new Map<string, number>();
+  private rng: number;
+  private freed = false;
+
+  constructor(private readonly e: VkEngine) {
+    const s = e.shape, st = stateSizes(s);
+    this.shape = s;
+    this.ctx = e.options.ctx;
+    this.chunk = e.chunk;
+    this.kvTypes = e.kv;
+    this.logitsRows = e.logitsRows;
+    this.snapshotInterval = e.options.snapshotInterval ?? 512;
+    this.maxSnapshots = e.options.maxSnapshots ?? 8;
+    for (let l = 0; l < s.nLayer; l++) {
+      if (s.recurrent[l]) this.layers.push({ a: e.dev.createBuffer(st.convBytes, false), b: e.dev.createBuffer(st.ssmBytes, false) });
+      else this.layers.push({
+        a: e.dev.createBuffer(this.ctx * rowBytes(KV_TYPE_IDS[this.kvTypes.k], st.kvDim), false),
+        b: e.dev.createBuffer(this.ctx * rowBytes(KV_TYPE_IDS[this.kvTypes.v], st.kvDim), false),
+      });
+    }
+    this.rng = e.core.alloc(8);
+  }
+
+  /** Records the forward of T tokens (logits for rows ≥ logitsFrom): mirrors core-as forward(). */
+  private record(T: number, logitsFrom: number): number {
+    const e = this.e, s = this.shape, st = stateSizes(s), B = e.buf, K = s.nExpertUsed;
+    const ops = new OpList(e.pipes);
+    const eps = fbits(s.eps);
+    const kT = KV_TYPE_IDS[this.kvTypes.k], vT = KV_TYPE_IDS[this.kvTypes.v];
+    for (let l = 0; l < s.nLayer; l++) {
+      const w = (n: string) => e.t.get(`blk.${l}.${n}`)!.buf;
+      const mv = (n: string, x: number, y: number, rows: number, o = {}) => e.matvec(ops, `blk.${l}.${n}`, x, y, rows, o);
+      ops.op('rmsnorm', [B.X, B.A, w('attn_norm.weight')], [s.nEmbd, 0, eps, 0], [T]);
+      const { a, b } = this.layers[l];
+      if (s.recurrent[l]) {
+        mv('attn_qkv.weight', B.A, B.U, T);
+        mv('attn_gate.weight', B.A, B.Z, T);
+        mv('ssm_beta.weight', B.A, B.B, T);
+        mv('ssm_alpha.weight', B.A, B.AL, T);
+        ops.op('ssm_conv', [B.U, w('ssm_conv1d.weight'), a], [st.convCh, T, s.ssmConv, 0], [Math.ceil(st.convCh / 256)]);
+        ops.op('l2norm_qk', [B.U], [st.convCh, s.ssmHeadDim, s.ssmKHeads, fbits(1 / Math.sqrt(s.ssmHeadDim))], [T, 2 * s.ssmKHeads]);
+        ops.op('deltanet', [B.U, B.B, B.AL, w('ssm_dt.bias'), w('ssm_a'), b, B.O], [T, s.ssmHeadDim, s.ssmKHeads, s.ssmVHeads, st.convCh, 0, 0, 0], [s.ssmVHeads]);
+        ops.op('gated_norm', [B.O, B.Z, w('ssm_norm.weight')], [s.ssmHeadDim, s.ssmVHeads, eps, 0], [T, s.ssmVHeads]);
+        mv('ssm_out.weight', B.O, B.A2, T);
+      } else {
+        const qStride = 2 * s.nHead * s.headDim;
+        mv('attn_q.weight', B.A, B.QG, T);
+        mv('attn_k.weight', B.A, B.Kb, T);
+        mv('attn_v.weight', B.A, B.Vb, T);
+        ops.op('qk_prep', [B.QG, B.Kb, w('attn_q_norm.weight'), w('attn_k_norm.weight'), B.ROPE, B.PARAMS], [s.nHead, s.nHeadKv, s.headDim, s.nRot, qStride, st.kvDim, eps, 0], [T, s.nHead + s.nHeadKv]);
+        ops.op(`kv_store_${KV_SHADER[this.kvTypes.k]}`, [B.Kb, B.Kb, a, a, B.PARAMS], [st.kvDim, rowBytes(kT, st.kvDim)], [T, 1]);
+        ops.op(`kv_store_${KV_SHADER[this.kvTypes.v]}`, [B.Vb, B.Vb, b, b, B.PARAMS], [st.kvDim, rowBytes(vT, st.kvDim)], [T, 1]);
+        ops.op(`attn_scores_${KV_SHADER[this.kvTypes.k]}`, [B.QG, a, B.S, B.PARAMS], [s.nHead, s.nHeadKv, s.headDim, this.ctx, rowBytes(kT, st.kvDim), qStride, fbits(1 / Math.sqrt(s.headDim)), 0], [T, s.nHead]);
+        ops.op(`attn_values_${KV_SHADER[this.kvTypes.v]}`, [B.S, b, B.QG, B.O, B.PARAMS], [s.nHead, s.nHeadKv, s.headDim, this.ctx, rowBytes(vT, st.kvDim), qStride, 0, 0], [T, s.nHead]);
+        mv('attn_output.weight', B.O, B.A2, T);
+      }
+      ops.op('add', [B.X, B.A2], [T * s.nEmbd], [Math.ceil((T * s.nEmbd) / 256)]);
+      // MoE
+      ops.op('rmsnorm', [B.X, B.A, w('post_attention_norm.weight')], [s.nEmbd, 0, eps, 0], [T]);
+      mv('ffn_gate_inp.weight', B.A, B.R, T);
+      ops.op('router', [B.R, B.IDS, B.WTS], [s.nExpert, K], [T]);
+      mv('ffn_gate_exps.weight', B.A, B.GE, T * K, { flags: 1, expert: true });
+      mv('ffn_up_exps.weight', B.A, B.UE, T * K, { flags: 1, expert: true });
+      ops.op('swiglu', [B.GE, B.UE], [T * K * s.nFfExp], [Math.ceil((T * K * s.nFfExp) / 256)]);
+      mv('ffn_down_exps.weight', B.GE, B.DE, T * K, { flags: 3, expert: true });
+      mv('ffn_gate_shexp.weight', B.A, B.GS, T);
+      mv('ffn_up_shexp.weight', B.A, B.US, T);
+      ops.op('swiglu', [B.GS, B.US], [T * s.nFfShexp], [Math.ceil((T * s.nFfShexp) / 256)]);
+      mv('ffn_down_shexp.weight', B.GS, B.DS, T);
+      // the shared-expert gate is a 1-row F32 matvec over the same normed input
+      const g = e.t.get(`blk.${l}.ffn_gate_inp_shexp.weight`)!;
+      ops.op('matvec_f32', [g.buf, B.A, B.SG, B.IDS], [1, s.nEmbd, s.nEmbd * 4, s.nEmbd, 1, 0, K, 0, 0, 0, 0, 0], [1, T]);
+      ops.op('moe_combine', [B.X, B.DE, B.WTS, B.DS, B.SG], [s.nEmbd, K, T, 0], [Math.ceil((T * s.nEmbd) / 256)]);
+    }
+    const n = T - logitsFrom;
+    if (n > 0) {
+      ops.op('rmsnorm', [B.X, B.A, e.t.get('output_norm.weight')!.buf], [s.nEmbd, logitsFrom, eps, 0], [n]);
+      e.matvec(ops, 'output.weight', B.A, B.LOGITS, n);
+    }
+    return e.dev.record(ops.build());
+  }
+
+  async forward(tokens: number[], pos: number, logitsFrom: number): Promise<Float32Array[]> {
+    const e = this.e, s = this.shape, T = tokens.length;
+    if (T - logitsFrom > this.logitsRows) throw new Error('too many logits rows for one step');
+    const key = `${T}:${logitsFrom}`;
+    let cmd = this.steps.get(key);
+    if (cmd === undefined) { cmd = this.record(T, logitsFrom); this.steps.set(key, cmd); }
+    e.dev.write(e.buf.X, 0, new Uint8Array(e.embed(tokens).buffer));
+    e.dev.write(e.buf.PARAMS, 0, new Uint8Array(Uint32Array.of(pos, T, 0, 0).buffer));
+    await e.dev.run(cmd);
+    const n = T - logitsFrom;
+    if (n <= 0) return [];
+    const all = new Float32Array(e.dev.read(e.buf.LOGITS, 0, n * s.nVocab * 4));
+    return Array.from({ length: n }, (_, i) => all.slice(i * s.nVocab, (i + 1) * s.nVocab));
+  }
+
+  readRecurrent(): Uint8Array {
+    const s = this.shape, st = stateSizes(s);
+    const out = new Uint8Array(s.recurrent.filter(Boolean).length * (st.convBytes + st.ssmBytes));
+    let o = 0;
+    s.recurrent.forEach((r, l) => {
+      if (!r) return;
+      out.set(new Uint8Array(this.e.dev.read(this.layers[l].a, 0, st.convBytes)), o); o += st.convBytes;
+      out.set(new Uint8Array(this.e.dev.read(this.layers[l].b, 0, st.ssmBytes)), o); o += st.ssmBytes;
+    });
+    return out;
+  }
+
+  writeRecurrent(state: Uint8Array | null): void {
+    const s = this.shape, st = stateSizes(s);
+    let o = 0;
+    s.recurrent.forEach((r, l) => {
+      if (!r) return;
+      this.e.dev.write(this.layers[l].a, 0, state ? state.subarray(o, o + st.convBytes) : new Uint8Array(st.convBytes));
+      this.e.dev.write(this.layers[l].b, 0, state ? state.subarray(o + st.convBytes, o + st.convBytes + st.ssmBytes) : new Uint8Array(st.ssmBytes));
+      o += st.convBytes + st.ssmBytes;
+    });
+  }
+
+  private attnLayer(i: number): number {
+    let seen = -1;
+    for (let l = 0; l < this.shape.nLayer; l++) if (!this.shape.recurrent[l] && ++seen === i) return l;
+    throw new RangeError(`no attention layer ${i}`);
+  }
+
+  readKv(i: number, n: number): { k: Uint8Array; v: Uint8Array } {
+    const st = stateSizes(this.shape), L = this.layers[this.attnLayer(i)];
+    const kb = n * rowBytes(KV_TYPE_IDS[this.kvTypes.k], st.kvDim), vb = n * rowBytes(KV_TYPE_IDS[this.kvTypes.v], st.kvDim);
+    return { k: n ? new Uint8Array(this.e.dev.read(L.a, 0, kb)) : new Uint8Array(0), v: n ? new Uint8Array(this.e.dev.read(L.b, 0, vb)) : new Uint8Array(0) };
+  }
+
+  writeKv(i: number, k: Uint8Array, v: Uint8Array): void {
+    const L = this.layers[this.attnLayer(i)];
+    if (k.byteLength) this.e.dev.write(L.a, 0, k);
+    if (v.byteLength) this.e.dev.write(L.b, 0, v);
+  }
+
+  seed(seed: number): void {
+    new DataView(this.e.core.memory.buffer).setBigUint64(this.rng, BigInt.asUintN(64, BigInt(Math.floor(seed))), true);
+  }
+
+  sample(logits: Float32Array, o: SampleOptions): number {
+    return this.e.sampleWith(logits, o, this.rng);
+  }
+
+  release(): void {
+    if (this.freed) return;
+    this.freed = true;
+    for (const c of this.steps.values()) this.e.dev.freeCommand(c);
+    for (const L of this.layers) { this.e.dev.freeBuffer(L.a); this.e.dev.freeBuffer(L.b); }
+  }
+}
