@@ -58,9 +58,12 @@ describe('q36 test-vector interface (--prompt-ids, --dump-logits, --dump-logprob
       expect(e.status, args.join(' ')).toBe(2);
       expect(e.stderr.trim().split('\n').pop()).toMatch(msg);
     }
-    const v = q36('--vulkan', '-m', fixture('tinyA/tinyA-q2.gguf'), '-p', 'x');
-    expect(v.status).toBe(2);
-    expect(v.stderr).toMatch(/Vulkan backend is not built yet/);
+    const v = q36('--vulkan', '-m', fixture('tinyA/tinyA-q2.gguf'), '-p', 'x', '-n', '3', '--vk-device', '0');
+    expect(v.status, v.stderr).toBe(0);
+    expect(v.stderr).toMatch(/backend +vulkan/);
+    const bad = q36('--vulkan', '-m', fixture('tinyA/tinyA-q2.gguf'), '-p', 'x', '--vk-device', '7');
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toMatch(/Vulkan device 7 does not exist/);
   });
 
   it('steering with a zero scale changes nothing; a direction changes the logits', () => {

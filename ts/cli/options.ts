@@ -3,10 +3,23 @@
  * Every bad value is a CliError (exit 2) naming the flag.
  */
 import * as fs from 'node:fs';
+import { createRequire } from 'node:module';
+import { ADDON_PATH } from '../paths.js';
 import { KV_TYPE_NAMES } from '../engine/common.js';
 import type { EngineOptions, KvType, SampleOptions, Steering } from '../engine/types.js';
 import { CliError } from './load-tokenizer.js';
 
+
+/** Vulkan when a real GPU is visible, else the CPU reference (lavapipe alone is slower than the CPU path). */
+export function defaultBackend(): 'cpu' | 'vulkan' {
+  try {
+    const req = createRequire(import.meta.url);
+    const addon = req(ADDON_PATH) as { listDevices(): { type: string }[] };
+    return addon.listDevices().some((d) => d.type !== 'cpu') ? 'vulkan' : 'cpu';
+  } catch {
+    return 'cpu';
+  }
+}
 
 /** llama.cpp spells some flags with one dash and several letters; citty would split them. */
 const ALIASES: Record<string, string> = { '-ctk': '--cache-type-k', '-ctv': '--cache-type-v' };
@@ -32,10 +45,11 @@ export function kvType(flag: string, v: string | undefined): KvType | undefined 
 
 export const ENGINE_ARGS = {
   cpu: { type: 'boolean', description: 'use the CPU (WASM reference) backend' },
-  vulkan: { type: 'boolean', description: 'use the Vulkan backend (not built yet)' },
+  vulkan: { type: 'boolean', description: 'use the Vulkan backend (default when a Vulkan GPU is present)' },
+  'vk-device': { type: 'string', description: 'Vulkan device index (see --list-devices; default: the first GPU, or Q36_VK_DEVICE)' },
   ctx: { type: 'string', description: 'context size in tokens (default: 8192, or the model\'s context length if smaller)' },
-  'cache-type-k': { type: 'string', description: 'K cache type: f16, q8_0, q4_0 (alias -ctk)', default: 'f16' },
-  'cache-type-v': { type: 'string', description: 'V cache type: f16, q8_0, q4_0 (alias -ctv)', default: 'f16' },
+  'cache-type-k': { type: 'string', description: 'K cache type: f16, q8_0, q4_0 (alias -ctk; default f16 on CPU, q8_0 on Vulkan)' },
+  'cache-type-v': { type: 'string', description: 'V cache type: f16, q8_0, q4_0 (alias -ctv; default f16 on CPU, q4_0 on Vulkan)' },
   'expert-cache-mb': { type: 'string', description: 'CPU: routed-expert cache size in MiB when experts are streamed (default: all free WASM memory)' },
   'dir-steering-file': { type: 'string', description: 'steering directions: flat n_layer × hidden f32 file' },
   'dir-steering-attn': { type: 'string', description: 'steering scale after attention outputs (default 0)' },
@@ -56,11 +70,16 @@ export function engineOptions(model: string, a: Record<string, unknown>, modelCo
   if (a.cpu && a.vulkan) throw new CliError('give --cpu or --vulkan, not both');
   const ctx = num('--ctx', a.ctx as Str, { min: 1, int: true }) ?? Math.min(8192, modelContext);
   if (ctx > modelContext) throw new CliError(`--ctx ${ctx} exceeds the model's context length ${modelContext}`);
-  const k = kvType('-ctk/--cache-type-k', a['cache-type-k'] as Str)!;
-  const v = kvType('-ctv/--cache-type-v', a['cache-type-v'] as Str)!;
+  const kIn = kvType('-ctk/--cache-type-k', a['cache-type-k'] as Str);
+  const vIn = kvType('-ctv/--cache-type-v', a['cache-type-v'] as Str);
   const mb = num('--expert-cache-mb', a['expert-cache-mb'] as Str, { min: 1 });
+  const backend = a.vulkan ? 'vulkan' : a.cpu ? 'cpu' : defaultBackend();
+  const vkDevice = num('--vk-device', a['vk-device'] as Str, { min: 0, int: true });
+  // resident Vulkan defaults to q8_0 K / q4_0 V (QuarkStar's choice); the CPU to f16 / f16
+  const k = kIn ?? (backend === 'vulkan' ? 'q8_0' : 'f16');
+  const v = vIn ?? (backend === 'vulkan' ? 'q4_0' : 'f16');
   return {
-    model, backend: a.vulkan ? 'vulkan' : 'cpu', ctx, kvTypes: { k, v },
+    model, backend, ctx, kvTypes: { k, v }, vkDevice,
     expertCacheMiB: mb, steering: steering(a),
   };
 }
