@@ -24,22 +24,24 @@ layout(push_constant) uniform PC {
 
 shared float red[64];
 
+// Work items are sub-blocks of 32 values (SUB per block), so rows of few 256-value blocks still
+// spread over the whole workgroup.
 #if defined(TYPE_F32)
-const uint BE = 32u, BB = 128u;
+const uint BE = 32u, BB = 128u, SUB = 1u;
 float block_dot(uint o, uint xo) {
   float s = 0.0;
   for (uint i = 0u; i < 32u; i++) s += uintBitsToFloat(W[(o >> 2) + i]) * X[xo + i];
   return s;
 }
 #elif defined(TYPE_F16)
-const uint BE = 32u, BB = 64u;
+const uint BE = 32u, BB = 64u, SUB = 1u;
 float block_dot(uint o, uint xo) {
   float s = 0.0;
   for (uint i = 0u; i < 16u; i++) { vec2 v = unpackHalf2x16(W[(o >> 2) + i]); s += v.x * X[xo + 2u * i] + v.y * X[xo + 2u * i + 1u]; }
   return s;
 }
 #elif defined(TYPE_BF16)
-const uint BE = 32u, BB = 64u;
+const uint BE = 32u, BB = 64u, SUB = 1u;
 float block_dot(uint o, uint xo) {
   float s = 0.0;
   for (uint i = 0u; i < 16u; i++) {
@@ -49,25 +51,26 @@ float block_dot(uint o, uint xo) {
   return s;
 }
 #elif defined(TYPE_Q8_0)
-const uint BE = 32u, BB = 34u;
+const uint BE = 32u, BB = 34u, SUB = 1u;
 float block_dot(uint o, uint xo) {
   float s = 0.0;
   for (uint i = 0u; i < 32u; i++) s += float(WSBYTE(W, o + 2u + i)) * X[xo + i];
   return WHALF(W, o) * s;
 }
 #elif defined(TYPE_Q2_K)
-const uint BE = 256u, BB = 84u;
-float block_dot(uint o, uint xo) {
+const uint BE = 256u, BB = 84u, SUB = 8u;
+// sub-block s: elements 32s…32s+31 = half s/4, shift 2·(s%4), bytes 16+32·(s/4)+l, scale groups 2s, 2s+1
+float sub_dot(uint o, uint xo, uint sb) {
   float d = WHALF(W, o + 80u), dmin = WHALF(W, o + 82u);
+  uint qb = o + 16u + 32u * (sb >> 2), sh = 2u * (sb & 3u);
   float s = 0.0;
-  for (uint j = 0u; j < 16u; j++) {
-    uint sc = WBYTE(W, o + j);
+  for (uint g = 0u; g < 2u; g++) {
+    uint sc = WBYTE(W, o + 2u * sb + g);
     float sq = 0.0, sx = 0.0;
-    for (uint l = 0u; l < 16u; l++) {
-      uint e = 16u * j + l;
-      uint q = (WBYTE(W, o + 16u + 32u * (e >> 7) + (e & 31u)) >> (2u * ((e & 127u) >> 5))) & 3u;
-      sq += float(q) * X[xo + e];
-      sx += X[xo + e];
+    for (uint l = 16u * g; l < 16u * g + 16u; l++) {
+      float x = X[xo + 32u * sb + l];
+      sq += float((WBYTE(W, qb + l) >> sh) & 3u) * x;
+      sx += x;
     }
     s += d * float(sc & 15u) * sq - dmin * float(sc >> 4) * sx;
   }
@@ -75,18 +78,18 @@ float block_dot(uint o, uint xo) {
 }
 #elif defined(TYPE_Q4_K) || defined(TYPE_Q5_K)
 #if defined(TYPE_Q4_K)
-const uint BE = 256u, BB = 144u;
+const uint BE = 256u, BB = 144u, SUB = 8u;
 #else
-const uint BE = 256u, BB = 176u;
+const uint BE = 256u, BB = 176u, SUB = 8u;
 #endif
 uvec2 scale_min(uint q, uint j) {
   if (j < 4u) return uvec2(WBYTE(W, q + j) & 63u, WBYTE(W, q + j + 4u) & 63u);
   return uvec2((WBYTE(W, q + j + 4u) & 15u) | ((WBYTE(W, q + j - 4u) >> 6) << 4), (WBYTE(W, q + j + 4u) >> 4) | ((WBYTE(W, q + j) >> 6) << 4));
 }
-float block_dot(uint o, uint xo) {
+float sub_dot(uint o, uint xo, uint sb) {
   float d = WHALF(W, o), dmin = WHALF(W, o + 2u);
   float s = 0.0;
-  for (uint sb = 0u; sb < 8u; sb++) {
+  {
     uvec2 sm = scale_min(o + 4u, sb);
 #if defined(TYPE_Q4_K)
     uint qs = o + 16u + 32u * (sb >> 1);
@@ -108,11 +111,11 @@ float block_dot(uint o, uint xo) {
   return s;
 }
 #elif defined(TYPE_Q6_K)
-const uint BE = 256u, BB = 210u;
-float block_dot(uint o, uint xo) {
+const uint BE = 256u, BB = 210u, SUB = 8u;
+float sub_dot(uint o, uint xo, uint sb) {
   float d = WHALF(W, o + 208u);
   float s = 0.0;
-  for (uint j = 0u; j < 16u; j++) {
+  for (uint j = 2u * sb; j < 2u * sb + 2u; j++) {
     float sq = 0.0;
     for (uint l16 = 0u; l16 < 16u; l16++) {
       uint e = 16u * j + l16;
@@ -126,11 +129,11 @@ float block_dot(uint o, uint xo) {
   return s;
 }
 #elif defined(TYPE_IQ2_XXS)
-const uint BE = 256u, BB = 66u;
-float block_dot(uint o, uint xo) {
+const uint BE = 256u, BB = 66u, SUB = 8u;
+float sub_dot(uint o, uint xo, uint ib) {
   float d = WHALF(W, o);
   float s = 0.0;
-  for (uint ib = 0u; ib < 8u; ib++) {
+  {
     uint p = o + 2u + 8u * ib;
     uint aux = WU32(W, p + 4u);
     float db = d * (0.5 + float(aux >> 28)) * 0.25;
@@ -153,6 +156,12 @@ float block_dot(uint o, uint xo) {
 #error "matvec: no TYPE_ define"
 #endif
 
+#if defined(TYPE_F32) || defined(TYPE_F16) || defined(TYPE_BF16) || defined(TYPE_Q8_0)
+#define SUB_IS_ONE 1
+#else
+#define SUB_IS_ONE 0
+#endif
+
 void main() {
   uint r = gl_WorkGroupID.x, j = gl_WorkGroupID.y, tid = gl_LocalInvocationID.x;
   uint wo = pc.wOffset + r * pc.rowBytes;
@@ -162,9 +171,16 @@ void main() {
     if ((pc.flags & 2u) == 0u) xrow = j / pc.K;
   }
   uint xo = pc.xOffset + xrow * pc.xStride;
-  uint nb = pc.n / BE;
+  uint items = (pc.n / BE) * SUB;
   float acc = 0.0;
-  for (uint b = tid; b < nb; b += 64u) acc += block_dot(wo + b * BB, xo + b * BE);
+  for (uint it = tid; it < items; it += 64u) {
+    uint b = it / SUB;
+#if SUB_IS_ONE
+    acc += block_dot(wo + b * BB, xo + b * BE);
+#else
+    acc += sub_dot(wo + b * BB, xo + b * BE, it % SUB);
+#endif
+  }
   red[tid] = acc;
   barrier();
   for (uint s = 32u; s > 0u; s >>= 1) {

@@ -22,6 +22,8 @@ const MATVEC: Record<number, string> = {
 };
 const KV_SHADER: Record<KvType, string> = { f32: 'f32', f16: 'f16', q8_0: 'q8_0', q4_0: 'q4_0' };
 
+interface MatvecOpts { flags?: number; xStride?: number; yStride?: number; xOffset?: number; expert?: boolean; barrier?: boolean }
+
 interface DevTensor { buf: number; type: number; rowBytes: number; ne0: number; rows: number; bytes: number }
 
 interface SamplerExports {
@@ -110,7 +112,7 @@ export class VkEngine implements Engine {
     const s = this.shape, T = this.chunk, st = stateSizes(s);
     const K = s.nExpertUsed;
     return 4 * (T * s.nEmbd * 3 + T * Math.max(st.convCh, 2 * s.nHead * s.headDim) + T * s.ssmInner * 2 + T * s.ssmVHeads * 2 + T * st.kvDim * 2 +
-      T * s.nHead * this.options.ctx + T * s.nExpert + 2 * T * K + 2 * T * K * s.nFfExp + T * K * s.nEmbd + 2 * T * s.nFfShexp + T * s.nEmbd + T + this.logitsRows * s.nVocab) + 64;
+      T * s.nHead * this.options.ctx + T * s.nHead * Math.ceil(this.options.ctx / 512) * s.headDim + T * s.nExpert + 2 * T * K + 2 * T * K * s.nFfExp + T * K * s.nEmbd + 2 * T * s.nFfShexp + T * s.nEmbd + T + this.logitsRows * s.nVocab) + 64;
   }
 
   private upload(name: string, t: TensorInfo, asF32: boolean): DevTensor {
@@ -156,6 +158,7 @@ export class VkEngine implements Engine {
     f('U', T * st.convCh); f('Z', T * s.ssmInner); f('B', T * s.ssmVHeads); f('AL', T * s.ssmVHeads);
     f('O', T * Math.max(s.nHead * s.headDim, s.ssmInner));
     f('S', T * s.nHead * this.options.ctx);
+    f('P', T * s.nHead * Math.ceil(this.options.ctx / 512) * s.headDim);
     f('R', T * s.nExpert); f('IDS', T * K); f('WTS', T * K);
     f('GE', T * K * s.nFfExp); f('UE', T * K * s.nFfExp); f('DE', T * K * s.nEmbd);
     f('GS', T * s.nFfShexp); f('US', T * s.nFfShexp); f('DS', T * s.nEmbd); f('SG', T);
@@ -188,13 +191,13 @@ export class VkEngine implements Engine {
     return out;
   }
 
-  matvec(ops: OpList, name: string, x: number, y: number, nRows: number, o: { flags?: number; xStride?: number; yStride?: number; xOffset?: number; expert?: boolean } = {}): void {
+  matvec(ops: OpList, name: string, x: number, y: number, nRows: number, o: MatvecOpts = {}): void {
     const w = this.t.get(name)!;
     const rows = o.expert ? w.rows / this.shape.nExpert : w.rows;
     ops.op(`matvec_${MATVEC[w.type]}`, [w.buf, x, y, this.buf.IDS], [
       rows, w.ne0, w.rowBytes, o.xStride ?? w.ne0, o.yStride ?? rows, o.flags ?? 0, this.shape.nExpertUsed,
       o.expert ? rows * w.rowBytes : 0, 0, o.xOffset ?? 0, 0, 0,
-    ], [rows, nRows]);
+    ], [rows, nRows], o.barrier ?? true);
   }
 
   newSession(): Session {
@@ -279,13 +282,14 @@ class VkBackend implements SessionBackend {
     const kT = KV_TYPE_IDS[this.kvTypes.k], vT = KV_TYPE_IDS[this.kvTypes.v];
     for (let l = 0; l < s.nLayer; l++) {
       const w = (n: string) => e.t.get(`blk.${l}.${n}`)!.buf;
-      const mv = (n: string, x: number, y: number, rows: number, o = {}) => e.matvec(ops, `blk.${l}.${n}`, x, y, rows, o);
+      // independent ops are issued back to back without a barrier between them (barrier = false)
+      const mv = (n: string, x: number, y: number, rows: number, o: MatvecOpts = {}) => e.matvec(ops, `blk.${l}.${n}`, x, y, rows, o);
       ops.op('rmsnorm', [B.X, B.A, w('attn_norm.weight')], [s.nEmbd, 0, eps, 0], [T]);
       const { a, b } = this.layers[l];
       if (s.recurrent[l]) {
-        mv('attn_qkv.weight', B.A, B.U, T);
-        mv('attn_gate.weight', B.A, B.Z, T);
-        mv('ssm_beta.weight', B.A, B.B, T);
+        mv('attn_qkv.weight', B.A, B.U, T, { barrier: false });
+        mv('attn_gate.weight', B.A, B.Z, T, { barrier: false });
+        mv('ssm_beta.weight', B.A, B.B, T, { barrier: false });
         mv('ssm_alpha.weight', B.A, B.AL, T);
         ops.op('ssm_conv', [B.U, w('ssm_conv1d.weight'), a], [st.convCh, T, s.ssmConv, 0], [Math.ceil(st.convCh / 256)]);
         ops.op('l2norm_qk', [B.U], [st.convCh, s.ssmHeadDim, s.ssmKHeads, fbits(1 / Math.sqrt(s.ssmHeadDim))], [T, 2 * s.ssmKHeads]);
@@ -294,14 +298,17 @@ class VkBackend implements SessionBackend {
         mv('ssm_out.weight', B.O, B.A2, T);
       } else {
         const qStride = 2 * s.nHead * s.headDim;
-        mv('attn_q.weight', B.A, B.QG, T);
-        mv('attn_k.weight', B.A, B.Kb, T);
+        mv('attn_q.weight', B.A, B.QG, T, { barrier: false });
+        mv('attn_k.weight', B.A, B.Kb, T, { barrier: false });
         mv('attn_v.weight', B.A, B.Vb, T);
         ops.op('qk_prep', [B.QG, B.Kb, w('attn_q_norm.weight'), w('attn_k_norm.weight'), B.ROPE, B.PARAMS], [s.nHead, s.nHeadKv, s.headDim, s.nRot, qStride, st.kvDim, eps, 0], [T, s.nHead + s.nHeadKv]);
-        ops.op(`kv_store_${KV_SHADER[this.kvTypes.k]}`, [B.Kb, B.Kb, a, a, B.PARAMS], [st.kvDim, rowBytes(kT, st.kvDim)], [T, 1]);
+        ops.op(`kv_store_${KV_SHADER[this.kvTypes.k]}`, [B.Kb, B.Kb, a, a, B.PARAMS], [st.kvDim, rowBytes(kT, st.kvDim)], [T, 1], false);
         ops.op(`kv_store_${KV_SHADER[this.kvTypes.v]}`, [B.Vb, B.Vb, b, b, B.PARAMS], [st.kvDim, rowBytes(vT, st.kvDim)], [T, 1]);
-        ops.op(`attn_scores_${KV_SHADER[this.kvTypes.k]}`, [B.QG, a, B.S, B.PARAMS], [s.nHead, s.nHeadKv, s.headDim, this.ctx, rowBytes(kT, st.kvDim), qStride, fbits(1 / Math.sqrt(s.headDim)), 0], [T, s.nHead]);
-        ops.op(`attn_values_${KV_SHADER[this.kvTypes.v]}`, [B.S, b, B.QG, B.O, B.PARAMS], [s.nHead, s.nHeadKv, s.headDim, this.ctx, rowBytes(vT, st.kvDim), qStride, 0, 0], [T, s.nHead]);
+        const nBlk = Math.ceil(this.ctx / 512);
+        ops.op(`attn_scores_${KV_SHADER[this.kvTypes.k]}`, [B.QG, a, B.S, B.PARAMS], [s.nHead, s.nHeadKv, s.headDim, this.ctx, rowBytes(kT, st.kvDim), qStride, fbits(1 / Math.sqrt(s.headDim)), 0], [T, s.nHead, Math.ceil(this.ctx / 256)]);
+        ops.op('attn_softmax', [B.S, B.PARAMS], [s.nHead, this.ctx], [T, s.nHead]);
+        ops.op(`attn_values_${KV_SHADER[this.kvTypes.v]}`, [B.S, b, B.P, B.PARAMS], [s.nHead, s.nHeadKv, s.headDim, this.ctx, rowBytes(vT, st.kvDim), nBlk, 0, 0], [T, s.nHead, nBlk]);
+        ops.op('attn_reduce', [B.P, B.QG, B.O, B.PARAMS], [s.nHead, s.headDim, nBlk, qStride], [T, s.nHead]);
         mv('attn_output.weight', B.O, B.A2, T);
       }
       ops.op('add', [B.X, B.A2], [T * s.nEmbd], [Math.ceil((T * s.nEmbd) / 256)]);
@@ -309,17 +316,17 @@ class VkBackend implements SessionBackend {
       ops.op('rmsnorm', [B.X, B.A, w('post_attention_norm.weight')], [s.nEmbd, 0, eps, 0], [T]);
       mv('ffn_gate_inp.weight', B.A, B.R, T);
       ops.op('router', [B.R, B.IDS, B.WTS], [s.nExpert, K], [T]);
-      mv('ffn_gate_exps.weight', B.A, B.GE, T * K, { flags: 1, expert: true });
-      mv('ffn_up_exps.weight', B.A, B.UE, T * K, { flags: 1, expert: true });
-      ops.op('swiglu', [B.GE, B.UE], [T * K * s.nFfExp], [Math.ceil((T * K * s.nFfExp) / 256)]);
-      mv('ffn_down_exps.weight', B.GE, B.DE, T * K, { flags: 3, expert: true });
-      mv('ffn_gate_shexp.weight', B.A, B.GS, T);
-      mv('ffn_up_shexp.weight', B.A, B.US, T);
-      ops.op('swiglu', [B.GS, B.US], [T * s.nFfShexp], [Math.ceil((T * s.nFfShexp) / 256)]);
-      mv('ffn_down_shexp.weight', B.GS, B.DS, T);
+      mv('ffn_gate_exps.weight', B.A, B.GE, T * K, { flags: 1, expert: true, barrier: false });
+      mv('ffn_up_exps.weight', B.A, B.UE, T * K, { flags: 1, expert: true, barrier: false });
+      mv('ffn_gate_shexp.weight', B.A, B.GS, T, { barrier: false });
+      mv('ffn_up_shexp.weight', B.A, B.US, T, { barrier: false });
       // the shared-expert gate is a 1-row F32 matvec over the same normed input
       const g = e.t.get(`blk.${l}.ffn_gate_inp_shexp.weight`)!;
       ops.op('matvec_f32', [g.buf, B.A, B.SG, B.IDS], [1, s.nEmbd, s.nEmbd * 4, s.nEmbd, 1, 0, K, 0, 0, 0, 0, 0], [1, T]);
+      ops.op('swiglu', [B.GE, B.UE], [T * K * s.nFfExp], [Math.ceil((T * K * s.nFfExp) / 256)], false);
+      ops.op('swiglu', [B.GS, B.US], [T * s.nFfShexp], [Math.ceil((T * s.nFfShexp) / 256)]);
+      mv('ffn_down_exps.weight', B.GE, B.DE, T * K, { flags: 3, expert: true, barrier: false });
+      mv('ffn_down_shexp.weight', B.GS, B.DS, T);
       ops.op('moe_combine', [B.X, B.DE, B.WTS, B.DS, B.SG], [s.nEmbd, K, T, 0], [Math.ceil((T * s.nEmbd) / 256)]);
     }
     const n = T - logitsFrom;
