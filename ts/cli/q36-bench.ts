@@ -1,4 +1,79 @@
 #!/usr/bin/env node
-import { notBuiltYet } from './not-built.js';
+/**
+ * q36-bench: prefill and decode throughput at context frontiers, CSV on stdout.
+ *   q36-bench [--cpu|--vulkan] -m MODEL [--prompt-file F] --ctx-start 2048 --ctx-max 32768
+ *             (--step-incr N | --step-mul F) --gen-tokens 128 [-ctk T -ctv T] [--warmup N]
+ * (node:util parseArgs, no npm dependency: it runs on machines that only carry the build.)
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { parseArgs } from 'node:util';
+import { KV_TYPE_IDS } from '../engine/common.js';
+import { openEngine } from '../engine/index.js';
+import { rowBytes } from '../gguf/index.js';
+import { stateSizes } from '../engine/payload.js';
+import { DEFAULT_MODEL, ROOT } from '../paths.js';
+import { CSV_HEADER, csvRow, frontierList, runFrontiers, tokenSequence } from '../bench/frontiers.js';
+import { CliError, openModelHeader } from './load-tokenizer.js';
+import { engineOptions, normalizeArgv, num } from './options.js';
 
-notBuiltYet('q36-bench', 'the throughput benchmark');
+const HELP = `usage: q36-bench [--cpu|--vulkan] -m MODEL [--prompt-file F] --ctx-start N --ctx-max N (--step-incr N | --step-mul F)
+                 [--gen-tokens 128] [-ctk f16|q8_0|q4_0] [-ctv f16|q8_0|q4_0] [--warmup N] [--vk-device N]
+Walks one token sequence (default prompt: fixtures/bench/lighthouse.txt, repeated) to each context
+frontier with incremental prefill, decodes a greedy probe of --gen-tokens there (EOS ignored),
+restores the state and continues. CSV: ${CSV_HEADER}`;
+
+async function main(): Promise<number> {
+  let a;
+  try {
+    a = parseArgs({
+      args: normalizeArgv(process.argv.slice(2)),
+      options: {
+        model: { type: 'string', short: 'm', default: DEFAULT_MODEL }, 'prompt-file': { type: 'string' },
+        'ctx-start': { type: 'string', default: '2048' }, 'ctx-max': { type: 'string', default: '32768' },
+        'step-incr': { type: 'string' }, 'step-mul': { type: 'string' }, 'gen-tokens': { type: 'string', default: '128' },
+        'cache-type-k': { type: 'string' }, 'cache-type-v': { type: 'string' }, warmup: { type: 'string', default: '0' },
+        cpu: { type: 'boolean' }, vulkan: { type: 'boolean' }, 'vk-device': { type: 'string' }, 'expert-cache-mb': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    }).values;
+  } catch (e) {
+    throw new CliError((e as Error).message);
+  }
+  if (a.help) { console.log(HELP); return 0; }
+  const start = num('--ctx-start', a['ctx-start'], { min: 1, int: true })!;
+  const max = num('--ctx-max', a['ctx-max'], { min: 1, int: true })!;
+  const gen = num('--gen-tokens', a['gen-tokens'], { min: 0, int: true })!;
+  const warmup = num('--warmup', a.warmup, { min: 0, int: true })!;
+  let frontiers: number[];
+  try {
+    frontiers = frontierList(start, max, { incr: num('--step-incr', a['step-incr'], { min: 1, int: true }), mul: num('--step-mul', a['step-mul']) });
+  } catch (e) {
+    throw new CliError((e as Error).message);
+  }
+  const promptFile = a['prompt-file'] ?? path.join(ROOT, 'fixtures', 'bench', 'lighthouse.txt');
+  let text: string;
+  try { text = fs.readFileSync(promptFile, 'utf8'); } catch (e) { throw new CliError(`cannot read --prompt-file "${promptFile}": ${(e as NodeJS.ErrnoException).code}`); }
+  const header = openModelHeader(a.model!);
+  const ctx = max + gen + 1;
+  const eo = engineOptions(a.model!, { ...a, ctx: String(ctx) }, Number(header.metadata.get('qwen35moe.context_length')?.value ?? 262144));
+  let engine;
+  try { engine = await openEngine(eo); } catch (e) { throw new CliError((e as Error).message); }
+  try {
+    process.stderr.write(`${engine.describe()}\nfrontiers ${frontiers.join(', ')}; decode probe ${gen} tokens; prompt ${promptFile}\n`);
+    const tokens = tokenSequence(engine.tokenizer.encode(text), max + gen);
+    const s = engine.shape, st = stateSizes(s);
+    const nAttn = s.recurrent.filter((r) => !r).length;
+    const kvPerToken = nAttn * (rowBytes(KV_TYPE_IDS[eo.kvTypes!.k], st.kvDim) + rowBytes(KV_TYPE_IDS[eo.kvTypes!.v], st.kvDim));
+    console.log(CSV_HEADER);
+    await runFrontiers({ engine, tokens, frontiers, genTokens: gen, warmup, kvBytesPerToken: kvPerToken, onRow: (r) => console.log(csvRow(r)) });
+  } finally {
+    engine.dispose();
+  }
+  return 0;
+}
+
+main().then((c) => { process.exitCode = c; }, (e) => {
+  console.error(`q36-bench: ${(e as Error).message}`);
+  process.exitCode = e instanceof CliError ? e.exitCode : 1;
+});

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The recipe for GPU numbers (run on the device machine from the repository root, after
+# `bash ../shared/device/prep.sh` and `npm run build` on the development machine; carry .device,
+# dist, build and native-vk/build/Release):
+#   source .device/setup.sh && bash scripts/bench-gpu.sh [CTX_MAX] [STEP]
+set -euo pipefail
+CTX_MAX=${1:-32768}
+STEP=${2:-8192}
+MODEL=/tmp/full-q2.gguf
+[ -s "$MODEL" ] || node dist/scripts/make-model.js --preset full --recipe q2 --out "$MODEL" --quiet
+node dist/ts/cli/q36-bench.js --vulkan -m "$MODEL" --ctx-start 2048 --ctx-max "$CTX_MAX" --step-incr "$STEP" --gen-tokens 128 --warmup 64

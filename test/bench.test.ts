@@ -1,0 +1,56 @@
+import { spawnSync } from 'node:child_process';
+import * as path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { CSV_HEADER, frontierList, tokenSequence } from '../ts/bench/frontiers.js';
+import { fixture } from './helpers.js';
+
+const ROOT = path.resolve(__dirname, '..');
+const bench = (...args: string[]) => spawnSync(process.execPath, [path.join(ROOT, 'dist/ts/cli/q36-bench.js'), ...args], { encoding: 'utf8', timeout: 600_000 });
+
+function checkCsv(out: string, frontiers: number[], gen: number) {
+  const lines = out.trim().split('\n');
+  expect(lines[0]).toBe(CSV_HEADER);
+  expect(lines).toHaveLength(frontiers.length + 1);
+  let prev = 0;
+  lines.slice(1).forEach((l, i) => {
+    const f = l.split(',').map(Number);
+    expect(f).toHaveLength(7);
+    expect(f.every(Number.isFinite)).toBe(true);
+    expect(f[0]).toBe(frontiers[i]);
+    expect(f[1]).toBe(frontiers[i] - prev); // each row measures only the newly added interval
+    expect(f[2]).toBeGreaterThan(0);
+    expect(f[3]).toBe(gen);
+    expect(f[4]).toBeGreaterThan(0);
+    expect(f[5]).toBeGreaterThan(0);
+    prev = frontiers[i];
+  });
+}
+
+describe('q36-bench', () => {
+  it('frontier lists and token sequences', () => {
+    expect(frontierList(2048, 32768, { mul: 2 })).toEqual([2048, 4096, 8192, 16384, 32768]);
+    expect(frontierList(2048, 10240, { incr: 4096 })).toEqual([2048, 6144, 10240]);
+    expect(() => frontierList(10, 5, { incr: 1 })).toThrow(/ctx-start/);
+    expect(() => frontierList(1, 5, {})).toThrow(/exactly one/);
+    expect(tokenSequence([1, 2, 3], 7)).toEqual([1, 2, 3, 1, 2, 3, 1]);
+  });
+
+  it('CPU: a tiny frontier sweep on tinyA gives a well-formed CSV', () => {
+    const r = bench('--cpu', '-m', fixture('tinyA/tinyA-q2.gguf'), '--ctx-start', '32', '--ctx-max', '96', '--step-incr', '32', '--gen-tokens', '4', '--warmup', '8');
+    expect(r.status, r.stderr).toBe(0);
+    checkCsv(r.stdout, [32, 64, 96], 4);
+  });
+
+  it('Vulkan (lavapipe in CI): the same sweep', () => {
+    const r = bench('--vulkan', '-m', fixture('tinyA/tinyA-q2.gguf'), '--ctx-start', '16', '--ctx-max', '64', '--step-mul', '2', '--gen-tokens', '2');
+    expect(r.status, r.stderr).toBe(0);
+    checkCsv(r.stdout, [16, 32, 64], 2);
+  });
+
+  it('bad arguments exit 2 with a message', () => {
+    const r = bench('--cpu', '-m', fixture('tinyA/tinyA-q2.gguf'), '--ctx-start', '64', '--ctx-max', '32', '--step-incr', '8');
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/ctx-start/);
+    expect(bench('--cpu', '--gen-tokens', 'x').stderr).toMatch(/--gen-tokens expects a number/);
+  });
+});

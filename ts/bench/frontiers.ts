@@ -1,0 +1,81 @@
+/**
+ * The q36-bench method (QuarkStar README, "Benchmarking"): load once, walk a fixed token sequence
+ * to each context frontier with incremental prefill (each row measures only the newly added
+ * interval), snapshot, decode a fixed greedy probe (EOS ignored), restore, continue.
+ */
+import type { Engine } from '../engine/types.js';
+
+export interface FrontierRow {
+  frontier: number;
+  prefillTokens: number;
+  prefillTps: number;
+  decodeTokens: number;
+  decodeTps: number;
+  kvBytes: number;
+  residentBytes: number;
+}
+
+export function frontierList(start: number, max: number, o: { incr?: number; mul?: number }): number[] {
+  if (!(start >= 1) || !(max >= start)) throw new Error(`frontiers need 1 ≤ --ctx-start (${start}) ≤ --ctx-max (${max})`);
+  if ((o.incr === undefined) === (o.mul === undefined)) throw new Error('give exactly one of --step-incr N or --step-mul F');
+  if (o.incr !== undefined && !(o.incr >= 1)) throw new Error('--step-incr must be ≥ 1');
+  if (o.mul !== undefined && !(o.mul > 1)) throw new Error('--step-mul must be > 1');
+  const out: number[] = [];
+  for (let f = start; f <= max; f = o.incr !== undefined ? f + o.incr : Math.max(f + 1, Math.round(f * o.mul!))) out.push(f);
+  return out;
+}
+
+/** Repeats `tokens` until at least n. */
+export function tokenSequence(tokens: number[], n: number): number[] {
+  if (tokens.length === 0) throw new Error('the benchmark prompt tokenizes to nothing');
+  const out: number[] = [];
+  while (out.length < n) out.push(...tokens.slice(0, n - out.length));
+  return out;
+}
+
+export interface BenchOptions {
+  engine: Engine;
+  tokens: number[];
+  frontiers: number[];
+  genTokens: number;
+  warmup: number;
+  kvBytesPerToken: number;
+  onRow: (r: FrontierRow) => void;
+}
+
+export async function runFrontiers(o: BenchOptions): Promise<void> {
+  const e = o.engine;
+  if (o.warmup > 0) {
+    const w = e.newSession();
+    await w.eval(o.tokens.slice(0, Math.min(o.warmup, o.tokens.length)));
+    for (let i = 0; i < 2; i++) await w.eval([w.sample({ temperature: 0 })]);
+    w.dispose();
+  }
+  const s = e.newSession();
+  try {
+    let pos = 0;
+    for (const f of o.frontiers) {
+      const added = f - pos;
+      let t = performance.now();
+      await s.eval(o.tokens.slice(pos, f));
+      const pre = (performance.now() - t) / 1000;
+      pos = f;
+      const snap = s.snapshot();
+      t = performance.now();
+      for (let i = 0; i < o.genTokens; i++) await s.eval([s.sample({ temperature: 0 })]);
+      const dec = (performance.now() - t) / 1000;
+      s.restore(snap); // the probe only wrote KV rows ≥ f: the snapshot is still valid
+      o.onRow({
+        frontier: f, prefillTokens: added, prefillTps: added / pre, decodeTokens: o.genTokens,
+        decodeTps: o.genTokens > 0 ? o.genTokens / dec : 0, kvBytes: f * o.kvBytesPerToken, residentBytes: process.memoryUsage().rss,
+      });
+    }
+  } finally {
+    s.dispose();
+  }
+}
+
+export const CSV_HEADER = 'frontier,prefill_tokens,prefill_tps,decode_tokens,decode_tps,kv_bytes,resident_bytes';
+export function csvRow(r: FrontierRow): string {
+  return [r.frontier, r.prefillTokens, r.prefillTps.toFixed(2), r.decodeTokens, r.decodeTps.toFixed(2), r.kvBytes, r.residentBytes].join(',');
+}
