@@ -71,7 +71,7 @@ describe('q36 interactive chat in a terminal', () => {
       { send: '/think-max\r' },
       { expect: 'budget: the free context' },
       { send: 'Now a long answer please\r' },
-      { sleep: 0.15 },
+      { expect: '\\x1b\\[2m', timeout: 30 }, // reasoning tokens (dim) are streaming: generation is under way
       { sigint: true },
       { expect: '\\(interrupted\\)', timeout: 30 },
       { expect: 'q36> ' },

@@ -1,4 +1,5 @@
 /** The decode loop: sample, feed back, stop on a stop token or the token budget. */
+import { AbortError } from './common.js';
 import type { SampleOptions, Session, TokenLogprob } from './types.js';
 
 export interface GenerateOptions {
@@ -41,7 +42,15 @@ export async function generate(s: Session, o: GenerateOptions): Promise<Generate
     const more = o.onToken?.(id, step);
     const isStop = o.stopIds?.has(id) ?? false;
     const last = isStop || more === false || step + 1 === o.maxTokens;
-    if (!last || o.feedLast) await s.eval([id], { onLogits: o.onLogits, signal: o.signal });
+    if (!last || o.feedLast) {
+      try {
+        await s.eval([id], { onLogits: o.onLogits, signal: o.signal });
+      } catch (e) {
+        // an abort between sampling and feeding back ends the generation, keeping what was sampled
+        if (e instanceof AbortError) { stop = 'abort'; break; }
+        throw e;
+      }
+    }
     // with a signal, give the event loop a turn so Ctrl+C / client disconnects can arrive
     if (o.signal) await new Promise<void>((r) => setImmediate(r));
     if (isStop) { stop = 'eos'; break; }
