@@ -121,6 +121,11 @@ export class OutputParser {
     return this.drain();
   }
 
+  /** Inside tool-call structure (tags, names), where sampling should be greedy; not inside a value. */
+  inProtocol(): boolean {
+    return this.mode === 'call' && this.stage !== 'in-value';
+  }
+
   result(): ParsedOutput {
     return { reasoning: this.reasoning.text, content: this.content.text, toolCalls: this.calls.slice() };
   }

@@ -1,4 +1,59 @@
 #!/usr/bin/env node
-import { notBuiltYet } from './not-built.js';
+/**
+ * q36-server: OpenAI (/v1/chat/completions) and Anthropic (/v1/messages) compatible server for
+ * coding agents. One coordinator owns the model; the live session is reused across requests.
+ */
+import { parseArgs } from 'node:util';
+import { metaNumber } from '../gguf/index.js';
+import { openEngine } from '../engine/index.js';
+import { DEFAULT_MODEL } from '../paths.js';
+import { buildApp } from '../server/app.js';
+import { CliError, openModelHeader } from './load-tokenizer.js';
+import { engineOptions, normalizeArgv, num } from './options.js';
 
-notBuiltYet('q36-server', 'the OpenAI/Anthropic server');
+const HELP = `usage: q36-server [-m MODEL] [--cpu|--vulkan] [--host 127.0.0.1] [--port 8000] [--ctx N] [-ctk T -ctv T]
+                  [--cors] [--api-key KEY] [--trace FILE] [--tool-memory-max-ids 100000] [--disable-exact-tool-replay]
+                  [--max-body-mb 32] [--max-tokens 4096]
+Endpoints: GET /v1/models, GET /v1/models/qwen3.6-35b-a3b, POST /v1/chat/completions, POST /v1/messages`;
+
+async function main(): Promise<number> {
+  let a;
+  try {
+    a = parseArgs({
+      args: normalizeArgv(process.argv.slice(2)),
+      options: {
+        model: { type: 'string', short: 'm', default: DEFAULT_MODEL }, host: { type: 'string', default: '127.0.0.1' }, port: { type: 'string', default: '8000' },
+        ctx: { type: 'string' }, 'cache-type-k': { type: 'string' }, 'cache-type-v': { type: 'string' }, cpu: { type: 'boolean' }, vulkan: { type: 'boolean' },
+        'vk-device': { type: 'string' }, cors: { type: 'boolean' }, 'api-key': { type: 'string' }, trace: { type: 'string' },
+        'tool-memory-max-ids': { type: 'string', default: '100000' }, 'disable-exact-tool-replay': { type: 'boolean' },
+        'max-body-mb': { type: 'string', default: '32' }, 'max-tokens': { type: 'string', default: '4096' }, 'expert-cache-mb': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    }).values;
+  } catch (e) {
+    throw new CliError((e as Error).message);
+  }
+  if (a.help) { console.log(HELP); return 0; }
+  const port = num('--port', a.port, { min: 0, max: 65535, int: true })!;
+  const header = openModelHeader(a.model!);
+  const eo = engineOptions(a.model!, a, metaNumber(header, 'qwen35moe.context_length', 262144));
+  let engine;
+  try { engine = await openEngine(eo); } catch (e) { throw new CliError((e as Error).message); }
+  process.stderr.write(engine.describe() + '\n');
+  const { app, ctx } = buildApp({
+    engine, cors: a.cors, apiKey: a['api-key'], trace: a.trace, exactToolReplay: !a['disable-exact-tool-replay'],
+    toolMemoryMaxIds: num('--tool-memory-max-ids', a['tool-memory-max-ids'], { min: 1, int: true }),
+    bodyLimit: num('--max-body-mb', a['max-body-mb'], { min: 1 })! * 2 ** 20, defaultMaxTokens: num('--max-tokens', a['max-tokens'], { min: 1, int: true }),
+  });
+  const addr = await app.listen({ host: a.host, port });
+  process.stderr.write(`q36-server listening on ${addr}\n`);
+  const stop = async () => { await app.close(); ctx.coordinator.dispose(); engine.dispose(); process.exit(0); };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  return 0;
+}
+
+main().catch((e) => {
+  console.error(`q36-server: ${(e as Error).message}`);
+  process.exitCode = e instanceof CliError ? e.exitCode : 1;
+});

@@ -111,6 +111,15 @@ export class BaseSession implements Session {
     return this.capture(this.last);
   }
 
+  /** Keeps a rewind point at the current position (e.g. where the next request is expected to diverge). */
+  checkpoint(): void {
+    this.check();
+    if (this.snaps.some((x) => x.pos === this.toks.length)) return;
+    this.snaps.push(this.capture(this.last));
+    this.snaps.sort((a, b) => a.pos - b.pos);
+    while (this.snaps.length > this.b.maxSnapshots) this.snaps.splice(1, 1);
+  }
+
   restore(snap: Snapshot): void {
     this.check();
     const st = stateSizes(this.b.shape);

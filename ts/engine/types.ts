@@ -80,6 +80,8 @@ export interface Session {
   rewind(n: number, o?: EvalOptions): Promise<void>;
   snapshot(): Snapshot;
   restore(s: Snapshot): void;
+  /** keeps a rewind point at the current position (sync/rewind can come back here without re-evaluating) */
+  checkpoint(): void;
   /** the `Q36 ` session payload (v2 f16 KV, v3 typed KV) */
   savePayload(): Uint8Array;
   loadPayload(payload: Uint8Array): void;

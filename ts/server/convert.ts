@@ -1,0 +1,135 @@
+/**
+ * Client message formats → the chat template's messages. OpenAI and Anthropic histories are
+ * validated here (clear 400 errors) and tool calls with a remembered id are replaced by the exact
+ * sampled turn, so the rendered prompt matches the live KV state byte for byte.
+ */
+import type { ChatMessage, ContentPart } from '../chat/types.js';
+import { ApiError } from './errors.js';
+import type { ToolMemory } from './tool-memory.js';
+
+type Obj = Record<string, unknown>;
+const isObj = (x: unknown): x is Obj => typeof x === 'object' && x !== null && !Array.isArray(x);
+
+function text(content: unknown, where: string): string | ContentPart[] | null {
+  if (content === null || content === undefined) return null;
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) {
+    return content.map((p, i) => {
+      if (!isObj(p)) throw new ApiError('invalid_request', `${where}.content[${i}] must be an object`);
+      if (p.type === 'text' || p.type === 'input_text' || p.type === 'output_text') {
+        if (typeof p.text !== 'string') throw new ApiError('invalid_request', `${where}.content[${i}].text must be a string`);
+        return { type: 'text', text: p.text };
+      }
+      if (p.type === 'image_url' || p.type === 'image') return { type: 'image' };
+      throw new ApiError('invalid_request', `${where}.content[${i}] has unsupported type ${JSON.stringify(p.type)}`);
+    });
+  }
+  throw new ApiError('invalid_request', `${where}.content must be a string or an array of parts`);
+}
+
+/** Merges system/developer messages into one leading system message (the template allows only that). */
+function withSystem(system: string[], rest: ChatMessage[]): ChatMessage[] {
+  return system.length ? [{ role: 'system', content: system.join('\n\n') }, ...rest] : rest;
+}
+
+function replay(m: ChatMessage, ids: (string | undefined)[], mem: ToolMemory): ChatMessage {
+  const turn = ids.length ? mem.recall(ids[0]) : undefined;
+  if (!turn || !ids.every((id) => mem.recall(id) === turn)) return m;
+  return { role: 'assistant', content: turn.content, reasoning_content: turn.reasoning };
+}
+
+export function fromOpenAI(messages: unknown, mem: ToolMemory): ChatMessage[] {
+  if (!Array.isArray(messages) || messages.length === 0) throw new ApiError('invalid_request', 'messages must be a non-empty array', 'messages');
+  const system: string[] = [];
+  const out: ChatMessage[] = [];
+  messages.forEach((m, i) => {
+    const where = `messages[${i}]`;
+    if (!isObj(m)) throw new ApiError('invalid_request', `${where} must be an object`, 'messages');
+    switch (m.role) {
+      case 'system': case 'developer': {
+        const c = text(m.content, where);
+        system.push(typeof c === 'string' ? c : (c ?? []).map((p) => p.text ?? '').join(''));
+        break;
+      }
+      case 'user': out.push({ role: 'user', content: text(m.content, where) }); break;
+      case 'assistant': {
+        const calls = m.tool_calls;
+        if (calls !== undefined && calls !== null && !Array.isArray(calls)) throw new ApiError('invalid_request', `${where}.tool_calls must be an array`);
+        const tc = (calls as unknown[] | undefined ?? []).map((c, k) => {
+          if (!isObj(c) || !isObj(c.function) || typeof c.function.name !== 'string') throw new ApiError('invalid_request', `${where}.tool_calls[${k}] needs function.name`);
+          return { id: typeof c.id === 'string' ? c.id : undefined, function: { name: c.function.name, arguments: (c.function.arguments ?? '{}') as string | Obj } };
+        });
+        const msg: ChatMessage = { role: 'assistant', content: text(m.content, where), tool_calls: tc.length ? tc : undefined };
+        if (typeof m.reasoning_content === 'string') msg.reasoning_content = m.reasoning_content;
+        out.push(replay(msg, tc.map((c) => c.id), mem));
+        break;
+      }
+      case 'tool': out.push({ role: 'tool', content: text(m.content, where) }); break;
+      default: throw new ApiError('unknown_role', `${where}.role ${JSON.stringify(m.role)} is not one of system, developer, user, assistant, tool`, 'messages');
+    }
+  });
+  return withSystem(system, out);
+}
+
+export function toolsFromOpenAI(tools: unknown): Obj[] | undefined {
+  if (tools === undefined || tools === null) return undefined;
+  if (!Array.isArray(tools)) throw new ApiError('invalid_request', 'tools must be an array', 'tools');
+  return tools.map((t, i) => {
+    if (!isObj(t) || !isObj(t.function) || typeof t.function.name !== 'string') throw new ApiError('invalid_request', `tools[${i}] must be {type: "function", function: {name, parameters}}`, 'tools');
+    return t;
+  });
+}
+
+export function fromAnthropic(system: unknown, messages: unknown, mem: ToolMemory): ChatMessage[] {
+  if (!Array.isArray(messages) || messages.length === 0) throw new ApiError('invalid_request', 'messages must be a non-empty array');
+  const sys: string[] = [];
+  if (typeof system === 'string') sys.push(system);
+  else if (Array.isArray(system)) sys.push(system.map((b) => (isObj(b) && typeof b.text === 'string' ? b.text : '')).join('\n'));
+  else if (system !== undefined) throw new ApiError('invalid_request', 'system must be a string or an array of text blocks');
+  const out: ChatMessage[] = [];
+  messages.forEach((m, i) => {
+    const where = `messages[${i}]`;
+    if (!isObj(m)) throw new ApiError('invalid_request', `${where} must be an object`);
+    const blocks: Obj[] = typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : Array.isArray(m.content) ? (m.content as Obj[]) : [];
+    if (!Array.isArray(m.content) && typeof m.content !== 'string') throw new ApiError('invalid_request', `${where}.content must be a string or an array of blocks`);
+    if (m.role === 'user') {
+      const texts: ContentPart[] = [];
+      for (const b of blocks) {
+        if (!isObj(b)) throw new ApiError('invalid_request', `${where}: content blocks must be objects`);
+        if (b.type === 'tool_result') {
+          const c = typeof b.content === 'string' ? b.content : Array.isArray(b.content) ? (b.content as Obj[]).map((x) => (typeof x.text === 'string' ? x.text : '')).join('') : '';
+          out.push({ role: 'tool', content: c });
+        } else if (b.type === 'text') texts.push({ type: 'text', text: String(b.text ?? '') });
+        else if (b.type === 'image') texts.push({ type: 'image' });
+        else throw new ApiError('invalid_request', `${where}: unsupported block type ${JSON.stringify(b.type)}`);
+      }
+      if (texts.length) out.push({ role: 'user', content: texts });
+    } else if (m.role === 'assistant') {
+      let reasoning: string | undefined;
+      let content = '';
+      const calls: { id?: string; function: { name: string; arguments: Obj } }[] = [];
+      for (const b of blocks) {
+        if (b.type === 'thinking') reasoning = (reasoning ?? '') + String(b.thinking ?? '');
+        else if (b.type === 'redacted_thinking') continue;
+        else if (b.type === 'text') content += String(b.text ?? '');
+        else if (b.type === 'tool_use') {
+          if (typeof b.name !== 'string') throw new ApiError('invalid_request', `${where}: tool_use needs a name`);
+          calls.push({ id: typeof b.id === 'string' ? b.id : undefined, function: { name: b.name, arguments: isObj(b.input) ? b.input : {} } });
+        } else throw new ApiError('invalid_request', `${where}: unsupported block type ${JSON.stringify(b.type)}`);
+      }
+      const msg: ChatMessage = { role: 'assistant', content, tool_calls: calls.length ? calls : undefined };
+      if (reasoning !== undefined) msg.reasoning_content = reasoning;
+      out.push(replay(msg, calls.map((c) => c.id), mem));
+    } else throw new ApiError('unknown_role', `${where}.role ${JSON.stringify(m.role)} must be user or assistant`);
+  });
+  return withSystem(sys, out);
+}
+
+export function toolsFromAnthropic(tools: unknown): Obj[] | undefined {
+  if (tools === undefined || tools === null) return undefined;
+  if (!Array.isArray(tools)) throw new ApiError('invalid_request', 'tools must be an array');
+  return tools.map((t, i) => {
+    if (!isObj(t) || typeof t.name !== 'string') throw new ApiError('invalid_request', `tools[${i}] needs a name`);
+    return { type: 'function', function: { name: t.name, description: t.description ?? '', parameters: t.input_schema ?? { type: 'object', properties: {} } } };
+  });
+}

@@ -1,0 +1,155 @@
+/**
+ * One coordinator owns the model: requests run one at a time in arrival order, each against the
+ * single live session. Before a request, the live state is reused for the longest possible prefix:
+ * first the token-prefix check, then the rendered-byte-prefix check (a client re-sending text that
+ * tokenizes differently still hits), and only the rest is prefilled.
+ */
+import * as fs from 'node:fs';
+import { OutputParser, type ParsedOutput, type ParserEvent } from '../chat/output-parser.js';
+import type { ToolSpec } from '../chat/tool-call.js';
+import { AbortError } from '../engine/common.js';
+import type { Engine, SampleOptions, Session } from '../engine/types.js';
+
+export interface TurnRequest {
+  prompt: string;
+  startInReasoning: boolean;
+  tools?: ToolSpec[];
+  maxTokens: number;
+  sampling: SampleOptions & { seed?: number };
+  stop?: string[];
+  signal: AbortSignal;
+  onEvent?: (e: ParserEvent) => void;
+  /** called while the prompt is prefilled (keep-alives, progress) */
+  onProgress?: (done: number, total: number) => void;
+}
+
+export interface TurnResult {
+  parsed: ParsedOutput;
+  rawText: string;
+  promptTokens: number;
+  cachedTokens: number;
+  completionTokens: number;
+  finish: 'stop' | 'length' | 'tool_calls' | 'stop_sequence' | 'abort';
+  stopSequence?: string;
+}
+
+export class Coordinator {
+  private queue: Promise<unknown> = Promise.resolve();
+  private session: Session;
+  /** the text whose tokens the live session holds */
+  private liveText = '';
+  readonly stats = { requests: 0, prefilled: 0, reused: 0 };
+
+  constructor(readonly engine: Engine, private readonly tracePath?: string) {
+    this.session = engine.newSession();
+  }
+
+  trace(event: string, data: Record<string, unknown>): void {
+    if (!this.tracePath) return;
+    try { fs.appendFileSync(this.tracePath, JSON.stringify({ t: new Date().toISOString(), event, ...data }) + '\n'); } catch { /* tracing never breaks serving */ }
+  }
+
+  run(req: TurnRequest): Promise<TurnResult> {
+    const job = this.queue.then(() => this.turn(req));
+    this.queue = job.catch(() => undefined);
+    return job;
+  }
+
+  /** Tokens for the prompt, reusing the live session's tokens when its text is a byte prefix. */
+  private promptTokens(prompt: string): number[] {
+    const tok = this.engine.tokenizer;
+    const direct = tok.encode(prompt);
+    const live = this.session.tokens;
+    const byToken = this.session.commonPrefix(direct);
+    if (byToken < live.length && this.liveText && prompt.startsWith(this.liveText)) {
+      this.trace('cache', { decision: 'byte-prefix', liveTokens: live.length, tokenPrefix: byToken });
+      return [...live, ...tok.encode(prompt.slice(this.liveText.length))];
+    }
+    this.trace('cache', { decision: byToken >= live.length ? 'token-prefix' : 'partial', liveTokens: live.length, tokenPrefix: byToken });
+    return direct;
+  }
+
+  /** Index just after the last "<|im_start|>assistant\n" of the prompt (0 if none). */
+  private turnStart(tokens: number[]): number {
+    const tok = this.engine.tokenizer;
+    const im = tok.idOf('<|im_start|>');
+    if (im === undefined) return 0;
+    const head = tok.encode('assistant\n');
+    const i = tokens.lastIndexOf(im);
+    if (i < 0 || head.some((t, k) => tokens[i + 1 + k] !== t)) return 0;
+    return i + 1 + head.length;
+  }
+
+  private async turn(req: TurnRequest): Promise<TurnResult> {
+    this.stats.requests++;
+    const e = this.engine, tok = e.tokenizer, s = this.session;
+    if (req.signal.aborted) throw new AbortError();
+    const tokens = this.promptTokens(req.prompt);
+    if (tokens.length + 1 > e.options.ctx) throw Object.assign(new Error(`prompt of ${tokens.length} tokens does not fit the context of ${e.options.ctx}`), { code: 'context_length_exceeded' });
+    this.trace('request', { promptTokens: tokens.length, prompt: req.prompt });
+    // Checkpoint where the assistant turn starts: the next request renders this turn's history
+    // without the think block, so it diverges exactly there and can resume without re-prefilling.
+    const cut = this.turnStart(tokens);
+    let reused = 0, evaluated = 0;
+    if (cut > 0 && cut > s.commonPrefix(tokens) && cut < tokens.length) {
+      const r1 = await s.sync(tokens.slice(0, cut), { signal: req.signal, progress: req.onProgress });
+      s.checkpoint();
+      reused = r1.reused;
+      evaluated = r1.evaluated;
+      await s.eval(tokens.slice(cut), { signal: req.signal });
+      evaluated += tokens.length - cut;
+    } else {
+      ({ reused, evaluated } = await s.sync(tokens, { signal: req.signal, progress: req.onProgress }));
+    }
+    this.stats.reused += reused;
+    this.stats.prefilled += evaluated;
+    this.liveText = req.prompt;
+    if (req.sampling.seed !== undefined) s.seed(req.sampling.seed);
+
+    const parser = new OutputParser({ startInReasoning: req.startInReasoning, tools: req.tools });
+    const dec = tok.decoder();
+    let raw = '';
+    let fed = ''; // text of the tokens that entered the session (the live text must match them)
+    let visible = '';
+    let finish: TurnResult['finish'] = 'length';
+    let stopSequence: string | undefined;
+    let n = 0;
+    const budget = Math.min(req.maxTokens, e.options.ctx - s.tokens.length);
+    const emit = (events: ParserEvent[]) => { for (const ev of events) { if (ev.type === 'content') visible += ev.text; req.onEvent?.(ev); } };
+    try {
+      for (; n < budget; n++) {
+        // protocol structure (tags, parameter headers) is sampled greedily; values use the request's sampling
+        const sampling = parser.inProtocol() ? { temperature: 0 } : req.sampling;
+        const id = s.sample(sampling);
+        if (tok.stopIds.has(id)) { finish = 'stop'; n++; break; }
+        const text = dec.push(id);
+        raw += text;
+        emit(parser.push(text));
+        if (req.stop?.length) {
+          const hit = req.stop.find((x) => x && visible.includes(x));
+          if (hit) { finish = 'stop_sequence'; stopSequence = hit; await s.eval([id]); fed += text; n++; break; }
+        }
+        await s.eval([id], { signal: req.signal });
+        fed += text;
+        await new Promise<void>((r) => setImmediate(r));
+      }
+    } catch (err) {
+      if (!(err instanceof AbortError)) throw err;
+      finish = 'abort';
+    } finally {
+      const tail = dec.end();
+      raw += tail;
+      emit(parser.push(tail));
+      emit(parser.end());
+      this.liveText = req.prompt + fed;
+    }
+    const parsed = parser.result();
+    if (finish === 'stop' && parsed.toolCalls.length > 0) finish = 'tool_calls';
+    this.trace('generated', { tokens: n, finish, text: raw });
+    return { parsed, rawText: raw, promptTokens: tokens.length, cachedTokens: reused, completionTokens: n, finish, stopSequence };
+  }
+
+  dispose(): void {
+    this.session.dispose();
+  }
+}

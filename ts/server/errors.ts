@@ -1,0 +1,29 @@
+/** The server's error catalogue: a stable code and HTTP status per failure, rendered in each API's shape. */
+export const ERRORS = {
+  invalid_json: { status: 400, type: 'invalid_request_error' },
+  invalid_request: { status: 400, type: 'invalid_request_error' },
+  unknown_role: { status: 400, type: 'invalid_request_error' },
+  template_error: { status: 400, type: 'invalid_request_error' },
+  context_length_exceeded: { status: 400, type: 'invalid_request_error' },
+  unauthorized: { status: 401, type: 'authentication_error' },
+  not_found: { status: 404, type: 'not_found_error' },
+  body_too_large: { status: 413, type: 'request_too_large' },
+  internal: { status: 500, type: 'api_error' },
+} as const;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+export class ApiError extends Error {
+  constructor(readonly code: ErrorCode, message: string, readonly param?: string) {
+    super(message);
+  }
+  get status(): number { return ERRORS[this.code].status; }
+}
+
+export function openaiError(e: ApiError) {
+  return { error: { message: e.message, type: ERRORS[e.code].type, param: e.param ?? null, code: e.code } };
+}
+
+export function anthropicError(e: ApiError) {
+  return { type: 'error', error: { type: ERRORS[e.code].type, message: e.message } };
+}
