@@ -7,7 +7,7 @@ import { fromAnthropic, toolsFromAnthropic } from './convert.js';
 import { rememberTurn } from './openai-chat.js';
 import { maxTokens, sampling, stops, thinkingOn } from './sampling.js';
 import { Sse } from './sse.js';
-import type { ServerContext } from './context.js';
+import { recallToolIds, toolIdsIn, type ServerContext } from './context.js';
 
 type Obj = Record<string, unknown>;
 const STOP: Record<string, string> = { stop: 'end_turn', stop_sequence: 'stop_sequence', length: 'max_tokens', tool_calls: 'tool_use', abort: 'end_turn' };
@@ -20,6 +20,7 @@ export function registerAnthropicMessages(app: FastifyInstance, ctx: ServerConte
     const tools = (b.tool_choice as Obj | undefined)?.type === 'none' ? undefined : toolsFromAnthropic(b.tools);
     const think = thinkingOn(b);
     let prompt: string;
+    recallToolIds(ctx, toolIdsIn(b.messages));
     try {
       prompt = renderChat(fromAnthropic(b.system, b.messages, ctx.tools), { tools, enableThinking: think ? undefined : false });
     } catch (e) {

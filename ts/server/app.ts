@@ -5,7 +5,8 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Engine } from '../engine/types.js';
 import { registerAnthropicMessages } from './anthropic-messages.js';
-import { Coordinator } from './coordinator.js';
+import { Coordinator, DEFAULT_DISK_POLICY, type DiskPolicy } from './coordinator.js';
+import { DiskCache } from './kv-disk/disk-cache.js';
 import { MODEL_ID, type ServerContext } from './context.js';
 import { ApiError, anthropicError, openaiError } from './errors.js';
 import { registerModels } from './models.js';
@@ -21,13 +22,22 @@ export interface AppOptions {
   toolMemoryMaxIds?: number;
   exactToolReplay?: boolean;
   defaultMaxTokens?: number;
+  /** disk KV cache: directory, budget and save policy */
+  kvDisk?: { dir: string; spaceMiB: number } & Partial<Omit<DiskPolicy, 'cache'>>;
+  log?: (msg: string) => void;
 }
 
 export function buildApp(o: AppOptions): { app: FastifyInstance; ctx: ServerContext } {
   const app = Fastify({ bodyLimit: o.bodyLimit ?? 32 << 20, logger: false });
+  const tools = new ToolMemory(o.toolMemoryMaxIds ?? 100_000, o.exactToolReplay ?? true);
+  const disk: DiskPolicy | undefined = o.kvDisk ? {
+    ...DEFAULT_DISK_POLICY, ...o.kvDisk,
+    cache: new DiskCache({ dir: o.kvDisk.dir, budgetBytes: o.kvDisk.spaceMiB * 2 ** 20, log: o.log }),
+  } : undefined;
   const ctx: ServerContext = {
-    coordinator: new Coordinator(o.engine, o.trace),
-    tools: new ToolMemory(o.toolMemoryMaxIds ?? 100_000, o.exactToolReplay ?? true),
+    coordinator: new Coordinator(o.engine, o.trace, disk, tools),
+    tools,
+    disk: disk?.cache,
     modelName: MODEL_ID,
     sampling: { temperature: 0.6, topP: 0.95, topK: 20, minP: 0 },
     defaultMaxTokens: o.defaultMaxTokens ?? 4096,

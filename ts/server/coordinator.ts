@@ -9,6 +9,9 @@ import { OutputParser, type ParsedOutput, type ParserEvent } from '../chat/outpu
 import type { ToolSpec } from '../chat/tool-call.js';
 import { AbortError } from '../engine/common.js';
 import type { Engine, SampleOptions, Session } from '../engine/types.js';
+import type { DiskCache } from './kv-disk/disk-cache.js';
+import type { SaveReason } from './kv-disk/format.js';
+import type { ToolMemory } from './tool-memory.js';
 
 export interface TurnRequest {
   prompt: string;
@@ -33,15 +36,69 @@ export interface TurnResult {
   stopSequence?: string;
 }
 
+/** When and how checkpoints go to the disk cache (QuarkStar defaults). */
+export interface DiskPolicy {
+  cache: DiskCache;
+  minTokens: number;
+  coldMaxTokens: number;
+  trimTokens: number;
+  alignTokens: number;
+  continuedIntervalTokens: number;
+}
+
+export const DEFAULT_DISK_POLICY = { minTokens: 512, coldMaxTokens: 30000, trimTokens: 32, alignTokens: 2048, continuedIntervalTokens: 10240 };
+
 export class Coordinator {
   private queue: Promise<unknown> = Promise.resolve();
   private session: Session;
   /** the text whose tokens the live session holds */
   private liveText = '';
-  readonly stats = { requests: 0, prefilled: 0, reused: 0 };
+  readonly stats = { requests: 0, prefilled: 0, reused: 0, diskLoads: 0, diskSaves: 0 };
 
-  constructor(readonly engine: Engine, private readonly tracePath?: string) {
+  constructor(readonly engine: Engine, private readonly tracePath?: string, private readonly disk?: DiskPolicy, private readonly tools?: ToolMemory) {
     this.session = engine.newSession();
+  }
+
+  /** Saves the session's first n tokens (n = all by default) to the disk cache. */
+  private saveDisk(reason: SaveReason, text: string): void {
+    if (!this.disk) return;
+    const s = this.session;
+    try {
+      this.disk.cache.save({ reason, text, payload: s.savePayload(), tokens: s.tokens.length, ctx: this.engine.options.ctx, tools: this.tools?.within(text) });
+      this.stats.diskSaves++;
+      this.trace('disk-save', { reason, tokens: s.tokens.length });
+    } catch (e) {
+      this.trace('disk-error', { reason, error: (e as Error).message });
+    }
+  }
+
+  /** Clean shutdown: the live state goes to disk. */
+  saveLive(reason: SaveReason = 'shutdown'): void {
+    if (this.disk && this.session.tokens.length >= this.disk.minTokens) this.saveDisk(reason, this.liveText);
+  }
+
+  /** A disk file whose text is a longer byte prefix of the prompt than the live session replaces it. */
+  private restoreFromDisk(prompt: string): void {
+    if (!this.disk) return;
+    let live = 0;
+    while (live < this.liveText.length && live < prompt.length && this.liveText.charCodeAt(live) === prompt.charCodeAt(live)) live++;
+    const entry = this.disk.cache.lookup(prompt, live + 1);
+    const liveIsPrefix = live === this.liveText.length;
+    if (!entry && !liveIsPrefix && this.session.tokens.length >= this.disk.minTokens && live < this.liveText.length / 2) this.saveDisk('evict', this.liveText);
+    if (!entry) return;
+    const f = this.disk.cache.load(entry.file);
+    if (!f) return;
+    if (!liveIsPrefix && this.session.tokens.length >= this.disk.minTokens) this.saveDisk('evict', this.liveText);
+    try {
+      this.session.loadPayload(f.payload);
+    } catch (e) {
+      this.trace('disk-error', { file: entry.file, error: (e as Error).message });
+      return;
+    }
+    for (const [id, block] of f.tools) this.tools?.remember([id], { reasoning: '', content: block });
+    this.liveText = f.text;
+    this.stats.diskLoads++;
+    this.trace('disk-load', { file: entry.file, tokens: f.header.tokens });
   }
 
   trace(event: string, data: Record<string, unknown>): void {
@@ -84,22 +141,40 @@ export class Coordinator {
     this.stats.requests++;
     const e = this.engine, tok = e.tokenizer, s = this.session;
     if (req.signal.aborted) throw new AbortError();
+    this.restoreFromDisk(req.prompt);
     const tokens = this.promptTokens(req.prompt);
     if (tokens.length + 1 > e.options.ctx) throw Object.assign(new Error(`prompt of ${tokens.length} tokens does not fit the context of ${e.options.ctx}`), { code: 'context_length_exceeded' });
     this.trace('request', { promptTokens: tokens.length, prompt: req.prompt });
-    // Checkpoint where the assistant turn starts: the next request renders this turn's history
-    // without the think block, so it diverges exactly there and can resume without re-prefilling.
+    // Split points of the prefill: disk saves (cold, continued) and a checkpoint where the
+    // assistant turn starts (the next request renders this turn's history without the think block,
+    // so it diverges exactly there and can resume without re-prefilling).
+    const common = s.commonPrefix(tokens);
+    const actions = new Map<number, () => void>();
     const cut = this.turnStart(tokens);
-    let reused = 0, evaluated = 0;
-    if (cut > 0 && cut > s.commonPrefix(tokens) && cut < tokens.length) {
-      const r1 = await s.sync(tokens.slice(0, cut), { signal: req.signal, progress: req.onProgress });
-      s.checkpoint();
-      reused = r1.reused;
-      evaluated = r1.evaluated;
-      await s.eval(tokens.slice(cut), { signal: req.signal });
-      evaluated += tokens.length - cut;
-    } else {
-      ({ reused, evaluated } = await s.sync(tokens, { signal: req.signal, progress: req.onProgress }));
+    if (cut > common && cut < tokens.length) actions.set(cut, () => s.checkpoint());
+    const d = this.disk;
+    if (d) {
+      const text = (n: number) => tok.decode(tokens.slice(0, n));
+      const cold = Math.floor((tokens.length - d.trimTokens) / d.alignTokens) * d.alignTokens;
+      if (common < d.minTokens && tokens.length <= d.coldMaxTokens && cold >= d.minTokens && cold > common) {
+        const prev = actions.get(cold);
+        actions.set(cold, () => { prev?.(); this.saveDisk('cold', text(cold)); });
+      }
+      for (let f = (Math.floor(common / d.continuedIntervalTokens) + 1) * d.continuedIntervalTokens; f < tokens.length; f += d.continuedIntervalTokens) {
+        const prev = actions.get(f);
+        actions.set(f, () => { prev?.(); this.saveDisk('continued', text(f)); });
+      }
+    }
+    let reused = 0, evaluated = 0, first = true;
+    for (const point of [...[...actions.keys()].sort((a, b) => a - b), tokens.length]) {
+      if (first) {
+        ({ reused, evaluated } = await s.sync(tokens.slice(0, point), { signal: req.signal, progress: req.onProgress }));
+        first = false;
+      } else {
+        await s.eval(tokens.slice(s.tokens.length, point), { signal: req.signal, progress: req.onProgress });
+        evaluated = point - reused;
+      }
+      actions.get(point)?.();
     }
     this.stats.reused += reused;
     this.stats.prefilled += evaluated;
@@ -131,6 +206,7 @@ export class Coordinator {
         }
         await s.eval([id], { signal: req.signal });
         fed += text;
+        if (this.disk && s.tokens.length % this.disk.continuedIntervalTokens === 0) this.saveDisk('continued', req.prompt + fed);
         await new Promise<void>((r) => setImmediate(r));
       }
     } catch (err) {

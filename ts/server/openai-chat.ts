@@ -6,7 +6,7 @@ import { ApiError } from './errors.js';
 import { fromOpenAI, toolsFromOpenAI } from './convert.js';
 import { maxTokens, sampling, stops, thinkingOn } from './sampling.js';
 import { Sse } from './sse.js';
-import type { ServerContext } from './context.js';
+import { recallToolIds, toolIdsIn, type ServerContext } from './context.js';
 
 type Obj = Record<string, unknown>;
 const FINISH: Record<string, string> = { stop: 'stop', stop_sequence: 'stop', length: 'length', tool_calls: 'tool_calls', abort: 'stop' };
@@ -18,6 +18,7 @@ export function registerOpenAIChat(app: FastifyInstance, ctx: ServerContext): vo
     const tools = b.tool_choice === 'none' ? undefined : toolsFromOpenAI(b.tools);
     const think = thinkingOn(b);
     let prompt: string;
+    recallToolIds(ctx, toolIdsIn(b.messages));
     try {
       prompt = renderChat(fromOpenAI(b.messages, ctx.tools), { tools, enableThinking: think ? undefined : false });
     } catch (e) {

@@ -29,6 +29,13 @@ export class ToolMemory {
     }
   }
 
+  /** Entries whose sampled text appears in `text` (for the disk cache's tool map). */
+  within(text: string): Map<string, string> {
+    const out = new Map<string, string>();
+    for (const [id, t] of this.map) if (t.content && text.includes(t.content)) out.set(id, t.content);
+    return out;
+  }
+
   recall(id: string | undefined): SampledTurn | undefined {
     return id && this.enabled ? this.map.get(id) : undefined;
   }

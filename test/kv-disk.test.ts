@@ -1,0 +1,128 @@
+import { spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import OpenAI from 'openai';
+import { openEngine } from '../ts/engine/index.js';
+import { buildApp } from '../ts/server/app.js';
+import { DiskCache } from '../ts/server/kv-disk/disk-cache.js';
+import { decodeFile, encodeFile, KvcError } from '../ts/server/kv-disk/format.js';
+import { Rng } from '../ts/model/synth.js';
+import { fixture, tmpDir } from './helpers.js';
+
+const ROOT = path.resolve(__dirname, '..');
+const policy = { minTokens: 64, coldMaxTokens: 4000, trimTokens: 8, alignTokens: 64, continuedIntervalTokens: 100000 };
+const longText = fs.readFileSync(path.join(ROOT, 'fixtures/bench/lighthouse.txt'), 'utf8').slice(0, 1500);
+
+async function server(dir: string) {
+  const engine = await openEngine({ model: fixture('tinyA/tinyA-q2.gguf'), backend: 'cpu', ctx: 4096 });
+  const { app, ctx } = buildApp({ engine, defaultMaxTokens: 4, kvDisk: { dir, spaceMiB: 64, ...policy } });
+  const base = await app.listen({ host: '127.0.0.1', port: 0 });
+  return { app, ctx, client: new OpenAI({ baseURL: `${base}/v1`, apiKey: 'x' }) };
+}
+
+describe('disk KV cache', () => {
+  it('a long prompt is saved cold; after a restart the same prompt + suffix prefills only the suffix', async () => {
+    const dir = tmpDir();
+    const s1 = await server(dir);
+    const msgs: OpenAI.ChatCompletionMessageParam[] = [{ role: 'system', content: longText }, { role: 'user', content: 'Summarise.' }];
+    const r1 = await s1.client.chat.completions.create({ model: 'x', messages: msgs, max_tokens: 2, temperature: 0 });
+    expect(s1.ctx.coordinator.stats.diskSaves).toBeGreaterThanOrEqual(1);
+    const files = fs.readdirSync(dir).filter((f) => f.endsWith('.kv'));
+    expect(files.length).toBeGreaterThanOrEqual(1);
+    const f = decodeFile(fs.readFileSync(path.join(dir, files[0])));
+    expect(f.header.reason).toBe('cold');
+    expect(f.header.tokens % policy.alignTokens).toBe(0);
+    expect(f.header.tokens).toBeLessThanOrEqual(r1.usage!.prompt_tokens - policy.trimTokens);
+    expect(files[0]).toBe(DiskCache.nameFor(f.text));
+    await s1.app.close();
+
+    const s2 = await server(dir); // restart: empty live session
+    const r2 = await s2.client.chat.completions.create({ model: 'x', messages: [{ role: 'system', content: longText }, { role: 'user', content: 'Summarise. Then list the characters.' }], max_tokens: 2, temperature: 0 });
+    expect(s2.ctx.coordinator.stats.diskLoads).toBe(1);
+    expect(r2.usage!.prompt_tokens_details!.cached_tokens).toBe(f.header.tokens);
+    expect(s2.ctx.coordinator.stats.prefilled).toBe(r2.usage!.prompt_tokens - f.header.tokens);
+    await s2.app.close();
+  });
+
+  it('tool-id replay survives a restart through the cache files', async () => {
+    const dir = tmpDir();
+    const s1 = await server(dir);
+    const raw = '<tool_call>\n<function=lookup>\n<parameter=q>\nkeeper\n</parameter>\n</function>\n</tool_call>';
+    const id = s1.ctx.tools.newId();
+    s1.ctx.tools.remember([id], { reasoning: '', content: raw });
+    const tools = [{ type: 'function' as const, function: { name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string' } } } } }];
+    const history: OpenAI.ChatCompletionMessageParam[] = [
+      { role: 'user', content: 'Who kept the light?' },
+      { role: 'assistant', content: null, tool_calls: [{ id, type: 'function', function: { name: 'lookup', arguments: '{"q":"keeper"}' } }] },
+      { role: 'tool', tool_call_id: id, content: longText },
+    ];
+    await s1.client.chat.completions.create({ model: 'x', messages: history, tools, max_tokens: 2 });
+    const saved = fs.readdirSync(dir).filter((x) => x.endsWith('.kv')).map((x) => decodeFile(fs.readFileSync(path.join(dir, x))));
+    expect(saved.some((x) => x.tools.get(id) === raw)).toBe(true);
+    await s1.app.close();
+    const s2 = await server(dir);
+    expect(s2.ctx.tools.recall(id)).toBeUndefined();
+    await s2.client.chat.completions.create({ model: 'x', messages: [...history, { role: 'user', content: 'ok' }], tools, max_tokens: 2 });
+    expect(s2.ctx.tools.recall(id)?.content).toBe(raw);
+    await s2.app.close();
+  });
+
+  it('evicts least-recently-used files to stay within the budget', () => {
+    const dir = tmpDir();
+    const c = new DiskCache({ dir, budgetBytes: 2500 });
+    const payload = new Uint8Array(1000);
+    const a = c.save({ reason: 'cold', text: 'a', payload, tokens: 1, ctx: 8 });
+    const b = c.save({ reason: 'cold', text: 'b', payload, tokens: 1, ctx: 8 });
+    // make a the most recently used, then a third file forces one eviction: b goes
+    const fa = decodeFile(fs.readFileSync(a));
+    fa.header.lastUsed += 100;
+    fs.writeFileSync(a, encodeFile(fa));
+    c.save({ reason: 'cold', text: 'c', payload, tokens: 1, ctx: 8 });
+    expect(fs.existsSync(a)).toBe(true);
+    expect(fs.existsSync(b)).toBe(false);
+  });
+
+  it('truncated (every 1 KiB) and bit-flipped files are rejected cleanly and removed', () => {
+    const dir = tmpDir();
+    const c = new DiskCache({ dir, budgetBytes: 1 << 30 });
+    const rng = new Rng(1);
+    const payload = new Uint8Array(5000).map(() => rng.int(0, 255));
+    const file = c.save({ reason: 'cold', text: 'prefix text', payload, tokens: 3, ctx: 16, tools: new Map([['call_a', '<tool_call>x</tool_call>']]) });
+    const good = fs.readFileSync(file);
+    expect(decodeFile(good).tools.get('call_a')).toBe('<tool_call>x</tool_call>');
+    for (let cut = 0; cut < good.length; cut += 1024) {
+      fs.writeFileSync(file, good.subarray(0, cut));
+      expect(c.load(file)).toBeUndefined();
+      expect(fs.existsSync(file)).toBe(cut < 3 ? true : false); // ours (KVC magic) and corrupt → deleted
+      fs.rmSync(file, { force: true });
+    }
+    for (let i = 0; i < 20; i++) {
+      const bad = Buffer.from(good);
+      const at = 52 + rng.int(0, bad.length - 53);
+      bad[at] ^= 1 << rng.int(0, 7);
+      fs.writeFileSync(file, bad);
+      expect(c.load(file)).toBeUndefined();
+    }
+    expect(() => decodeFile(Buffer.from('not a cache file at all, definitely not'))).toThrow(KvcError);
+    fs.writeFileSync(path.join(dir, 'foreign.kv'), 'hello');
+    expect(c.lookup('hello world')).toBeUndefined();
+    expect(fs.existsSync(path.join(dir, 'foreign.kv'))).toBe(true); // not ours: left alone
+  });
+
+  it('kill -9 during a save leaves no loadable partial file', async () => {
+    const dir = tmpDir();
+    const script = path.join(dir, 'saver.mjs');
+    fs.writeFileSync(script, `import { DiskCache } from '${path.join(ROOT, 'dist/ts/server/kv-disk/disk-cache.js')}';
+const c = new DiskCache({ dir: ${JSON.stringify(dir)}, budgetBytes: 1 << 40 });
+const payload = new Uint8Array(64 << 20);
+for (let i = 0; ; i++) c.save({ reason: 'cold', text: 'text ' + i, payload, tokens: 1, ctx: 8 });`);
+    const child = spawn(process.execPath, [script]);
+    await new Promise((r) => setTimeout(r, 1500));
+    child.kill('SIGKILL');
+    await new Promise((r) => child.on('exit', r));
+    const c = new DiskCache({ dir, budgetBytes: 1 << 40 }); // startup sweeps leftover temp files
+    expect(fs.readdirSync(dir).filter((f) => f.endsWith('.tmp'))).toEqual([]);
+    for (const f of fs.readdirSync(dir).filter((x) => x.endsWith('.kv'))) expect(c.load(path.join(dir, f))).toBeDefined();
+  });
+});
