@@ -16,7 +16,7 @@ const longText = fs.readFileSync(path.join(ROOT, 'fixtures/bench/lighthouse.txt'
 
 async function server(dir: string) {
   const engine = await openEngine({ model: fixture('tinyA/tinyA-q2.gguf'), backend: 'cpu', ctx: 4096 });
-  const { app, ctx } = buildApp({ engine, defaultMaxTokens: 4, kvDisk: { dir, spaceMiB: 64, ...policy } });
+  const { app, ctx } = await buildApp({ engine, defaultMaxTokens: 4, kvDisk: { dir, spaceMiB: 64, ...policy } });
   const base = await app.listen({ host: '127.0.0.1', port: 0 });
   return { app, ctx, client: new OpenAI({ baseURL: `${base}/v1`, apiKey: 'x' }) };
 }

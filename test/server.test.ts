@@ -15,7 +15,7 @@ const trace = path.join(tmpDir(), 'trace.jsonl');
 
 beforeAll(async () => {
   const engine = await openEngine({ model: fixture('tinyA/tinyA-q2.gguf'), backend: 'cpu', ctx: 4096 });
-  ({ app, ctx } = buildApp({ engine, trace, defaultMaxTokens: 64, bodyLimit: 1 << 20 }));
+  ({ app, ctx } = await buildApp({ engine, trace, defaultMaxTokens: 64, bodyLimit: 1 << 20 }));
   base = await app.listen({ host: '127.0.0.1', port: 0 });
 });
 afterAll(async () => { await app.close(); });
@@ -194,5 +194,53 @@ describe('exact tool replay', () => {
     mem.remember(['b'], { reasoning: '', content: 'y' });
     expect(mem.recall(id)).toBeUndefined();
     expect(mem.recall('b')).toBeDefined();
+  });
+});
+
+describe('/v1/completions', () => {
+  it('raw prompt completion, streaming and not', async () => {
+    const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'x' });
+    const r = await client.completions.create({ model: 'x', prompt: 'Once upon a time', max_tokens: 5, temperature: 0 });
+    expect(r.object).toBe('text_completion');
+    expect(typeof r.choices[0].text).toBe('string');
+    expect(r.usage!.completion_tokens).toBeGreaterThan(0);
+    const s = await client.completions.create({ model: 'x', prompt: 'Once upon a time', max_tokens: 5, temperature: 0, stream: true });
+    let text = '', finish: string | null = null;
+    for await (const c of s) { text += c.choices[0]?.text ?? ''; finish = c.choices[0]?.finish_reason ?? finish; }
+    expect(text).toBe(r.choices[0].text); // greedy: the same text
+    expect(finish).not.toBeNull();
+  });
+});
+
+describe('WebSocket chat', () => {
+  it('a conversation keeps its live state: the follow-up prefills only the new message', async () => {
+    const { WebSocket } = await import('ws');
+    const ws = new WebSocket(`${base.replace('http', 'ws')}/v1/chat/ws`);
+    const inbox: Record<string, unknown>[] = [];
+    const waiters: ((m: Record<string, unknown>) => void)[] = [];
+    ws.on('message', (d) => { const m = JSON.parse(String(d)); inbox.push(m); waiters.splice(0).forEach((w) => w(m)); });
+    const next = (type: string) => new Promise<Record<string, unknown>>((resolve) => {
+      const look = () => { const i = inbox.findIndex((m) => m.type === type || m.type === 'error'); if (i >= 0) resolve(inbox.splice(i, 1)[0]); else waiters.push(look); };
+      look();
+    });
+    await new Promise((r) => ws.on('open', r));
+    ws.send(JSON.stringify({ type: 'session.start', system: 'You are terse.', max_tokens: 8, temperature: 0 }));
+    expect((await next('session.ready')).type).toBe('session.ready');
+    ws.send(JSON.stringify({ type: 'message', content: 'Hello there' }));
+    const d1 = await next('done') as { usage: { prompt_tokens: number; completion_tokens: number } };
+    expect(inbox.some((m) => m.type === 'token' || m.type === 'reasoning') || d1.usage.completion_tokens > 0).toBe(true);
+    ws.send(JSON.stringify({ type: 'message', content: 'And a follow-up' }));
+    const d2 = await next('done') as { usage: { prompt_tokens: number; cached_tokens: number } };
+    // everything the first turn left in the live session is reused (its prompt and its answer)
+    expect(d2.usage.cached_tokens).toBeGreaterThanOrEqual(d1.usage.prompt_tokens + d1.usage.completion_tokens - 1);
+    ws.send(JSON.stringify({ type: 'nonsense' }));
+    expect(String((await next('error')).message)).toMatch(/unknown message type/);
+    ws.send(JSON.stringify({ type: 'session.start', max_tokens: 2000 }));
+    await next('session.ready');
+    ws.send(JSON.stringify({ type: 'message', content: 'Write at length.' }));
+    await new Promise((r) => setTimeout(r, 100));
+    ws.send(JSON.stringify({ type: 'cancel' }));
+    expect((await next('done')).finish_reason).toBe('cancelled');
+    ws.close();
   });
 });

@@ -150,6 +150,27 @@ describe('Vulkan prefill equals token-by-token decode; payloads move between bac
     expect(v2.sample({ temperature: 0 })).toBe(vRef.sample({ temperature: 0 }));
   });
 
+  it('a disk cache file written from the Vulkan backend loads on the CPU backend and continues', async () => {
+    const { DiskCache } = await import('../ts/server/kv-disk/disk-cache.js');
+    const dir = (await import('./helpers.js')).tmpDir();
+    const cache = new DiskCache({ dir, budgetBytes: 1 << 30 });
+    const r = new Rng(7);
+    const toks = Array.from({ length: 70 }, () => r.int(0, 1032));
+    const v = vk.newSession();
+    await v.eval(toks.slice(0, 50));
+    const file = cache.save({ reason: 'cold', text: 'vulkan prefix', payload: v.savePayload(), tokens: 50, ctx: 2100 });
+    const loaded = cache.load(file)!;
+    const c = cpu.newSession();
+    c.loadPayload(loaded.payload);
+    await c.eval(toks.slice(50));
+    const ref = cpu.newSession();
+    await ref.eval(toks);
+    let m = 0;
+    for (let i = 0; i < c.logits().length; i++) m = Math.max(m, Math.abs(c.logits()[i] - ref.logits()[i]));
+    expect(m).toBeLessThanOrEqual(1e-2);
+    expect(c.sample({ temperature: 0 })).toBe(ref.sample({ temperature: 0 }));
+  });
+
   it('refuses a configuration the device cannot hold, with a clear error', async () => {
     // 8192-token steps at ctx 4096 need a 512 MiB attention-score buffer: over lavapipe's 128 MiB binding limit
     await expect(openEngine({ model: fixture('tinyA/tinyA-q2.gguf'), backend: 'vulkan', ctx: 4096, chunk: 8192 })).rejects.toThrow(/does not fit|exceeds maxStorageBufferRange/);

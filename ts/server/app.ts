@@ -11,6 +11,8 @@ import { MODEL_ID, type ServerContext } from './context.js';
 import { ApiError, anthropicError, openaiError } from './errors.js';
 import { registerModels } from './models.js';
 import { registerOpenAIChat } from './openai-chat.js';
+import { registerOpenAICompletions } from './openai-completions.js';
+import { registerWsChat } from './ws-chat.js';
 import { ToolMemory } from './tool-memory.js';
 
 export interface AppOptions {
@@ -27,7 +29,7 @@ export interface AppOptions {
   log?: (msg: string) => void;
 }
 
-export function buildApp(o: AppOptions): { app: FastifyInstance; ctx: ServerContext } {
+export async function buildApp(o: AppOptions): Promise<{ app: FastifyInstance; ctx: ServerContext }> {
   const app = Fastify({ bodyLimit: o.bodyLimit ?? 32 << 20, logger: false });
   const tools = new ToolMemory(o.toolMemoryMaxIds ?? 100_000, o.exactToolReplay ?? true);
   const disk: DiskPolicy | undefined = o.kvDisk ? {
@@ -73,5 +75,7 @@ export function buildApp(o: AppOptions): { app: FastifyInstance; ctx: ServerCont
   registerModels(app, ctx);
   registerOpenAIChat(app, ctx);
   registerAnthropicMessages(app, ctx);
+  registerOpenAICompletions(app, ctx);
+  await registerWsChat(app, ctx);
   return { app, ctx };
 }

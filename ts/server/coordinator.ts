@@ -22,6 +22,8 @@ export interface TurnRequest {
   stop?: string[];
   signal: AbortSignal;
   onEvent?: (e: ParserEvent) => void;
+  /** plain completion: no reasoning/tool parsing, every decoded piece is content */
+  raw?: boolean;
   /** called while the prompt is prefilled (keep-alives, progress) */
   onProgress?: (done: number, total: number) => void;
 }
@@ -191,6 +193,7 @@ export class Coordinator {
     let n = 0;
     const budget = Math.min(req.maxTokens, e.options.ctx - s.tokens.length);
     const emit = (events: ParserEvent[]) => { for (const ev of events) { if (ev.type === 'content') visible += ev.text; req.onEvent?.(ev); } };
+    const feed = (t: string): ParserEvent[] => (req.raw ? (t ? [{ type: 'content', text: t }] : []) : parser.push(t));
     try {
       for (; n < budget; n++) {
         // protocol structure (tags, parameter headers) is sampled greedily; values use the request's sampling
@@ -199,7 +202,7 @@ export class Coordinator {
         if (tok.stopIds.has(id)) { finish = 'stop'; n++; break; }
         const text = dec.push(id);
         raw += text;
-        emit(parser.push(text));
+        emit(feed(text));
         if (req.stop?.length) {
           const hit = req.stop.find((x) => x && visible.includes(x));
           if (hit) { finish = 'stop_sequence'; stopSequence = hit; await s.eval([id]); fed += text; n++; break; }
@@ -215,11 +218,11 @@ export class Coordinator {
     } finally {
       const tail = dec.end();
       raw += tail;
-      emit(parser.push(tail));
-      emit(parser.end());
+      emit(feed(tail));
+      if (!req.raw) emit(parser.end());
       this.liveText = req.prompt + fed;
     }
-    const parsed = parser.result();
+    const parsed = req.raw ? { reasoning: '', content: raw, toolCalls: [] } : parser.result();
     if (finish === 'stop' && parsed.toolCalls.length > 0) finish = 'tool_calls';
     this.trace('generated', { tokens: n, finish, text: raw });
     return { parsed, rawText: raw, promptTokens: tokens.length, cachedTokens: reused, completionTokens: n, finish, stopSequence };
