@@ -244,3 +244,24 @@ describe('WebSocket chat', () => {
     ws.close();
   });
 });
+
+describe('Responses API with the official client', () => {
+  it('non-streaming and streaming: events in order through response.completed; function_call_output continues', async () => {
+    const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'x' });
+    const r = await client.responses.create({ model: 'x', input: 'Hello', max_output_tokens: 8, temperature: 0 });
+    expect(r.object).toBe('response');
+    expect(r.status).toBe('completed');
+    expect(r.usage!.output_tokens).toBeGreaterThan(0);
+    const stream = await client.responses.create({ model: 'x', input: [{ role: 'user', content: 'Think and answer.' }], max_output_tokens: 16, stream: true });
+    const types: string[] = [];
+    let lastSeq = -1;
+    for await (const e of stream) { types.push(e.type); expect(e.sequence_number).toBeGreaterThan(lastSeq); lastSeq = e.sequence_number; }
+    expect(types[0]).toBe('response.created');
+    expect(types[types.length - 1]).toBe('response.completed');
+    expect(types.filter((t) => t === 'response.output_item.added').length).toBe(types.filter((t) => t === 'response.output_item.done').length);
+    // a tool round trip written by the client: function_call + function_call_output items
+    const r2 = await client.responses.create({ model: 'x', max_output_tokens: 4, tools: [{ type: 'function', name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } }, strict: false }],
+      input: [{ role: 'user', content: 'Weather?' }, { type: 'function_call', call_id: 'call_9', name: 'get_weather', arguments: '{"city":"Rome"}' }, { type: 'function_call_output', call_id: 'call_9', output: 'sunny' }] });
+    expect(r2.status).toBe('completed');
+  });
+});

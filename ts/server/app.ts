@@ -13,6 +13,7 @@ import { registerModels } from './models.js';
 import { registerOpenAIChat } from './openai-chat.js';
 import { registerOpenAICompletions } from './openai-completions.js';
 import { registerWsChat } from './ws-chat.js';
+import { registerResponses } from './responses.js';
 import { ToolMemory } from './tool-memory.js';
 
 export interface AppOptions {
@@ -76,6 +77,7 @@ export async function buildApp(o: AppOptions): Promise<{ app: FastifyInstance; c
   registerOpenAIChat(app, ctx);
   registerAnthropicMessages(app, ctx);
   registerOpenAICompletions(app, ctx);
+  registerResponses(app, ctx);
   await registerWsChat(app, ctx);
   return { app, ctx };
 }
