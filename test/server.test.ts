@@ -265,3 +265,23 @@ describe('Responses API with the official client', () => {
     expect(r2.status).toBe('completed');
   });
 });
+
+describe('--cors and --api-key', () => {
+  it('answers preflight with CORS headers and refuses a wrong key in each API\'s shape', async () => {
+    const engine = ctx.coordinator.engine;
+    const { app: a2 } = await buildApp({ engine, cors: true, apiKey: 'sekret' });
+    const pre = await a2.inject({ method: 'OPTIONS', url: '/v1/chat/completions' });
+    expect(pre.statusCode).toBe(204);
+    expect(pre.headers['access-control-allow-origin']).toBe('*');
+    const noKey = await a2.inject({ method: 'GET', url: '/v1/models' });
+    expect(noKey.statusCode).toBe(401);
+    expect(noKey.json().error.code).toBe('unauthorized');
+    const anth = await a2.inject({ method: 'POST', url: '/v1/messages', payload: {}, headers: { 'x-api-key': 'wrong' } });
+    expect(anth.json().type).toBe('error');
+    const ok = await a2.inject({ method: 'GET', url: '/v1/models', headers: { authorization: 'Bearer sekret' } });
+    expect(ok.statusCode).toBe(200);
+    const nf = await a2.inject({ method: 'GET', url: '/v1/models/gpt-4', headers: { authorization: 'Bearer sekret' } });
+    expect(nf.statusCode).toBe(404);
+    await a2.close();
+  });
+});
