@@ -11,6 +11,13 @@ export function kvTypeOf(id: number): KvType {
   return n;
 }
 
+/** The model layer index of the i-th full-attention layer (payloads list attention layers only). */
+export function attentionLayer(shape: { nLayer: number; recurrent: boolean[] }, i: number): number {
+  let seen = -1;
+  for (let l = 0; l < shape.nLayer; l++) if (!shape.recurrent[l] && ++seen === i) return l;
+  throw new RangeError(`no attention layer ${i}`);
+}
+
 export function commonPrefix(a: readonly number[], b: readonly number[]): number {
   const n = Math.min(a.length, b.length);
   let i = 0;

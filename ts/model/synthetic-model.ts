@@ -7,6 +7,7 @@ import * as fs from 'node:fs';
 import { GgmlType, kv, rowBytes, writeGguf, type GgufValue, type TensorSpec } from '../gguf/index.js';
 import { ARCH, requiredTensors, type ModelShape } from './shape.js';
 import { Rng, fillRandom, seedFor, type FloatInit } from './synth.js';
+import { BYTE_TO_UNICODE } from '../tokenizer/byte-unicode.js';
 
 export type Recipe = 'bf16' | 'q8_0' | 'q2' | 'q2q4';
 export const RECIPES: Recipe[] = ['bf16', 'q8_0', 'q2', 'q2q4'];
@@ -43,25 +44,11 @@ export const ADDED_TOKENS: [string, number][] = [
   ['<tts_text_eod>', 3], ['<tts_text_bos_single>', 3], ['<|audio_pad|>', 3],
 ];
 
-/** GPT-2 byte → printable unicode map used by byte-level BPE vocabularies. */
-export function byteToUnicode(): string[] {
-  const bs: number[] = [];
-  for (let b = 33; b <= 126; b++) bs.push(b);
-  for (let b = 161; b <= 172; b++) bs.push(b);
-  for (let b = 174; b <= 255; b++) bs.push(b);
-  const cs = bs.slice();
-  let n = 0;
-  for (let b = 0; b < 256; b++) if (!bs.includes(b)) { bs.push(b); cs.push(256 + n++); }
-  const map: string[] = new Array(256);
-  bs.forEach((b, i) => { map[b] = String.fromCodePoint(cs[i]); });
-  return map;
-}
-
 /** A byte-level placeholder tokenizer: 256 byte tokens, unused fillers, the added tokens, padding. */
 function placeholderTokenizer(g: Geometry): [string, GgufValue][] {
   const tokens: string[] = new Array(g.nVocab);
   const types = new Int32Array(g.nVocab);
-  const b2u = byteToUnicode();
+  const b2u = BYTE_TO_UNICODE;
   for (let i = 0; i < g.nVocab; i++) {
     if (i < 256) { tokens[i] = b2u[i]; types[i] = 1; }
     else if (i < g.addedTokensStart) { tokens[i] = `[UNUSED${i}]`; types[i] = 5; }

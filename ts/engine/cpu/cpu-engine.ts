@@ -7,7 +7,7 @@ import { rowBytes, readGguf, type GgufFile } from '../../gguf/index.js';
 import { Core } from '../../core/wasm.js';
 import { validateModel, type ModelShape } from '../../model/shape.js';
 import { Tokenizer } from '../../tokenizer/tokenizer.js';
-import { KV_TYPE_IDS } from '../common.js';
+import { KV_TYPE_IDS, attentionLayer } from '../common.js';
 import { stateSizes } from '../payload.js';
 import { BaseSession, type SessionBackend } from '../session-base.js';
 import type { Engine, EngineOptions, KvType, SampleOptions, Session } from '../types.js';
@@ -194,15 +194,9 @@ class CpuBackend implements SessionBackend {
     }
   }
 
-  private attnLayer(i: number): number {
-    let seen = -1;
-    for (let l = 0; l < this.shape.nLayer; l++) if (!this.shape.recurrent[l] && ++seen === i) return l;
-    throw new RangeError(`no attention layer ${i}`);
-  }
-
   readKv(i: number, n: number): { k: Uint8Array; v: Uint8Array } {
     const st = stateSizes(this.shape);
-    const [a, b] = this.layerPtrs(this.attnLayer(i));
+    const [a, b] = this.layerPtrs(attentionLayer(this.shape, i));
     return {
       k: this.e.core.u8(a, n * rowBytes(KV_TYPE_IDS[this.kvTypes.k], st.kvDim)).slice(),
       v: this.e.core.u8(b, n * rowBytes(KV_TYPE_IDS[this.kvTypes.v], st.kvDim)).slice(),
@@ -210,7 +204,7 @@ class CpuBackend implements SessionBackend {
   }
 
   writeKv(i: number, k: Uint8Array, v: Uint8Array): void {
-    const [a, b] = this.layerPtrs(this.attnLayer(i));
+    const [a, b] = this.layerPtrs(attentionLayer(this.shape, i));
     this.e.core.u8(a, k.byteLength).set(k);
     this.e.core.u8(b, v.byteLength).set(v);
   }

@@ -10,7 +10,7 @@ import { QuantKernels } from '../../core/quant.js';
 import { requiredTensors, validateModel, type ModelShape } from '../../model/shape.js';
 import { Tokenizer } from '../../tokenizer/tokenizer.js';
 import { loadAddon, type VkDevice } from '../../vk/addon.js';
-import { KV_TYPE_IDS } from '../common.js';
+import { KV_TYPE_IDS, attentionLayer } from '../common.js';
 import { stateSizes } from '../payload.js';
 import { BaseSession, type SessionBackend } from '../session-base.js';
 import type { Engine, EngineOptions, KvType, SampleOptions, Session } from '../types.js';
@@ -375,20 +375,14 @@ class VkBackend implements SessionBackend {
     });
   }
 
-  private attnLayer(i: number): number {
-    let seen = -1;
-    for (let l = 0; l < this.shape.nLayer; l++) if (!this.shape.recurrent[l] && ++seen === i) return l;
-    throw new RangeError(`no attention layer ${i}`);
-  }
-
   readKv(i: number, n: number): { k: Uint8Array; v: Uint8Array } {
-    const st = stateSizes(this.shape), L = this.layers[this.attnLayer(i)];
+    const st = stateSizes(this.shape), L = this.layers[attentionLayer(this.shape, i)];
     const kb = n * rowBytes(KV_TYPE_IDS[this.kvTypes.k], st.kvDim), vb = n * rowBytes(KV_TYPE_IDS[this.kvTypes.v], st.kvDim);
     return { k: n ? new Uint8Array(this.e.dev.read(L.a, 0, kb)) : new Uint8Array(0), v: n ? new Uint8Array(this.e.dev.read(L.b, 0, vb)) : new Uint8Array(0) };
   }
 
   writeKv(i: number, k: Uint8Array, v: Uint8Array): void {
-    const L = this.layers[this.attnLayer(i)];
+    const L = this.layers[attentionLayer(this.shape, i)];
     if (k.byteLength) this.e.dev.write(L.a, 0, k);
     if (v.byteLength) this.e.dev.write(L.b, 0, v);
   }
