@@ -186,9 +186,9 @@ describe('exact tool replay', () => {
     ], mem);
     const prompt = renderChat(msgs, { tools: [weather] });
     expect(prompt).toContain('<think>\nNeed the tool.\n</think>\n\n<tool_call>\n<function=get_weather>\n<parameter=city>\nRome');
-    // canonical fallback (unknown id) renders in the client's key order
-    const canon = renderChat(fromOpenAI([{ role: 'user', content: 'Weather?' }, { role: 'assistant', content: null, tool_calls: [{ id: 'other', type: 'function', function: { name: 'get_weather', arguments: '{"days":2,"city":"Rome"}' } }] }, { role: 'tool', content: 'sunny' }], mem), { tools: [weather] });
-    expect(canon).toContain('<parameter=days>\n2\n</parameter>\n<parameter=city>');
+    // canonical fallback (unknown id): parameters in the schema's property order, not the client's
+    const canon = renderChat(fromOpenAI([{ role: 'user', content: 'Weather?' }, { role: 'assistant', content: null, tool_calls: [{ id: 'other', type: 'function', function: { name: 'get_weather', arguments: '{"days":2,"city":"Rome"}' } }] }, { role: 'tool', content: 'sunny' }], mem, [weather]), { tools: [weather] });
+    expect(canon).toContain('<parameter=city>\nRome\n</parameter>\n<parameter=days>\n2\n</parameter>');
     // bounded: the oldest ids are forgotten
     mem.remember(['a'], { reasoning: '', content: 'x' });
     mem.remember(['b'], { reasoning: '', content: 'y' });

@@ -22,7 +22,7 @@ export function registerAnthropicMessages(app: FastifyInstance, ctx: ServerConte
     let prompt: string;
     recallToolIds(ctx, toolIdsIn(b.messages));
     try {
-      prompt = renderChat(fromAnthropic(b.system, b.messages, ctx.tools), { tools, enableThinking: think ? undefined : false });
+      prompt = renderChat(fromAnthropic(b.system, b.messages, ctx.tools, tools), { tools, enableThinking: think ? undefined : false });
     } catch (e) {
       if (e instanceof ChatTemplateError) throw new ApiError('template_error', e.message);
       throw e;

@@ -32,13 +32,35 @@ function withSystem(system: string[], rest: ChatMessage[]): ChatMessage[] {
   return system.length ? [{ role: 'system', content: system.join('\n\n') }, ...rest] : rest;
 }
 
-function replay(m: ChatMessage, ids: (string | undefined)[], mem: ToolMemory): ChatMessage {
+/**
+ * The exact sampled turn when every call id is remembered; otherwise the canonical fallback:
+ * arguments re-ordered by the tool schema's property order (clients re-serialise JSON freely).
+ */
+function replay(m: ChatMessage, ids: (string | undefined)[], mem: ToolMemory, tools?: Obj[]): ChatMessage {
   const turn = ids.length ? mem.recall(ids[0]) : undefined;
-  if (!turn || !ids.every((id) => mem.recall(id) === turn)) return m;
-  return { role: 'assistant', content: turn.content, reasoning_content: turn.reasoning };
+  if (turn && ids.every((id) => mem.recall(id) === turn)) return { role: 'assistant', content: turn.content, reasoning_content: turn.reasoning };
+  if (!m.tool_calls || !tools?.length) return m;
+  const order = new Map<string, string[]>();
+  for (const t of tools) {
+    const fn = (isObj(t.function) ? t.function : t) as Obj;
+    const props = isObj(fn.parameters) && isObj((fn.parameters as Obj).properties) ? Object.keys((fn.parameters as Obj).properties as Obj) : [];
+    if (typeof fn.name === 'string') order.set(fn.name, props);
+  }
+  const calls = m.tool_calls.map((c) => {
+    const fn = ('function' in c && c.function ? c.function : c) as { name: string; arguments?: Obj | string };
+    let args: unknown = fn.arguments;
+    if (typeof args === 'string') { try { args = JSON.parse(args || '{}'); } catch { return c; } }
+    const keys = order.get(fn.name);
+    if (!isObj(args) || !keys) return c;
+    const sorted: Obj = {};
+    for (const k of keys) if (k in args) sorted[k] = args[k];
+    for (const k of Object.keys(args)) if (!(k in sorted)) sorted[k] = args[k];
+    return { ...c, function: { name: fn.name, arguments: sorted } };
+  });
+  return { ...m, tool_calls: calls };
 }
 
-export function fromOpenAI(messages: unknown, mem: ToolMemory): ChatMessage[] {
+export function fromOpenAI(messages: unknown, mem: ToolMemory, tools?: Obj[]): ChatMessage[] {
   if (!Array.isArray(messages) || messages.length === 0) throw new ApiError('invalid_request', 'messages must be a non-empty array', 'messages');
   const system: string[] = [];
   const out: ChatMessage[] = [];
@@ -61,7 +83,7 @@ export function fromOpenAI(messages: unknown, mem: ToolMemory): ChatMessage[] {
         });
         const msg: ChatMessage = { role: 'assistant', content: text(m.content, where), tool_calls: tc.length ? tc : undefined };
         if (typeof m.reasoning_content === 'string') msg.reasoning_content = m.reasoning_content;
-        out.push(replay(msg, tc.map((c) => c.id), mem));
+        out.push(replay(msg, tc.map((c) => c.id), mem, tools));
         break;
       }
       case 'tool': out.push({ role: 'tool', content: text(m.content, where) }); break;
@@ -80,7 +102,7 @@ export function toolsFromOpenAI(tools: unknown): Obj[] | undefined {
   });
 }
 
-export function fromAnthropic(system: unknown, messages: unknown, mem: ToolMemory): ChatMessage[] {
+export function fromAnthropic(system: unknown, messages: unknown, mem: ToolMemory, tools?: Obj[]): ChatMessage[] {
   if (!Array.isArray(messages) || messages.length === 0) throw new ApiError('invalid_request', 'messages must be a non-empty array');
   const sys: string[] = [];
   if (typeof system === 'string') sys.push(system);
@@ -119,7 +141,7 @@ export function fromAnthropic(system: unknown, messages: unknown, mem: ToolMemor
       }
       const msg: ChatMessage = { role: 'assistant', content, tool_calls: calls.length ? calls : undefined };
       if (reasoning !== undefined) msg.reasoning_content = reasoning;
-      out.push(replay(msg, calls.map((c) => c.id), mem));
+      out.push(replay(msg, calls.map((c) => c.id), mem, tools));
     } else throw new ApiError('unknown_role', `${where}.role ${JSON.stringify(m.role)} must be user or assistant`);
   });
   return withSystem(sys, out);

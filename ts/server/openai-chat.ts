@@ -20,7 +20,7 @@ export function registerOpenAIChat(app: FastifyInstance, ctx: ServerContext): vo
     let prompt: string;
     recallToolIds(ctx, toolIdsIn(b.messages));
     try {
-      prompt = renderChat(fromOpenAI(b.messages, ctx.tools), { tools, enableThinking: think ? undefined : false });
+      prompt = renderChat(fromOpenAI(b.messages, ctx.tools, tools), { tools, enableThinking: think ? undefined : false });
     } catch (e) {
       if (e instanceof ChatTemplateError) throw new ApiError('template_error', e.message, 'messages');
       throw e;

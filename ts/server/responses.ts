@@ -52,7 +52,7 @@ export function registerResponses(app: FastifyInstance, ctx: ServerContext): voi
     recallToolIds(ctx, msgs.flatMap((m) => (Array.isArray(m.tool_calls) ? (m.tool_calls as Obj[]).map((c) => String(c.id)) : [])));
     let prompt: string;
     try {
-      prompt = renderChat(fromOpenAI(msgs, ctx.tools) as ChatMessage[], { tools, enableThinking: think ? undefined : false });
+      prompt = renderChat(fromOpenAI(msgs, ctx.tools, tools) as ChatMessage[], { tools, enableThinking: think ? undefined : false });
     } catch (e) {
       if (e instanceof ChatTemplateError) throw new ApiError('template_error', e.message, 'input');
       throw e;
