@@ -176,3 +176,31 @@ describe('Vulkan prefill equals token-by-token decode; payloads move between bac
     await expect(openEngine({ model: fixture('tinyA/tinyA-q2.gguf'), backend: 'vulkan', ctx: 4096, chunk: 8192 })).rejects.toThrow(/does not fit|exceeds maxStorageBufferRange/);
   });
 });
+
+describe('steering on the GPU', () => {
+  it('matches the CPU reference with attention and FFN edits', async () => {
+    const s = { nLayer: 4, nEmbd: 256 };
+    const r = new Rng(3);
+    const d = new Float32Array(s.nLayer * s.nEmbd);
+    for (let l = 0; l < s.nLayer; l++) {
+      let n = 0;
+      for (let i = 0; i < s.nEmbd; i++) { d[l * s.nEmbd + i] = r.normal(); n += d[l * s.nEmbd + i] ** 2; }
+      for (let i = 0; i < s.nEmbd; i++) d[l * s.nEmbd + i] /= Math.sqrt(n);
+    }
+    const steering = { directions: d, attnScale: 0.5, ffnScale: 1 };
+    const toks = [5, 17, 99, 300, 12, 8, 640, 2];
+    const run = async (backend: 'cpu' | 'vulkan', st?: typeof steering) => {
+      const e = await openEngine({ model: fixture('tinyA/tinyA-q8_0.gguf'), backend, ctx: 64, kvTypes: { k: 'f16', v: 'f16' }, steering: st });
+      const ses = e.newSession();
+      await ses.eval(toks);
+      const out = ses.logits().slice();
+      e.dispose();
+      return out;
+    };
+    const [cpuS, vkS, vkPlain] = [await run('cpu', steering), await run('vulkan', steering), await run('vulkan')];
+    let m = 0, moved = 0;
+    for (let i = 0; i < cpuS.length; i++) { m = Math.max(m, Math.abs(cpuS[i] - vkS[i])); moved = Math.max(moved, Math.abs(vkS[i] - vkPlain[i])); }
+    expect(m).toBeLessThanOrEqual(1e-2);
+    expect(moved).toBeGreaterThan(1e-3); // the edit changes the output
+  });
+});

@@ -66,4 +66,5 @@ export const PIPELINES: Record<string, PipelineDef> = {
   gated_norm: { bindings: 3, push: 16 },
   router: { bindings: 3, push: 8 },
   moe_combine: { bindings: 5, push: 16 },
+  steer: { bindings: 2, push: 16 },
 };

@@ -58,7 +58,6 @@ export class VkEngine implements Engine {
     const s = this.shape;
     if (!(options.ctx >= 1 && Number.isInteger(options.ctx))) throw new Error(`ctx must be a positive integer, got ${options.ctx}`);
     if (options.ctx > s.contextLength) throw new Error(`ctx ${options.ctx} exceeds the model's context length ${s.contextLength}`);
-    if (options.steering) throw new Error('steering is not implemented on the Vulkan backend yet: use --cpu');
     this.chunk = options.chunk ?? 64;
     this.kv = options.kvTypes ?? { k: 'q8_0', v: 'q4_0' };
     if (s.headDim > 256 || s.ssmHeadDim > 128 || s.nRot > s.headDim) throw new Error('Vulkan backend: head sizes above 256 (attention) / 128 (DeltaNet) are not supported');
@@ -176,6 +175,14 @@ export class VkEngine implements Engine {
     }
     this.buf.ROPE = this.dev.createBuffer(rope.byteLength, false);
     this.dev.write(this.buf.ROPE, 0, new Uint8Array(rope.buffer));
+    const steering = this.options.steering;
+    if (steering) {
+      const d = steering.directions;
+      if (d.length !== s.nLayer * s.nEmbd) throw new Error(`steering directions hold ${d.length} floats, expected ${s.nLayer} × ${s.nEmbd}`);
+      this.buf.STEER = this.dev.createBuffer(d.byteLength, false);
+      this.dev.write(this.buf.STEER, 0, new Uint8Array(d.buffer, d.byteOffset, d.byteLength));
+      f('M', T * s.nEmbd);
+    }
   }
 
   /** Embedding rows of the tokens, dequantized on the host. */
@@ -311,6 +318,8 @@ class VkBackend implements SessionBackend {
         ops.op('attn_reduce', [B.P, B.QG, B.O, B.PARAMS], [s.nHead, s.headDim, nBlk, qStride], [T, s.nHead]);
         mv('attn_output.weight', B.O, B.A2, T);
       }
+      const steer = e.options.steering;
+      if (steer && steer.attnScale !== 0) ops.op('steer', [B.A2, B.STEER], [s.nEmbd, l * s.nEmbd, fbits(steer.attnScale), 0], [T]);
       ops.op('add', [B.X, B.A2], [T * s.nEmbd], [Math.ceil((T * s.nEmbd) / 256)]);
       // MoE
       ops.op('rmsnorm', [B.X, B.A, w('post_attention_norm.weight')], [s.nEmbd, 0, eps, 0], [T]);
@@ -327,7 +336,14 @@ class VkBackend implements SessionBackend {
       ops.op('swiglu', [B.GS, B.US], [T * s.nFfShexp], [Math.ceil((T * s.nFfShexp) / 256)]);
       mv('ffn_down_exps.weight', B.GE, B.DE, T * K, { flags: 3, expert: true, barrier: false });
       mv('ffn_down_shexp.weight', B.GS, B.DS, T);
-      ops.op('moe_combine', [B.X, B.DE, B.WTS, B.DS, B.SG], [s.nEmbd, K, T, 0], [Math.ceil((T * s.nEmbd) / 256)]);
+      if (steer && steer.ffnScale !== 0) {
+        // FFN steering edits the MoE output before the residual add
+        ops.op('moe_combine', [B.M, B.DE, B.WTS, B.DS, B.SG], [s.nEmbd, K, T, 0], [Math.ceil((T * s.nEmbd) / 256)]);
+        ops.op('steer', [B.M, B.STEER], [s.nEmbd, l * s.nEmbd, fbits(steer.ffnScale), 0], [T]);
+        ops.op('add', [B.X, B.M], [T * s.nEmbd], [Math.ceil((T * s.nEmbd) / 256)]);
+      } else {
+        ops.op('moe_combine', [B.X, B.DE, B.WTS, B.DS, B.SG], [s.nEmbd, K, T, 1], [Math.ceil((T * s.nEmbd) / 256)]);
+      }
     }
     const n = T - logitsFrom;
     if (n > 0) {
