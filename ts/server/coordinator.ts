@@ -168,15 +168,23 @@ export class Coordinator {
       }
     }
     let reused = 0, evaluated = 0, first = true;
-    for (const point of [...[...actions.keys()].sort((a, b) => a - b), tokens.length]) {
-      if (first) {
-        ({ reused, evaluated } = await s.sync(tokens.slice(0, point), { signal: req.signal, progress: req.onProgress }));
-        first = false;
-      } else {
-        await s.eval(tokens.slice(s.tokens.length, point), { signal: req.signal, progress: req.onProgress });
-        evaluated = point - reused;
+    try {
+      for (const point of [...[...actions.keys()].sort((a, b) => a - b), tokens.length]) {
+        if (first) {
+          ({ reused, evaluated } = await s.sync(tokens.slice(0, point), { signal: req.signal, progress: req.onProgress }));
+          first = false;
+        } else {
+          await s.eval(tokens.slice(s.tokens.length, point), { signal: req.signal, progress: req.onProgress });
+          evaluated = point - reused;
+        }
+        actions.get(point)?.();
       }
-      actions.get(point)?.();
+    } catch (err) {
+      if (!(err instanceof AbortError)) throw err;
+      // cancelled during the prefill: the session keeps what was evaluated, nothing is generated
+      this.liveText = tok.decode(s.tokens);
+      this.trace('cancelled', { during: 'prefill', tokens: s.tokens.length });
+      return { parsed: { reasoning: '', content: '', toolCalls: [] }, rawText: '', promptTokens: tokens.length, cachedTokens: reused, completionTokens: 0, finish: 'abort' };
     }
     this.stats.reused += reused;
     this.stats.prefilled += evaluated;

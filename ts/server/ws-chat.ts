@@ -42,7 +42,8 @@ export async function registerWsChat(app: FastifyInstance, ctx: ServerContext): 
         });
         // the assistant turn exactly as sampled: reasoning and the raw text after </think>
         const i = r.rawText.indexOf('</think>');
-        const after = thinking && i >= 0 ? r.rawText.slice(i + '</think>'.length) : r.rawText;
+        // (an answer cut off inside its reasoning has no content yet)
+        const after = !thinking ? r.rawText : i >= 0 ? r.rawText.slice(i + '</think>'.length) : '';
         messages.push({ role: 'assistant', content: after, reasoning_content: r.parsed.reasoning });
         rememberTurn(ctx, r.rawText, r.parsed.reasoning, ids, thinking);
         send({ type: 'done', finish_reason: r.finish === 'abort' ? 'cancelled' : r.finish, usage: { prompt_tokens: r.promptTokens, cached_tokens: r.cachedTokens, completion_tokens: r.completionTokens } });
