@@ -16,6 +16,11 @@ export const SCRATCH: usize = memory.data(256 * 4, 64);
 export const IQ2XXS_F32: usize = memory.data(256 * 8 * 4, 64);
 export const SIGN_MASKS: usize = memory.data(128 * 8 * 4, 64);
 
+// Grid ⊕ signs precombined: 256 grid entries × 128 sign patterns × 8 f32 (1 MiB). One group of
+// 8 weights is then two table loads; values are bit-identical to (grid ⊕ sign mask).
+const IQ2XXS_SIGNED: usize = memory.data(256 * 128 * 32, 64);
+const IQ2_SCALE: usize = memory.data<f32>([0.125, 0.375, 0.625, 0.875, 1.125, 1.375, 1.625, 1.875, 2.125, 2.375, 2.625, 2.875, 3.125, 3.375, 3.625, 3.875]);
+
 function buildTables(): void {
   for (let g = 0; g < 256; g++) {
     for (let k = 0; k < 8; k++) store<f32>(IQ2XXS_F32 + (<usize>(g * 8 + k) << 2), <f32>load<u8>(IQ2XXS_GRID + <usize>(g * 8 + k)));
@@ -23,6 +28,13 @@ function buildTables(): void {
   for (let s = 0; s < 128; s++) {
     const m = <u32>load<u8>(KSIGNS_IQ2XS + <usize>s);
     for (let k = 0; k < 8; k++) store<u32>(SIGN_MASKS + (<usize>(s * 8 + k) << 2), (m >> k) & 1 ? 0x80000000 : 0);
+  }
+  for (let g = 0; g < 256; g++) {
+    for (let s = 0; s < 128; s++) {
+      const dst = IQ2XXS_SIGNED + (<usize>((g << 7) | s) << 5);
+      v128.store(dst, v128.xor(v128.load(IQ2XXS_F32 + (<usize>g << 5)), v128.load(SIGN_MASKS + (<usize>s << 5))));
+      v128.store(dst, v128.xor(v128.load(IQ2XXS_F32 + (<usize>g << 5), 16), v128.load(SIGN_MASKS + (<usize>s << 5), 16)), 16);
+    }
   }
 }
 buildTables();
@@ -154,6 +166,26 @@ function dotQ4_K(w: usize, x: usize, nb: i32): f32 {
   return hsum(f32x4.sub(accQ, accM));
 }
 
+/** Σ over one 32-weight sub-block: four groups of 8 from the precombined signed-grid table, in order. */
+// @ts-ignore: decorator
+@inline function iq2Sub(p: usize, aux: u32, xo: usize): v128 {
+  const gi = load<u32>(p);
+  // table row = (grid index << 7 | sign index) × 32 bytes
+  const t0 = IQ2XXS_SIGNED + (<usize>(((gi & 0xff) << 7) | (aux & 127)) << 5);
+  const t1 = IQ2XXS_SIGNED + (<usize>(((gi >> 1) & 0x7f80) | ((aux >> 7) & 127)) << 5);
+  const t2 = IQ2XXS_SIGNED + (<usize>(((gi >> 9) & 0x7f80) | ((aux >> 14) & 127)) << 5);
+  const t3 = IQ2XXS_SIGNED + (<usize>(((gi >> 17) & 0x7f80) | ((aux >> 21) & 127)) << 5);
+  let s = f32x4.splat(0);
+  s = f32x4.add(s, f32x4.mul(v128.load(t0), v128.load(xo)));
+  s = f32x4.add(s, f32x4.mul(v128.load(t0, 16), v128.load(xo, 16)));
+  s = f32x4.add(s, f32x4.mul(v128.load(t1), v128.load(xo, 32)));
+  s = f32x4.add(s, f32x4.mul(v128.load(t1, 16), v128.load(xo, 48)));
+  s = f32x4.add(s, f32x4.mul(v128.load(t2), v128.load(xo, 64)));
+  s = f32x4.add(s, f32x4.mul(v128.load(t2, 16), v128.load(xo, 80)));
+  s = f32x4.add(s, f32x4.mul(v128.load(t3), v128.load(xo, 96)));
+  return f32x4.add(s, f32x4.mul(v128.load(t3, 16), v128.load(xo, 112)));
+}
+
 function dotIQ2_XXS(w: usize, x: usize, nb: i32): f32 {
   let acc = f32x4.splat(0);
   for (let b = 0; b < nb; b++) {
@@ -161,17 +193,9 @@ function dotIQ2_XXS(w: usize, x: usize, nb: i32): f32 {
     for (let ib = 0; ib < 8; ib++) {
       const p = w + 2 + <usize>(8 * ib);
       const aux = load<u32>(p + 4);
-      const xo = x + (<usize>(32 * ib) << 2);
-      let s = f32x4.splat(0);
-      for (let l = 0; l < 4; l++) {
-        const g = IQ2XXS_F32 + (<usize>load<u8>(p + <usize>l) << 5);
-        const m = SIGN_MASKS + (<usize>((aux >> (7 * l)) & 127) << 5);
-        const xl = xo + <usize>(32 * l);
-        s = f32x4.add(s, f32x4.mul(v128.xor(v128.load(g), v128.load(m)), v128.load(xl)));
-        s = f32x4.add(s, f32x4.mul(v128.xor(v128.load(g + 16), v128.load(m + 16)), v128.load(xl + 16)));
-      }
-      const db = d * (<f32>0.5 + <f32>(aux >> 28)) * <f32>0.25;
-      acc = f32x4.add(acc, f32x4.mul(s, f32x4.splat(db)));
+      const s = iq2Sub(p, aux, x + (<usize>(32 * ib) << 2));
+      // (0.5 + ls)·0.25 is exact, so d·table[ls] equals d·(0.5 + ls)·0.25 bit for bit
+      acc = f32x4.add(acc, f32x4.mul(s, f32x4.splat(d * load<f32>(IQ2_SCALE + (<usize>(aux >> 28) << 2)))));
     }
     w += 66;
     x += 1024;
