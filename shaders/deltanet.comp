@@ -3,8 +3,9 @@
 //   S ← e^g S;  r = Sᵀk;  δ = β(v − r);  S ← S + k δᵀ;  o = Sᵀq
 // with β = σ(b), g = A·softplus(α + dt), q/k of key head h mod hk (GGUF tiling).
 // State layout: S[(h·dk + j)·dk + i] = S_h[i][j] (value column j contiguous over the key index).
-// Thread mapping: thread j owns value column j; q and k staged in shared memory.
-// Dispatch: (hv, 1, 1).
+// Thread mapping: thread j owns value column j, held in registers for the whole chunk (loaded once,
+// stored once: the per-token work has no dependent global-memory round trips); q and k staged in
+// shared memory. Dispatch: (hv, 1, 1). dk ≤ 128.
 #extension GL_GOOGLE_include_directive : enable
 #include "common.glsl"
 layout(local_size_x = 128) in;
@@ -25,6 +26,9 @@ void main() {
   uint h = gl_WorkGroupID.x, j = gl_LocalInvocationID.x;
   uint kh = h % pc.hk;
   uint row = (h * pc.dk + j) * pc.dk;
+  float col[128];
+  // constant, unrolled bounds keep col[] in registers (a dynamic index would spill it)
+  [[unroll]] for (uint i = 0u; i < 128u; i++) col[i] = (j < pc.dk && i < pc.dk) ? S[row + i] : 0.0;
   for (uint t = 0u; t < pc.T; t++) {
     uint ub = t * pc.convCh;
     if (j < pc.dk) { q[j] = U[ub + kh * pc.dk + j]; k[j] = U[ub + pc.hk * pc.dk + kh * pc.dk + j]; }
@@ -33,13 +37,14 @@ void main() {
     float decay = exp(A[h] * softplusf(AL[t * pc.hv + h] + DT[h]));
     if (j < pc.dk) {
       float r = 0.0;
-      for (uint i = 0u; i < pc.dk; i++) { float s = S[row + i] * decay; S[row + i] = s; r += s * k[i]; }
+      [[unroll]] for (uint i = 0u; i < 128u; i++) if (i < pc.dk) { col[i] *= decay; r += col[i] * k[i]; }
       float v = U[ub + 2u * pc.hk * pc.dk + h * pc.dk + j];
       float delta = beta * (v - r);
       float o = 0.0;
-      for (uint i = 0u; i < pc.dk; i++) { float s = S[row + i] + delta * k[i]; S[row + i] = s; o += s * q[i]; }
+      [[unroll]] for (uint i = 0u; i < 128u; i++) if (i < pc.dk) { col[i] += delta * k[i]; o += col[i] * q[i]; }
       O[t * pc.hv * pc.dk + h * pc.dk + j] = o;
     }
     barrier();
   }
+  if (j < pc.dk) [[unroll]] for (uint i = 0u; i < 128u; i++) if (i < pc.dk) S[row + i] = col[i];
 }
