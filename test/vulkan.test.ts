@@ -43,8 +43,11 @@ describe('matvec shaders vs the WASM reference (random blocks of every Vulkan ty
     const wb = dev.createBuffer(w.byteLength, false), xb = dev.createBuffer(x.byteLength, false), yb = dev.createBuffer(rows * nx * 4, true), ib = dev.createBuffer(16, false);
     dev.write(wb, 0, w);
     dev.write(xb, 0, new Uint8Array(x.buffer));
-    const cmd = dev.record(new OpList(pipes).op(`matvec_${name}`, [wb, xb, yb, ib], [rows, n, rb, n, rows, 0, 1, 0, 0, 0, 0, 0], [rows, nx]).build());
+    const cmd = dev.record(new OpList(pipes).op(`matvec_${name}`, [wb, xb, yb, ib], [rows, n, rb, n, rows, 0, 1, 0, 0, 0, 0, 0], [rows, nx]).build(), true);
     dev.runSync(cmd);
+    const ns = dev.timings(cmd); // profiled command: one GPU duration per dispatch
+    expect(ns.length).toBe(1);
+    expect(ns[0]).toBeGreaterThanOrEqual(0);
     const y = new Float32Array(dev.read(yb, 0, rows * nx * 4));
     let worst = 0;
     for (let i = 0; i < y.length; i++) worst = Math.max(worst, Math.abs(y[i] - ref[i]) / (Math.abs(ref[i]) + 1e-3));

@@ -84,6 +84,7 @@ DeviceInfo describe(VkPhysicalDevice pd, uint32_t index) {
   d.maxStorageBufferRange = p.limits.maxStorageBufferRange;
   d.maxComputeWorkGroupInvocations = p.limits.maxComputeWorkGroupInvocations;
   d.maxPushConstantsSize = p.limits.maxPushConstantsSize;
+  d.timestampPeriod = p.limits.timestampPeriod;
   d.minStorageBufferOffsetAlignment = p.limits.minStorageBufferOffsetAlignment;
   d.externalMemoryHost = hasExtension(pd, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
   d.storage8bit = f12.storageBuffer8BitAccess;

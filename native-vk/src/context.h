@@ -27,6 +27,7 @@ struct DeviceInfo {
   bool unifiedMemory;          // a heap that is both device-local and host-visible covers most memory
   bool externalMemoryHost;     // VK_EXT_external_memory_host (zero-copy weights)
   bool storage8bit, storage16bit, float16, int8;
+  float timestampPeriod;  // nanoseconds per timestamp tick
   std::vector<HeapInfo> heaps;
 };
 

@@ -32,6 +32,7 @@ Napi::Function Device::Define(Napi::Env env) {
     InstanceMethod("run", &Device::Run),
     InstanceMethod("runSync", &Device::RunSync),
     InstanceMethod("freeCommand", &Device::FreeCommand),
+    InstanceMethod("timings", &Device::Timings),
     InstanceMethod("dispose", &Device::Dispose),
   });
 }
@@ -206,7 +207,8 @@ Napi::Value Device::Record(const Napi::CallbackInfo& info) {
     j += 1 + w[j] + 4;
   }
   try {
-    auto rec = std::make_unique<Recorder>(c, static_cast<uint32_t>(dispatches + 1));
+    bool profile = info.Length() > 1 && info[1].ToBoolean();
+    auto rec = std::make_unique<Recorder>(c, static_cast<uint32_t>(dispatches + 1), profile);
     std::vector<const Buffer*> bufs;
     while (i < n) {
       auto pit = pipelines_.find(w[i]);
@@ -270,6 +272,21 @@ Napi::Value Device::RunSync(const Napi::CallbackInfo& info) {
   if (it == commands_.end()) throw Napi::Error::New(info.Env(), "unknown command id");
   try { it->second->run(); } catch (const std::exception& e) { throw Napi::Error::New(info.Env(), e.what()); }
   return info.Env().Undefined();
+}
+
+// timings(commandId) → Float64Array of GPU nanoseconds per dispatch of the last run (profiled commands).
+Napi::Value Device::Timings(const Napi::CallbackInfo& info) {
+  ctx(info.Env());
+  auto it = commands_.find(u32(info[0], "timings(id)"));
+  if (it == commands_.end()) throw Napi::Error::New(info.Env(), "unknown command id");
+  try {
+    auto t = it->second->timings();
+    auto out = Napi::Float64Array::New(info.Env(), t.size());
+    for (size_t i = 0; i < t.size(); i++) out[i] = t[i];
+    return out;
+  } catch (const std::exception& e) {
+    throw Napi::Error::New(info.Env(), e.what());
+  }
 }
 
 Napi::Value Device::FreeCommand(const Napi::CallbackInfo& info) {

@@ -31,6 +31,7 @@ class Device : public Napi::ObjectWrap<Device> {
   Napi::Value Run(const Napi::CallbackInfo& info);
   Napi::Value RunSync(const Napi::CallbackInfo& info);
   Napi::Value FreeCommand(const Napi::CallbackInfo& info);
+  Napi::Value Timings(const Napi::CallbackInfo& info);
   Napi::Value Dispose(const Napi::CallbackInfo& info);
 
   Context& ctx(const Napi::Env& env);

@@ -100,8 +100,15 @@ Pipeline::~Pipeline() {
   module_ = VK_NULL_HANDLE;
 }
 
-Recorder::Recorder(Context& ctx, uint32_t maxSets) : ctx_(ctx) {
+Recorder::Recorder(Context& ctx, uint32_t maxSets, bool profile) : ctx_(ctx) {
   try {
+    if (profile) {
+      maxQueries_ = maxSets + 1;
+      VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+      qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
+      qi.queryCount = maxQueries_;
+      VK_CALL(vkCreateQueryPool(ctx.device(), &qi, nullptr, &queries_));
+    }
     VkDescriptorPoolSize ps{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, maxSets * 8};
     VkDescriptorPoolCreateInfo pi{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
     pi.maxSets = maxSets;
@@ -117,6 +124,10 @@ Recorder::Recorder(Context& ctx, uint32_t maxSets) : ctx_(ctx) {
     VK_CALL(vkCreateFence(ctx.device(), &fi, nullptr, &fence_));
     VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
     VK_CALL(vkBeginCommandBuffer(cmd_, &bi));
+    if (queries_) {
+      vkCmdResetQueryPool(cmd_, queries_, 0, maxQueries_);
+      vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_, usedQueries_++);
+    }
   } catch (...) {
     this->~Recorder();
     throw;
@@ -125,6 +136,8 @@ Recorder::Recorder(Context& ctx, uint32_t maxSets) : ctx_(ctx) {
 
 Recorder::~Recorder() {
   VkDevice d = ctx_.device();
+  if (queries_) vkDestroyQueryPool(d, queries_, nullptr);
+  queries_ = VK_NULL_HANDLE;
   if (fence_) vkDestroyFence(d, fence_, nullptr);
   if (cmd_) vkFreeCommandBuffers(d, ctx_.commandPool(), 1, &cmd_);
   if (pool_) vkDestroyDescriptorPool(d, pool_, nullptr);
@@ -165,6 +178,17 @@ void Recorder::dispatch(const Pipeline& p, const std::vector<const Buffer*>& buf
   vkCmdBindDescriptorSets(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout(), 0, 1, &set, 0, nullptr);
   if (pushBytes) vkCmdPushConstants(cmd_, p.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, pushBytes, push);
   vkCmdDispatch(cmd_, gx, gy, gz);
+  if (queries_ && usedQueries_ < maxQueries_) vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_, usedQueries_++);
+}
+
+std::vector<double> Recorder::timings() {
+  std::vector<double> out;
+  if (!queries_ || usedQueries_ < 2) return out;
+  std::vector<uint64_t> ts(usedQueries_);
+  VK_CALL(vkGetQueryPoolResults(ctx_.device(), queries_, 0, usedQueries_, ts.size() * sizeof(uint64_t), ts.data(), sizeof(uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT));
+  double period = ctx_.info().timestampPeriod;
+  for (uint32_t i = 1; i < usedQueries_; i++) out.push_back(static_cast<double>(ts[i] - ts[i - 1]) * period);
+  return out;
 }
 
 void Recorder::barrier() {

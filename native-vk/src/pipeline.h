@@ -57,7 +57,10 @@ class Pipeline {
 // step is recorded once per shape and replayed, its per-step inputs living in buffers.
 class Recorder {
  public:
-  Recorder(Context& ctx, uint32_t maxSets);
+  // With `profile`, a timestamp is written after every dispatch (see timings()).
+  Recorder(Context& ctx, uint32_t maxSets, bool profile = false);
+  // GPU nanoseconds of each dispatch in the last run (profiled recorders only).
+  std::vector<double> timings();
   // Finishes recording (adds the final host-visibility barrier).
   void end();
   // Submits the recorded commands and waits for them (end() first).
@@ -77,6 +80,8 @@ class Recorder {
   VkCommandBuffer cmd_ = VK_NULL_HANDLE;
   VkDescriptorPool pool_ = VK_NULL_HANDLE;
   VkFence fence_ = VK_NULL_HANDLE;
+  VkQueryPool queries_ = VK_NULL_HANDLE;
+  uint32_t maxQueries_ = 0, usedQueries_ = 0;
 };
 
 }  // namespace q36

@@ -29,6 +29,8 @@ export interface EngineOptions {
   /** CPU: expert cache size in MiB when streaming */
   expertCacheMiB?: number;
   steering?: Steering;
+  /** Vulkan: record GPU timestamps per dispatch (see VkEngine.profile()) */
+  vkProfile?: boolean;
   /** Vulkan: device index (default: Q36_VK_DEVICE, else the first real GPU, lavapipe last) */
   vkDevice?: number;
   /** keep an automatic snapshot every this many tokens (at chunk boundaries) */

@@ -31,7 +31,9 @@ export interface VkDevice {
   read(id: number, offset: number, length: number): ArrayBuffer;
   createPipeline(shader: string, bindings: number, pushBytes: number): number;
   /** ops: per dispatch [pipeline, nBuffers, buffers…, nPushWords, push…, gx, gy, gz, flags(bit0 barrier)] */
-  record(ops: Uint32Array): number;
+  record(ops: Uint32Array, profile?: boolean): number;
+  /** GPU nanoseconds per dispatch of the last run of a command recorded with profile = true */
+  timings(command: number): Float64Array;
   run(command: number): Promise<void>;
   runSync(command: number): void;
   freeCommand(command: number): void;

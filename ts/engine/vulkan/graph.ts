@@ -33,12 +33,15 @@ export class Pipelines {
 
 export class OpList {
   private words: number[] = [];
+  /** shader name of each dispatch, in order (for profiles) */
+  readonly names: string[] = [];
   constructor(private readonly p: Pipelines) {}
 
   /** One dispatch; push values are u32 (use fbits() for floats); a barrier follows by default. */
   op(shader: string, buffers: number[], push: number[], groups: [number, number?, number?], barrier = true): this {
     const [gx, gy = 1, gz = 1] = groups;
     if (gx < 1 || gy < 1 || gz < 1) throw new Error(`${shader}: empty dispatch ${gx}×${gy}×${gz}`);
+    this.names.push(shader);
     this.words.push(this.p.get(shader), buffers.length, ...buffers, push.length, ...push.map((x) => x >>> 0), gx, gy, gz, barrier ? 1 : 0);
     return this;
   }

@@ -50,6 +50,8 @@ export class VkEngine implements Engine {
   private scratchBytes = 0;
   private sessionBytes: number;
   readonly logitsPtr: number;
+  /** with vkProfile: GPU time of each dispatch of the last step */
+  lastProfile?: { names: string[]; ns: Float64Array };
 
   constructor(readonly options: EngineOptions) {
     this.file = readGguf(options.model);
@@ -224,6 +226,15 @@ export class VkEngine implements Engine {
     ].join('\n');
   }
 
+  /** Last step's GPU time per shader (ms), largest first; needs vkProfile. */
+  profile(): { shader: string; ms: number; count: number }[] {
+    const p = this.lastProfile;
+    if (!p) return [];
+    const agg = new Map<string, { ms: number; count: number }>();
+    p.names.forEach((n, i) => { const a = agg.get(n) ?? { ms: 0, count: 0 }; a.ms += (p.ns[i] ?? 0) / 1e6; a.count++; agg.set(n, a); });
+    return [...agg].map(([shader, a]) => ({ shader, ...a })).sort((x, y) => y.ms - x.ms);
+  }
+
   sampleWith(logits: Float32Array, o: SampleOptions, rng: number): number {
     this.core.f32(this.logitsPtr, logits.length).set(logits);
     const id = (this.core.x as unknown as SamplerExports).sample(this.logitsPtr, logits.length, o.temperature, o.topK ?? 0, o.topP ?? 1, o.minP ?? 0, rng);
@@ -259,6 +270,7 @@ class VkBackend implements SessionBackend {
   readonly maxSnapshots: number;
   private layers: { a: number; b: number }[] = [];
   private steps = new Map<string, number>();
+  private stepNames = new Map<number, string[]>();
   private rng: number;
   private freed = false;
 
@@ -350,7 +362,9 @@ class VkBackend implements SessionBackend {
       ops.op('rmsnorm', [B.X, B.A, e.t.get('output_norm.weight')!.buf], [s.nEmbd, logitsFrom, eps, 0], [n]);
       e.matvec(ops, 'output.weight', B.A, B.LOGITS, n);
     }
-    return e.dev.record(ops.build());
+    const cmd = e.dev.record(ops.build(), e.options.vkProfile === true);
+    this.stepNames.set(cmd, ops.names);
+    return cmd;
   }
 
   async forward(tokens: number[], pos: number, logitsFrom: number): Promise<Float32Array[]> {
@@ -362,6 +376,7 @@ class VkBackend implements SessionBackend {
     e.dev.write(e.buf.X, 0, new Uint8Array(e.embed(tokens).buffer));
     e.dev.write(e.buf.PARAMS, 0, new Uint8Array(Uint32Array.of(pos, T, 0, 0).buffer));
     await e.dev.run(cmd);
+    if (e.options.vkProfile) e.lastProfile = { names: this.stepNames.get(cmd)!, ns: e.dev.timings(cmd) };
     const n = T - logitsFrom;
     if (n <= 0) return [];
     const all = new Float32Array(e.dev.read(e.buf.LOGITS, 0, n * s.nVocab * 4));
