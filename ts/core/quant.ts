@@ -27,8 +27,6 @@ export function checkRows(t: number, n: number, rows: number, bytes: number, wha
   return rb;
 }
 
-export const KV_TYPES = ['f32', 'f16', 'q8_0', 'q4_0'] as const;
-
 export class QuantKernels {
   readonly core: Core;
   private k: QuantExports;

@@ -41,16 +41,10 @@ const TABLE: TypeInfo[] = [
 ];
 
 const BY_ID = new Map<number, TypeInfo>(TABLE.map((t) => [t.id, t]));
-const BY_NAME = new Map<string, TypeInfo>(TABLE.map((t) => [t.name.toLowerCase(), t]));
 
 /** Type info by ggml id, or undefined for ids we do not know the size of. */
 export function typeInfo(id: number): TypeInfo | undefined {
   return BY_ID.get(id);
-}
-
-/** Type info by name (case-insensitive: "q8_0", "IQ2_XXS"). */
-export function typeByName(name: string): TypeInfo | undefined {
-  return BY_NAME.get(name.toLowerCase());
 }
 
 export function typeName(id: number): string {

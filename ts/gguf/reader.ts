@@ -191,10 +191,6 @@ export function readTensorBytes(fd: number, t: TensorInfo, dst: Uint8Array, star
 }
 
 /** Typed metadata accessors with errors that name the key. */
-export function metaGet(f: GgufFile, key: string): GgufValue | undefined {
-  return f.metadata.get(key);
-}
-
 export function metaNumber(f: GgufFile, key: string, fallback?: number): number {
   const v = f.metadata.get(key);
   if (v === undefined) {

@@ -5,7 +5,7 @@
  * or streamed through an LRU cache of expert slots (the real model: docs/cpu-memory-plan.md).
  */
 import * as fs from 'node:fs';
-import { GgmlType, rowBytes, typeName, type GgufFile, type TensorInfo } from '../../gguf/index.js';
+import { GgmlType, type GgufFile, type TensorInfo } from '../../gguf/index.js';
 import type { Core } from '../../core/wasm.js';
 import { requiredTensors, type ModelShape } from '../../model/shape.js';
 import { E_ENTRY, GLOBAL_SLOTS, H, LAYER_SLOTS, N_SLOTS, T_ENTRY } from './layout.js';
@@ -258,9 +258,3 @@ export class CpuWeights {
     fs.closeSync(this.fd);
   }
 }
-
-export function kvRowBytes(type: number, n: number): number {
-  return rowBytes(type, n);
-}
-
-export { typeName };
