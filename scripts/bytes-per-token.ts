@@ -3,9 +3,9 @@
  * the LM head, the routers, and top-k routed experts per layer) plus the KV rows attention reads
  * at a given context. Used to report decode speed as a fraction of the memory-bandwidth floor.
  */
-import { rowBytes, type GgufFile } from '../ts/gguf/index.js';
+import type { GgufFile } from '../ts/gguf/index.js';
 import { requiredTensors, type ModelShape } from '../ts/model/shape.js';
-import { KV_TYPE_IDS } from '../ts/engine/common.js';
+import { kvBytesPerToken } from '../ts/engine/payload.js';
 import type { KvType } from '../ts/engine/types.js';
 
 export function decodeBytes(f: GgufFile, s: ModelShape, ctx: number, kv: { k: KvType; v: KvType }): { weights: number; kv: number } {
@@ -15,8 +15,6 @@ export function decodeBytes(f: GgufFile, s: ModelShape, ctx: number, kv: { k: Kv
     const t = f.tensorByName.get(r.name)!;
     weights += /_exps\.weight$/.test(r.name) ? (t.nbytes / s.nExpert) * s.nExpertUsed : t.nbytes;
   }
-  const kvDim = s.nHeadKv * s.headDim;
-  const nAttn = s.recurrent.filter((x) => !x).length;
-  const kvBytes = ctx * nAttn * (rowBytes(KV_TYPE_IDS[kv.k], kvDim) + rowBytes(KV_TYPE_IDS[kv.v], kvDim));
+  const kvBytes = ctx * kvBytesPerToken(s, kv);
   return { weights, kv: kvBytes };
 }

@@ -8,10 +8,8 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
-import { KV_TYPE_IDS } from '../engine/common.js';
 import { openEngine } from '../engine/index.js';
-import { rowBytes } from '../gguf/index.js';
-import { stateSizes } from '../engine/payload.js';
+import { kvBytesPerToken } from '../engine/payload.js';
 import { DEFAULT_MODEL, ROOT } from '../paths.js';
 import { CSV_HEADER, csvRow, frontierList, runFrontiers, tokenSequence } from '../bench/frontiers.js';
 import { CliError, openModelHeader } from './load-tokenizer.js';
@@ -62,9 +60,7 @@ async function main(): Promise<number> {
   try {
     process.stderr.write(`${engine.describe()}\nfrontiers ${frontiers.join(', ')}; decode probe ${gen} tokens; prompt ${promptFile}\n`);
     const tokens = tokenSequence(engine.tokenizer.encode(text), max + gen);
-    const s = engine.shape, st = stateSizes(s);
-    const nAttn = s.recurrent.filter((r) => !r).length;
-    const kvPerToken = nAttn * (rowBytes(KV_TYPE_IDS[eo.kvTypes!.k], st.kvDim) + rowBytes(KV_TYPE_IDS[eo.kvTypes!.v], st.kvDim));
+    const kvPerToken = kvBytesPerToken(engine.shape, eo.kvTypes!);
     console.log(CSV_HEADER);
     await runFrontiers({ engine, tokens, frontiers, genTokens: gen, warmup, kvBytesPerToken: kvPerToken, onRow: (r) => console.log(csvRow(r)) });
   } finally {

@@ -12,6 +12,8 @@
  */
 import { GgmlType, rowBytes, typeName } from '../gguf/index.js';
 import type { ModelShape } from '../model/shape.js';
+import { KV_TYPE_IDS } from './common.js';
+import type { KvType } from './types.js';
 
 export const PAYLOAD_MAGIC = 0x20363351; // "Q36 " little-endian
 
@@ -43,6 +45,19 @@ export function stateSizes(s: ModelShape) {
     ssmBytes: s.ssmVHeads * s.ssmHeadDim * s.ssmHeadDim * 4,
     kvDim: s.nHeadKv * s.headDim,
   };
+}
+
+/** KV cache bytes one token takes, summed over the full-attention layers. */
+export function kvBytesPerToken(s: ModelShape, kv: { k: KvType; v: KvType }): number {
+  const kvDim = stateSizes(s).kvDim;
+  const nAttn = s.recurrent.filter((r) => !r).length;
+  return nAttn * (rowBytes(KV_TYPE_IDS[kv.k], kvDim) + rowBytes(KV_TYPE_IDS[kv.v], kvDim));
+}
+
+/** Bytes of one session's DeltaNet state (conv history + recurrent state of every DeltaNet layer). */
+export function recurrentStateBytes(s: ModelShape): number {
+  const st = stateSizes(s);
+  return s.recurrent.filter((r) => r).length * (st.convBytes + st.ssmBytes);
 }
 
 function headerFields(s: ModelShape, p: Pick<PayloadParts, 'ctx' | 'chunk' | 'kType' | 'vType'>, nTokens: number): number[] {

@@ -3,12 +3,13 @@
  * the sessions' KV caches and DeltaNet states. Deterministic f32 math; every other path is
  * checked against it.
  */
-import { rowBytes, readGguf, type GgufFile } from '../../gguf/index.js';
+import { rowBytes, type GgufFile } from '../../gguf/index.js';
 import { Core } from '../../core/wasm.js';
-import { validateModel, type ModelShape } from '../../model/shape.js';
-import { Tokenizer } from '../../tokenizer/tokenizer.js';
+import type { ModelShape } from '../../model/shape.js';
+import type { Tokenizer } from '../../tokenizer/tokenizer.js';
 import { KV_TYPE_IDS, attentionLayer } from '../common.js';
-import { stateSizes } from '../payload.js';
+import { openModel } from '../open-model.js';
+import { kvBytesPerToken, recurrentStateBytes, stateSizes } from '../payload.js';
 import { BaseSession, type SessionBackend } from '../session-base.js';
 import type { Engine, EngineOptions, KvType, SampleOptions, Session } from '../types.js';
 import { SS } from './layout.js';
@@ -46,12 +47,8 @@ export class CpuEngine implements Engine {
   private live = 0;
 
   constructor(readonly options: EngineOptions) {
-    this.file = readGguf(options.model);
-    this.shape = validateModel(this.file);
-    this.tokenizer = new Tokenizer(this.file);
+    ({ file: this.file, shape: this.shape, tokenizer: this.tokenizer } = openModel(options));
     const s = this.shape;
-    if (!(options.ctx >= 1 && Number.isInteger(options.ctx))) throw new Error(`ctx must be a positive integer, got ${options.ctx}`);
-    if (options.ctx > s.contextLength) throw new Error(`ctx ${options.ctx} exceeds the model's context length ${s.contextLength}`);
     this.chunk = options.chunk ?? 64;
     this.kv = options.kvTypes ?? { k: 'f16', v: 'f16' };
     this.core = new Core({ ensureExperts: (l, ids, n) => this.weights.ensureExperts(l, ids, n) });
@@ -114,11 +111,8 @@ export class CpuEngine implements Engine {
   }
 
   describe(): string {
-    const s = this.shape;
-    const st = stateSizes(s);
-    const nAttn = s.recurrent.filter((r) => !r).length;
-    const kvTok = nAttn * (rowBytes(KV_TYPE_IDS[this.kv.k], st.kvDim) + rowBytes(KV_TYPE_IDS[this.kv.v], st.kvDim));
-    const rec = (s.nLayer - nAttn) * (st.convBytes + st.ssmBytes);
+    const kvTok = kvBytesPerToken(this.shape, this.kv);
+    const rec = recurrentStateBytes(this.shape);
     return [
       `backend   cpu (WASM reference), ${this.weights.describe()}`,
       `kv cache  ${this.kv.k}/${this.kv.v}: ${kvTok} B/token, ${(kvTok * this.options.ctx / 2 ** 20).toFixed(1)} MiB for ctx ${this.options.ctx}`,

@@ -4,14 +4,15 @@
  * BaseSession). The forward pass below mirrors core-as/engine/forward.ts op for op.
  */
 import * as fs from 'node:fs';
-import { GgmlType, readGguf, rowBytes, typeName, type GgufFile, type TensorInfo } from '../../gguf/index.js';
+import { GgmlType, readTensorBytes, rowBytes, typeName, type GgufFile, type TensorInfo } from '../../gguf/index.js';
 import { Core } from '../../core/wasm.js';
 import { QuantKernels } from '../../core/quant.js';
-import { requiredTensors, validateModel, type ModelShape } from '../../model/shape.js';
-import { Tokenizer } from '../../tokenizer/tokenizer.js';
+import { requiredTensors, type ModelShape } from '../../model/shape.js';
+import type { Tokenizer } from '../../tokenizer/tokenizer.js';
 import { loadAddon, type VkDevice } from '../../vk/addon.js';
 import { KV_TYPE_IDS, attentionLayer } from '../common.js';
-import { stateSizes } from '../payload.js';
+import { openModel } from '../open-model.js';
+import { kvBytesPerToken, recurrentStateBytes, stateSizes } from '../payload.js';
 import { BaseSession, type SessionBackend } from '../session-base.js';
 import type { Engine, EngineOptions, KvType, SampleOptions, Session } from '../types.js';
 import { OpList, PIPELINES, Pipelines, fbits } from './graph.js';
@@ -54,12 +55,8 @@ export class VkEngine implements Engine {
   lastProfile?: { names: string[]; ns: Float64Array };
 
   constructor(readonly options: EngineOptions) {
-    this.file = readGguf(options.model);
-    this.shape = validateModel(this.file);
-    this.tokenizer = new Tokenizer(this.file);
+    ({ file: this.file, shape: this.shape, tokenizer: this.tokenizer } = openModel(options));
     const s = this.shape;
-    if (!(options.ctx >= 1 && Number.isInteger(options.ctx))) throw new Error(`ctx must be a positive integer, got ${options.ctx}`);
-    if (options.ctx > s.contextLength) throw new Error(`ctx ${options.ctx} exceeds the model's context length ${s.contextLength}`);
     this.chunk = options.chunk ?? 64;
     this.kv = options.kvTypes ?? { k: 'q8_0', v: 'q4_0' };
     if (s.headDim > 256 || s.ssmHeadDim > 128 || s.nRot > s.headDim) throw new Error('Vulkan backend: head sizes above 256 (attention) / 128 (DeltaNet) are not supported');
@@ -215,14 +212,12 @@ export class VkEngine implements Engine {
 
   describe(): string {
     const i = this.dev.info();
-    const s = this.shape, st = stateSizes(s);
-    const nAttn = s.recurrent.filter((r) => !r).length;
-    const kvTok = nAttn * (rowBytes(KV_TYPE_IDS[this.kv.k], st.kvDim) + rowBytes(KV_TYPE_IDS[this.kv.v], st.kvDim));
+    const kvTok = kvBytesPerToken(this.shape, this.kv);
     return [
       `backend   vulkan: ${i.name} (${i.type}), ${i.driver}, subgroup ${i.subgroupSize}, ${i.unifiedMemory ? 'unified' : 'discrete'} memory, ${(i.deviceLocalBytes / 2 ** 30).toFixed(1)} GiB device-local`,
       `weights   ${(this.weightBytes / 2 ** 20).toFixed(1)} MiB on the device`,
       `kv cache  ${this.kv.k}/${this.kv.v}: ${kvTok} B/token, ${(kvTok * this.options.ctx / 2 ** 20).toFixed(1)} MiB for ctx ${this.options.ctx}`,
-      `deltanet  state ${((s.nLayer - nAttn) * (st.convBytes + st.ssmBytes) / 2 ** 20).toFixed(1)} MiB per session; scratch ${(this.scratchBytes / 2 ** 20).toFixed(1)} MiB`,
+      `deltanet  state ${(recurrentStateBytes(this.shape) / 2 ** 20).toFixed(1)} MiB per session; scratch ${(this.scratchBytes / 2 ** 20).toFixed(1)} MiB`,
     ].join('\n');
   }
 
@@ -248,14 +243,10 @@ export class VkEngine implements Engine {
   }
 }
 
+/** A fresh copy of bytes [start, start+len) of a tensor. */
 function readBytes(fd: number, t: TensorInfo, start: number, len: number): Uint8Array {
   const b = new Uint8Array(len);
-  let got = 0;
-  while (got < len) {
-    const r = fs.readSync(fd, b, got, len - got, t.offset + start + got);
-    if (r <= 0) throw new Error(`${t.name}: short read (file truncated?)`);
-    got += r;
-  }
+  readTensorBytes(fd, t, b, start, len);
   return b;
 }
 
