@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { openEngine, type Engine } from '../ts/engine/index.js';
-import { fixture } from './helpers.js';
+import { fixture, oracleLogitErrors } from './helpers.js';
 
 /** Variants and the reference they must match (HF float64 for BF16, exact f32 on dequantized weights otherwise). */
 const VARIANTS = [
@@ -26,17 +26,7 @@ describe.each(VARIANTS)('CPU engine vs oracle: %s %s', (model, variant, refName)
 
   it.each(ref.cases.map((c, i) => [i, c.kind, c.prompt_ids.length + c.greedy_ids.length] as const))('case %i (%s, %i positions): p99 max|Δlogit| ≤ 2e-3, ≤ 1% of positions above', async (i) => {
     const c = ref.cases[i];
-    const s = engine.newSession();
-    const errs: number[] = [];
-    await s.eval([...c.prompt_ids, ...c.greedy_ids], {
-      onLogits: (row, p) => {
-        const off = c.logits_offset_bytes / 4 + p * c.vocab;
-        let m = 0;
-        for (let v = 0; v < c.vocab; v++) m = Math.max(m, Math.abs(row[v] - logits[off + v]));
-        errs.push(m);
-      },
-    });
-    s.dispose();
+    const errs = await oracleLogitErrors(engine, c, logits);
     const sorted = errs.slice().sort((a, b) => a - b);
     const above = errs.filter((x) => x > 2e-3).length;
     console.log(`${model} ${variant} case ${i} ${c.kind}: max ${sorted[sorted.length - 1].toExponential(2)} p99 ${quantile(sorted, 0.99).toExponential(2)} p50 ${quantile(sorted, 0.5).toExponential(2)} (${errs.length} positions)`);

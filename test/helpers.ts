@@ -13,3 +13,25 @@ export const ORACLE_GGUFS = [
   'tinyA/tinyA-bf16.gguf', 'tinyA/tinyA-q8_0.gguf', 'tinyA/tinyA-q2.gguf', 'tinyA/tinyA-q2q4.gguf',
   'tinyR/tinyR-bf16.gguf', 'tinyR/tinyR-q2.gguf',
 ];
+
+/** One oracle case from a reference.json (the HF float64 logits file holds its rows). */
+export interface OracleCase { prompt_ids: number[]; greedy_ids: number[]; logits_offset_bytes: number; vocab: number }
+
+/** Evaluates a case's prompt + greedy tokens on a fresh session; returns max |Δlogit| per position. */
+export async function oracleLogitErrors(engine: { newSession(): import('../ts/engine/types.js').Session }, c: OracleCase, logits: Float32Array): Promise<number[]> {
+  const s = engine.newSession();
+  const errs: number[] = [];
+  try {
+    await s.eval([...c.prompt_ids, ...c.greedy_ids], {
+      onLogits: (row, p) => {
+        const off = c.logits_offset_bytes / 4 + p * c.vocab;
+        let m = 0;
+        for (let v = 0; v < c.vocab; v++) m = Math.max(m, Math.abs(row[v] - logits[off + v]));
+        errs.push(m);
+      },
+    });
+  } finally {
+    s.dispose();
+  }
+  return errs;
+}

@@ -11,7 +11,7 @@ import { openEngine, type Engine } from '../ts/engine/index.js';
 import { OpList, PIPELINES, Pipelines } from '../ts/engine/vulkan/graph.js';
 import { loadAddon } from '../ts/vk/addon.js';
 import { Rng } from '../ts/model/synth.js';
-import { fixture } from './helpers.js';
+import { fixture, oracleLogitErrors } from './helpers.js';
 
 const FULL = process.env.Q36_VK_FULL === '1';
 const q = new QuantKernels();
@@ -71,17 +71,7 @@ describe.each(VARIANTS)('Vulkan end to end vs oracle: %s %s', (model, variant, r
   beforeAll(async () => { e = await openEngine({ model: fixture(model, `${model}-${variant}.gguf`), backend: 'vulkan', ctx: 768, kvTypes: { k: 'f16', v: 'f16' } }); });
 
   it.each(cases)('case %i: p99 max|Δlogit| ≤ 1e-2 (≤ 1% of positions above)', async (_i, c) => {
-    const s = e.newSession();
-    const errs: number[] = [];
-    await s.eval([...c.prompt_ids, ...c.greedy_ids], {
-      onLogits: (row, p) => {
-        const off = c.logits_offset_bytes / 4 + p * c.vocab;
-        let m = 0;
-        for (let v = 0; v < c.vocab; v++) m = Math.max(m, Math.abs(row[v] - logits[off + v]));
-        errs.push(m);
-      },
-    });
-    s.dispose();
+    const errs = await oracleLogitErrors(e, c, logits);
     const sorted = errs.slice().sort((a, b) => a - b);
     const p99 = sorted[Math.floor(0.99 * (sorted.length - 1))];
     console.log(`vulkan ${model} ${variant} case ${_i}: max ${sorted[sorted.length - 1].toExponential(2)} p99 ${p99.toExponential(2)} (${errs.length} positions)`);
