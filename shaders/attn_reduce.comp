@@ -9,12 +9,12 @@ layout(std430, binding = 0) readonly buffer PPB { float P[]; };
 layout(std430, binding = 1) readonly buffer QB { float QG[]; };
 layout(std430, binding = 2) buffer OB { float O[]; };
 layout(std430, binding = 3) readonly buffer PB { uint PARAMS[]; };
-layout(push_constant) uniform PC { uint nHead; uint hd; uint nBlk; uint qStride; } pc;
+layout(push_constant) uniform PC { uint nHead; uint hd; uint nBlk; uint qStride; uint blk; uint pad0; uint pad1; uint pad2; } pc;
 void main() {
   uint t = gl_WorkGroupID.x, h = gl_WorkGroupID.y, d = gl_LocalInvocationID.x;
   if (d >= pc.hd) return;
   uint p = PARAMS[0] + t;
-  uint used = p / 512u + 1u;
+  uint used = p / pc.blk + 1u;
   float o = 0.0;
   for (uint b = 0u; b < used; b++) o += P[((t * pc.nHead + h) * pc.nBlk + b) * pc.hd + d];
   float g = QG[t * pc.qStride + h * 2u * pc.hd + pc.hd + d];

@@ -8,7 +8,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { GgmlType, rowBytes, typeName } from '../ts/gguf/index.js';
 import { QuantKernels } from '../ts/core/quant.js';
 import { openEngine, type Engine } from '../ts/engine/index.js';
-import { OpList, PIPELINES, Pipelines } from '../ts/engine/vulkan/graph.js';
+import { OpList, PIPELINES, Pipelines, iq2xxsGrid, matvecOp } from '../ts/engine/vulkan/graph.js';
+import { Core } from '../ts/core/wasm.js';
 import { loadAddon } from '../ts/vk/addon.js';
 import { Rng } from '../ts/model/synth.js';
 import { fixture, oracleLogitErrors } from './helpers.js';
@@ -27,11 +28,16 @@ function oracleRow(t: number, n: number, rng: Rng): Uint8Array {
 describe('matvec shaders vs the WASM reference (random blocks of every Vulkan type)', () => {
   const dev = new (loadAddon().Device)(-1);
   const pipes = new Pipelines(dev, PIPELINES);
+  const gridBytes = iq2xxsGrid(new Core());
+  const grid = dev.createBuffer(gridBytes.byteLength, false);
+  dev.write(grid, 0, gridBytes);
   const types: [number, string][] = [[GgmlType.F32, 'f32'], [GgmlType.F16, 'f16'], [GgmlType.BF16, 'bf16'], [GgmlType.Q8_0, 'q8_0'], [GgmlType.Q2_K, 'q2_k'],
     [GgmlType.Q4_K, 'q4_k'], [GgmlType.Q5_K, 'q5_k'], [GgmlType.Q6_K, 'q6_k'], [GgmlType.IQ2_XXS, 'iq2_xxs']];
-  it.each(types)('type %i (%s)', (t, name) => {
+  // nx = 1 runs the matvec shader, nx = 11 the matmul shader (a full and a partial tile of 8);
+  // 5 rows leave the last 4-row workgroup partly empty
+  it.each(types.flatMap(([t, name]) => [[t, name, 1], [t, name, 11]] as [number, string, number][]))('type %i (%s), %i activation rows', (t, name, nx) => {
     const rng = new Rng(t + 7);
-    const rows = 5, n = 512, nx = 3;
+    const rows = 5, n = 512;
     const rb = rowBytes(t, n);
     const w = new Uint8Array(rows * rb);
     for (let r = 0; r < rows; r++) w.set(oracleRow(t, n, rng), r * rb);
@@ -43,7 +49,9 @@ describe('matvec shaders vs the WASM reference (random blocks of every Vulkan ty
     const wb = dev.createBuffer(w.byteLength, false), xb = dev.createBuffer(x.byteLength, false), yb = dev.createBuffer(rows * nx * 4, true), ib = dev.createBuffer(16, false);
     dev.write(wb, 0, w);
     dev.write(xb, 0, new Uint8Array(x.buffer));
-    const cmd = dev.record(new OpList(pipes).op(`matvec_${name}`, [wb, xb, yb, ib], [rows, n, rb, n, rows, 0, 1, 0, 0, 0, 0, 0], [rows, nx]).build(), true);
+    const ops = new OpList(pipes);
+    matvecOp(ops, { type: name, buffers: [wb, xb, yb, ib, grid], rows, n, rowBytes: rb, nRows: nx });
+    const cmd = dev.record(ops.build(), true);
     dev.runSync(cmd);
     const ns = dev.timings(cmd); // profiled command: one GPU duration per dispatch
     expect(ns.length).toBe(1);
@@ -54,6 +62,36 @@ describe('matvec shaders vs the WASM reference (random blocks of every Vulkan ty
     expect(worst, `${name}: worst relative difference`).toBeLessThan(1e-3);
     dev.freeCommand(cmd);
     [wb, xb, yb, ib].forEach((b) => dev.freeBuffer(b));
+  });
+
+  it('routed-expert gather (matvec flags 1 and 3) picks the expert of each row', () => {
+    const t = GgmlType.Q2_K, rng = new Rng(99);
+    const nExp = 3, rows = 6, n = 512, K = 2, T = 2, rb = rowBytes(t, n);
+    const w = new Uint8Array(nExp * rows * rb);
+    for (let r = 0; r < nExp * rows; r++) w.set(oracleRow(t, n, rng), r * rb);
+    const x = new Float32Array(T * K * n).map(() => rng.normal());
+    const ids = Uint32Array.of(2, 0, 1, 2);
+    const wb = dev.createBuffer(w.byteLength, false), xb = dev.createBuffer(x.byteLength, false), ib = dev.createBuffer(16, false);
+    const y1 = dev.createBuffer(T * K * rows * 4, true), y3 = dev.createBuffer(T * K * rows * 4, true);
+    dev.write(wb, 0, w); dev.write(xb, 0, new Uint8Array(x.buffer)); dev.write(ib, 0, new Uint8Array(ids.buffer));
+    const ops = new OpList(pipes);
+    const base = { type: 'q2_k', rows, n, rowBytes: rb, nRows: T * K, K, expertBytes: rows * rb };
+    matvecOp(ops, { ...base, buffers: [wb, xb, y1, ib, grid], flags: 1 }); // X row = token (j / K)
+    matvecOp(ops, { ...base, buffers: [wb, xb, y3, ib, grid], flags: 3 }); // X row = j
+    const cmd = dev.record(ops.build(), false);
+    dev.runSync(cmd);
+    const got1 = new Float32Array(dev.read(y1, 0, T * K * rows * 4)), got3 = new Float32Array(dev.read(y3, 0, T * K * rows * 4));
+    for (let j = 0; j < T * K; j++) {
+      const we = w.subarray(ids[j] * rows * rb, (ids[j] + 1) * rows * rb);
+      const r1 = q.matmul(t, we, rows, n, x.subarray(Math.floor(j / K) * n, (Math.floor(j / K) + 1) * n));
+      const r3 = q.matmul(t, we, rows, n, x.subarray(j * n, (j + 1) * n));
+      for (let r = 0; r < rows; r++) {
+        expect(Math.abs(got1[j * rows + r] - r1[r])).toBeLessThan(1e-3 * (Math.abs(r1[r]) + 1));
+        expect(Math.abs(got3[j * rows + r] - r3[r])).toBeLessThan(1e-3 * (Math.abs(r3[r]) + 1));
+      }
+    }
+    dev.freeCommand(cmd);
+    [wb, xb, ib, y1, y3].forEach((b) => dev.freeBuffer(b));
   });
 });
 

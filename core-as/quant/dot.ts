@@ -250,3 +250,8 @@ export function dotScalarPath(t: i32, w: usize, x: usize, n: i32): f32 {
   }
   return s;
 }
+
+/** Address of the IQ2_XXS grid (256 × 8 bytes): the Vulkan backend uploads it for its shaders. */
+export function iq2xxsGridPtr(): usize {
+  return IQ2XXS_GRID;
+}

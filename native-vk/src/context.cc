@@ -94,19 +94,16 @@ DeviceInfo describe(VkPhysicalDevice pd, uint32_t index) {
 
   VkPhysicalDeviceMemoryProperties mem;
   vkGetPhysicalDeviceMemoryProperties(pd, &mem);
-  uint64_t total = 0, unified = 0;
+  uint64_t total = 0;
   for (uint32_t h = 0; h < mem.memoryHeapCount; h++) {
     bool local = mem.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT;
     d.heaps.push_back({mem.memoryHeaps[h].size, local});
     total += mem.memoryHeaps[h].size;
   }
-  for (uint32_t t = 0; t < mem.memoryTypeCount; t++) {
-    auto fl = mem.memoryTypes[t].propertyFlags;
-    if ((fl & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) && (fl & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT))
-      unified = std::max<uint64_t>(unified, mem.memoryHeaps[mem.memoryTypes[t].heapIndex].size);
-  }
-  // A small host-visible device-local window (ReBAR off: 256 MiB) is not unified memory.
-  d.unifiedMemory = total > 0 && unified * 2 >= total;
+  // Unified memory = the GPU shares the host's RAM (integrated GPUs such as the BC-250's, CPU
+  // devices). A discrete card with resizable BAR also exposes a large device-local host-visible
+  // heap, but that memory sits across PCIe, so the heap sizes alone cannot tell the two apart.
+  d.unifiedMemory = total > 0 && (d.type == "integrated" || d.type == "cpu");
   return d;
 }
 
@@ -193,7 +190,10 @@ Context::~Context() {
   instance_ = VK_NULL_HANDLE;
 }
 
-uint32_t Context::memoryType(uint32_t typeBits, VkMemoryPropertyFlags want) const {
+uint32_t Context::memoryType(uint32_t typeBits, VkMemoryPropertyFlags want, VkMemoryPropertyFlags prefer) const {
+  if (prefer)
+    for (uint32_t i = 0; i < mem_.memoryTypeCount; i++)
+      if ((typeBits & (1u << i)) && (mem_.memoryTypes[i].propertyFlags & (want | prefer)) == (want | prefer)) return i;
   for (uint32_t i = 0; i < mem_.memoryTypeCount; i++)
     if ((typeBits & (1u << i)) && (mem_.memoryTypes[i].propertyFlags & want) == want) return i;
   throw std::runtime_error("no Vulkan memory type with the requested properties");

@@ -46,7 +46,8 @@ class Context {
   VkCommandPool commandPool() const { return pool_; }
   const DeviceInfo& info() const { return info_; }
   // Index of a memory type with all `want` flags among `typeBits`, or throws.
-  uint32_t memoryType(uint32_t typeBits, VkMemoryPropertyFlags want) const;
+  // the first type with `want`, preferring one that also has `prefer`
+  uint32_t memoryType(uint32_t typeBits, VkMemoryPropertyFlags want, VkMemoryPropertyFlags prefer = 0) const;
 
  private:
   VkInstance instance_ = VK_NULL_HANDLE;

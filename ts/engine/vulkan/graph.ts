@@ -3,6 +3,7 @@
  * dispatches. Shapes are fixed per recorded step; per-step inputs (position, embeddings) live in
  * buffers, so a recorded step is replayed for every token without re-recording.
  */
+import type { Core } from '../../core/wasm.js';
 import type { VkDevice } from '../../vk/addon.js';
 
 const f2u = new Float32Array(1);
@@ -51,9 +52,47 @@ export class OpList {
   }
 }
 
+/** Output rows per matvec/matmul workgroup and activation rows per matmul workgroup (matvec.glsl). */
+export const MATVEC_ROWS = 4;
+export const MATMUL_TOKENS = 8;
+
+export interface MatvecDispatch {
+  /** weight type suffix: f32, q8_0, iq2_xxs, … */
+  type: string;
+  /** weights, activations, output, expert ids, IQ2_XXS grid (iq2xxsGrid()) */
+  buffers: [number, number, number, number, number];
+  rows: number; n: number; rowBytes: number;
+  /** activation rows (tokens, or token·K rows for routed experts) */
+  nRows: number;
+  xStride?: number; yStride?: number; xOffset?: number;
+  /** bit 0: routed-expert gather, bit 1: X row = j (see matvec.glsl) */
+  flags?: number; K?: number; expertBytes?: number;
+  barrier?: boolean;
+}
+
+/**
+ * One weight × activations product: the matmul shader (8 activation rows share each decoded weight
+ * group) for several plain rows, the matvec shader for one row or routed experts (each activation
+ * row has its own expert, so there is nothing to share).
+ */
+export function matvecOp(ops: OpList, d: MatvecDispatch): void {
+  const flags = d.flags ?? 0;
+  const tokens = d.nRows > 1 && (flags & 1) === 0 ? MATMUL_TOKENS : 1;
+  ops.op(`${tokens > 1 ? 'matmul' : 'matvec'}_${d.type}`, d.buffers, [
+    d.rows, d.n, d.rowBytes, d.xStride ?? d.n, d.yStride ?? d.rows, flags, d.K ?? 1, d.expertBytes ?? 0, 0, d.xOffset ?? 0, 0, d.nRows,
+  ], [Math.ceil(d.rows / MATVEC_ROWS), Math.ceil(d.nRows / tokens)], d.barrier ?? true);
+}
+
+/** The IQ2_XXS grid bytes (256 × 8) from the WASM core, for the matvec shaders' GRID binding. */
+export function iq2xxsGrid(core: Core): Uint8Array {
+  const p = (core.x as unknown as { iq2xxsGridPtr(): number }).iq2xxsGridPtr();
+  return new Uint8Array(core.memory.buffer, p, 2048).slice();
+}
+
 /** Binding and push-constant sizes of every shader (mirrors the GLSL declarations). */
 export const PIPELINES: Record<string, PipelineDef> = {
-  matvec: { bindings: 4, push: 48 },
+  matvec: { bindings: 5, push: 48 },
+  matmul: { bindings: 5, push: 48 },
   rmsnorm: { bindings: 3, push: 16 },
   add: { bindings: 2, push: 4 },
   swiglu: { bindings: 2, push: 4 },
@@ -62,7 +101,7 @@ export const PIPELINES: Record<string, PipelineDef> = {
   attn_scores: { bindings: 4, push: 32 },
   attn_values: { bindings: 4, push: 32 },
   attn_softmax: { bindings: 2, push: 8 },
-  attn_reduce: { bindings: 4, push: 16 },
+  attn_reduce: { bindings: 4, push: 32 },
   ssm_conv: { bindings: 3, push: 16 },
   l2norm_qk: { bindings: 1, push: 16 },
   deltanet: { bindings: 7, push: 32 },

@@ -15,7 +15,7 @@ import { openModel } from '../open-model.js';
 import { kvBytesPerToken, recurrentStateBytes, stateSizes } from '../payload.js';
 import { BaseSession, type SessionBackend } from '../session-base.js';
 import type { Engine, EngineOptions, KvType, SampleOptions, Session } from '../types.js';
-import { OpList, PIPELINES, Pipelines, fbits } from './graph.js';
+import { OpList, PIPELINES, Pipelines, fbits, iq2xxsGrid, matvecOp } from './graph.js';
 
 const MATVEC: Record<number, string> = {
   [GgmlType.F32]: 'f32', [GgmlType.F16]: 'f16', [GgmlType.BF16]: 'bf16', [GgmlType.Q8_0]: 'q8_0', [GgmlType.Q2_K]: 'q2_k',
@@ -110,7 +110,7 @@ export class VkEngine implements Engine {
     const s = this.shape, T = this.chunk, st = stateSizes(s);
     const K = s.nExpertUsed;
     return 4 * (T * s.nEmbd * 3 + T * Math.max(st.convCh, 2 * s.nHead * s.headDim) + T * s.ssmInner * 2 + T * s.ssmVHeads * 2 + T * st.kvDim * 2 +
-      T * s.nHead * this.options.ctx + T * s.nHead * Math.ceil(this.options.ctx / 512) * s.headDim + T * s.nExpert + 2 * T * K + 2 * T * K * s.nFfExp + T * K * s.nEmbd + 2 * T * s.nFfShexp + T * s.nEmbd + T + this.logitsRows * s.nVocab) + 64;
+      T * s.nHead * this.options.ctx + attnPartialFloats(s, T, this.options.ctx) + T * s.nExpert + 2 * T * K + 2 * T * K * s.nFfExp + T * K * s.nEmbd + 2 * T * s.nFfShexp + T * s.nEmbd + T + this.logitsRows * s.nVocab) + 64;
   }
 
   private upload(name: string, t: TensorInfo, asF32: boolean): DevTensor {
@@ -156,7 +156,7 @@ export class VkEngine implements Engine {
     f('U', T * st.convCh); f('Z', T * s.ssmInner); f('B', T * s.ssmVHeads); f('AL', T * s.ssmVHeads);
     f('O', T * Math.max(s.nHead * s.headDim, s.ssmInner));
     f('S', T * s.nHead * this.options.ctx);
-    f('P', T * s.nHead * Math.ceil(this.options.ctx / 512) * s.headDim);
+    f('P', attnPartialFloats(s, T, this.options.ctx));
     f('R', T * s.nExpert); f('IDS', T * K); f('WTS', T * K);
     f('GE', T * K * s.nFfExp); f('UE', T * K * s.nFfExp); f('DE', T * K * s.nEmbd);
     f('GS', T * s.nFfShexp); f('US', T * s.nFfShexp); f('DS', T * s.nEmbd); f('SG', T);
@@ -172,6 +172,9 @@ export class VkEngine implements Engine {
         rope[(p * half + i) * 2 + 1] = Math.sin(a);
       }
     }
+    const grid = iq2xxsGrid(this.core);
+    this.buf.GRID = this.dev.createBuffer(grid.byteLength, false);
+    this.dev.write(this.buf.GRID, 0, grid);
     this.buf.ROPE = this.dev.createBuffer(rope.byteLength, false);
     this.dev.write(this.buf.ROPE, 0, new Uint8Array(rope.buffer));
     const steering = this.options.steering;
@@ -200,10 +203,11 @@ export class VkEngine implements Engine {
   matvec(ops: OpList, name: string, x: number, y: number, nRows: number, o: MatvecOpts = {}): void {
     const w = this.t.get(name)!;
     const rows = o.expert ? w.rows / this.shape.nExpert : w.rows;
-    ops.op(`matvec_${MATVEC[w.type]}`, [w.buf, x, y, this.buf.IDS], [
-      rows, w.ne0, w.rowBytes, o.xStride ?? w.ne0, o.yStride ?? rows, o.flags ?? 0, this.shape.nExpertUsed,
-      o.expert ? rows * w.rowBytes : 0, 0, o.xOffset ?? 0, 0, 0,
-    ], [rows, nRows], o.barrier ?? true);
+    matvecOp(ops, {
+      type: MATVEC[w.type], buffers: [w.buf, x, y, this.buf.IDS, this.buf.GRID], rows, n: w.ne0, rowBytes: w.rowBytes, nRows,
+      xStride: o.xStride, yStride: o.yStride, xOffset: o.xOffset, flags: o.flags, K: this.shape.nExpertUsed,
+      expertBytes: o.expert ? rows * w.rowBytes : 0, barrier: o.barrier,
+    });
   }
 
   newSession(): Session {
@@ -241,6 +245,16 @@ export class VkEngine implements Engine {
     fs.closeSync(this.embd.fd);
     this.dev.dispose();
   }
+}
+
+/** Key positions per attn_values workgroup: short blocks for one token (parallelism), long for prefill (bounds P). */
+function attnValueBlock(T: number): number {
+  return T === 1 ? 64 : 512;
+}
+
+/** Floats of the attention partial sums P: the larger of the decode and the chunk shapes. */
+function attnPartialFloats(s: ModelShape, T: number, ctx: number): number {
+  return Math.max(...[1, T].map((t) => t * s.nHead * Math.ceil(ctx / attnValueBlock(t)) * s.headDim));
 }
 
 /** A fresh copy of bytes [start, start+len) of a tensor. */
@@ -314,11 +328,11 @@ class VkBackend implements SessionBackend {
         ops.op('qk_prep', [B.QG, B.Kb, w('attn_q_norm.weight'), w('attn_k_norm.weight'), B.ROPE, B.PARAMS], [s.nHead, s.nHeadKv, s.headDim, s.nRot, qStride, st.kvDim, eps, 0], [T, s.nHead + s.nHeadKv]);
         ops.op(`kv_store_${KV_SHADER[this.kvTypes.k]}`, [B.Kb, B.Kb, a, a, B.PARAMS], [st.kvDim, rowBytes(kT, st.kvDim)], [T, 1], false);
         ops.op(`kv_store_${KV_SHADER[this.kvTypes.v]}`, [B.Vb, B.Vb, b, b, B.PARAMS], [st.kvDim, rowBytes(vT, st.kvDim)], [T, 1]);
-        const nBlk = Math.ceil(this.ctx / 512);
+        const vBlk = attnValueBlock(T), nBlk = Math.ceil(this.ctx / vBlk);
         ops.op(`attn_scores_${KV_SHADER[this.kvTypes.k]}`, [B.QG, a, B.S, B.PARAMS], [s.nHead, s.nHeadKv, s.headDim, this.ctx, rowBytes(kT, st.kvDim), qStride, fbits(1 / Math.sqrt(s.headDim)), 0], [T, s.nHead, Math.ceil(this.ctx / 256)]);
         ops.op('attn_softmax', [B.S, B.PARAMS], [s.nHead, this.ctx], [T, s.nHead]);
-        ops.op(`attn_values_${KV_SHADER[this.kvTypes.v]}`, [B.S, b, B.P, B.PARAMS], [s.nHead, s.nHeadKv, s.headDim, this.ctx, rowBytes(vT, st.kvDim), nBlk, 0, 0], [T, s.nHead, nBlk]);
-        ops.op('attn_reduce', [B.P, B.QG, B.O, B.PARAMS], [s.nHead, s.headDim, nBlk, qStride], [T, s.nHead]);
+        ops.op(`attn_values_${KV_SHADER[this.kvTypes.v]}`, [B.S, b, B.P, B.PARAMS], [s.nHead, s.nHeadKv, s.headDim, this.ctx, rowBytes(vT, st.kvDim), nBlk, vBlk, 0], [T, s.nHead, nBlk]);
+        ops.op('attn_reduce', [B.P, B.QG, B.O, B.PARAMS], [s.nHead, s.headDim, nBlk, qStride, vBlk, 0, 0, 0], [T, s.nHead]);
         mv('attn_output.weight', B.O, B.A2, T);
       }
       const steer = e.options.steering;
@@ -333,8 +347,7 @@ class VkBackend implements SessionBackend {
       mv('ffn_gate_shexp.weight', B.A, B.GS, T, { barrier: false });
       mv('ffn_up_shexp.weight', B.A, B.US, T, { barrier: false });
       // the shared-expert gate is a 1-row F32 matvec over the same normed input
-      const g = e.t.get(`blk.${l}.ffn_gate_inp_shexp.weight`)!;
-      ops.op('matvec_f32', [g.buf, B.A, B.SG, B.IDS], [1, s.nEmbd, s.nEmbd * 4, s.nEmbd, 1, 0, K, 0, 0, 0, 0, 0], [1, T]);
+      mv('ffn_gate_inp_shexp.weight', B.A, B.SG, T, { yStride: 1 });
       ops.op('swiglu', [B.GE, B.UE], [T * K * s.nFfExp], [Math.ceil((T * K * s.nFfExp) / 256)], false);
       ops.op('swiglu', [B.GS, B.US], [T * s.nFfShexp], [Math.ceil((T * s.nFfShexp) / 256)]);
       mv('ffn_down_exps.weight', B.GE, B.DE, T * K, { flags: 3, expert: true, barrier: false });
