@@ -6,9 +6,10 @@
 //   ROWS output rows and TOKENS activation rows: a decoded weight group is reused for all TOKENS
 //   activations (prefill), an activation group for all ROWS rows. One shared-memory tree
 //   reduction per (row, token) at the end (subgroup-size agnostic).
-// Dispatch: (ceil(rows / ROWS), ceil(nRows / TOKENS), 1). Modes (flags, TOKENS = 1 only):
-//   bit 0 = expert gather: W offset += IDS[j]·expertBytes (routed experts, j = token·K + k);
-//   bit 1 = X row is j (down projection) instead of j / K.
+// Dispatch: (ceil(rows / ROWS), ceil(nRows / TOKENS), 1), or ceil(rows / (ROWS/2)) with GLU.
+// Modes (flags): bit 0 = expert gather (TOKENS = 1 only): W offset += IDS[j]·expertBytes (routed
+//   experts, j = token·K + k); bit 1 = X row is j (down projection) instead of j / K; bit 2 = GLU:
+//   W holds 2·rows rows [gate; up] (per expert), Y = silu(gate·x)·(up·x), rows = output rows.
 #extension GL_GOOGLE_include_directive : enable
 #include "common.glsl"
 
@@ -139,11 +140,22 @@ void decode(uint o, uint g, out float w[8]) {
 #error "matvec: no TYPE_ define"
 #endif
 
+// Groups per thread per loop trip: independent loads issued together hide memory latency (a
+// decode-size row gives each thread only 4 groups, so one group per trip left the loop latency-bound).
+const uint U = TOKENS_N == 1 ? 4u : 2u;
+
 void main() {
-  uint r0 = gl_WorkGroupID.x * ROWS, j0 = gl_WorkGroupID.y * TOKENS, tid = gl_LocalInvocationID.x;
+  bool glu = (pc.flags & 4u) != 0u;
+  // GLU: the weight rows are [gate rows; up rows] in one buffer; a workgroup computes ROWS/2 gate
+  // and the matching ROWS/2 up rows and writes silu(gate)·up (the SwiGLU is fused away)
+  uint outPerWg = glu ? ROWS / 2u : ROWS;
+  uint r0 = gl_WorkGroupID.x * outPerWg, j0 = gl_WorkGroupID.y * TOKENS, tid = gl_LocalInvocationID.x;
   uint ngroups = pc.n / G;
   uint wo[ROWS];
-  [[unroll]] for (uint r = 0u; r < ROWS; r++) wo[r] = pc.wOffset + min(r0 + r, pc.rows - 1u) * pc.rowBytes;
+  [[unroll]] for (uint r = 0u; r < ROWS; r++) {
+    uint wr = glu ? (r < ROWS / 2u ? 0u : pc.rows) + min(r0 + r % (ROWS / 2u), pc.rows - 1u) : min(r0 + r, pc.rows - 1u);
+    wo[r] = pc.wOffset + wr * pc.rowBytes;
+  }
   uint xo[TOKENS];
   [[unroll]] for (uint t = 0u; t < TOKENS; t++) {
     uint j = min(j0 + t, pc.nRows - 1u), xrow = j;
@@ -158,16 +170,21 @@ void main() {
   }
   float acc[ROWS][TOKENS];
   [[unroll]] for (uint r = 0u; r < ROWS; r++) [[unroll]] for (uint t = 0u; t < TOKENS; t++) acc[r][t] = 0.0;
-  for (uint g = tid; g < ngroups; g += 64u) {
-    float x[TOKENS][8];
-    [[unroll]] for (uint t = 0u; t < TOKENS; t++) [[unroll]] for (uint i = 0u; i < 8u; i++) x[t][i] = X[xo[t] + 8u * g + i];
-    [[unroll]] for (uint r = 0u; r < ROWS; r++) {
-      float w[8];
-      decode(wo[r], g, w);
-      [[unroll]] for (uint t = 0u; t < TOKENS; t++) {
-        float s = 0.0;
-        [[unroll]] for (uint i = 0u; i < 8u; i++) s += w[i] * x[t][i];
-        acc[r][t] += s;
+  for (uint g0 = tid; g0 < ngroups; g0 += 64u * U) {
+    [[unroll]] for (uint u = 0u; u < U; u++) {
+      // past the row end: read the last group again and weight it 0 (no branch, loads stay batched)
+      uint g = min(g0 + 64u * u, ngroups - 1u);
+      float valid = g0 + 64u * u < ngroups ? 1.0 : 0.0;
+      float x[TOKENS][8];
+      [[unroll]] for (uint t = 0u; t < TOKENS; t++) [[unroll]] for (uint i = 0u; i < 8u; i++) x[t][i] = X[xo[t] + 8u * g + i] * valid;
+      [[unroll]] for (uint r = 0u; r < ROWS; r++) {
+        float w[8];
+        decode(wo[r], g, w);
+        [[unroll]] for (uint t = 0u; t < TOKENS; t++) {
+          float s = 0.0;
+          [[unroll]] for (uint i = 0u; i < 8u; i++) s += w[i] * x[t][i];
+          acc[r][t] += s;
+        }
       }
     }
   }
@@ -177,8 +194,10 @@ void main() {
     if (tid < s) [[unroll]] for (uint v = 0u; v < ROWS * TOKENS; v++) red[v][tid] += red[v][tid + s];
     barrier();
   }
-  if (tid < ROWS * TOKENS) {
+  if (tid < outPerWg * TOKENS) {
     uint r = r0 + tid / TOKENS, j = j0 + tid % TOKENS;
-    if (r < pc.rows && j < pc.nRows) Y[pc.yOffset + j * pc.yStride + r] = red[tid][0];
+    float y = red[tid][0];
+    if (glu) y = siluf(y) * red[tid + (ROWS / 2u) * TOKENS][0];
+    if (r < pc.rows && j < pc.nRows) Y[pc.yOffset + j * pc.yStride + r] = y;
   }
 }

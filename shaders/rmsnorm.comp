@@ -1,20 +1,27 @@
 #version 450
 // rmsnorm: Y[t] = X[xRow0 + t] / sqrt(mean(x²) + eps) ⊙ W. Workgroup per row, 256 threads,
 // shared-memory reduction. Dispatch: (rows, 1, 1).
+// With addRes = 1 the residual add comes first, fused: X[t] += R[t] (written back), then the norm
+// (one dispatch and one barrier instead of two). Each thread re-reads only elements it wrote.
 #extension GL_GOOGLE_include_directive : enable
 #include "common.glsl"
 layout(local_size_x = 256) in;
-layout(std430, binding = 0) readonly buffer XB { float X[]; };
+layout(std430, binding = 0) buffer XB { float X[]; };
 layout(std430, binding = 1) buffer YB { float Y[]; };
 layout(std430, binding = 2) readonly buffer WB { float Wt[]; };
-layout(push_constant) uniform PC { uint n; uint xRow0; float eps; uint pad; } pc;
+layout(std430, binding = 3) readonly buffer RB { float R[]; };
+layout(push_constant) uniform PC { uint n; uint xRow0; float eps; uint addRes; } pc;
 shared float red[256];
 
 void main() {
   uint t = gl_WorkGroupID.x, tid = gl_LocalInvocationID.x;
   uint xo = (pc.xRow0 + t) * pc.n, yo = t * pc.n;
   float ss = 0.0;
-  for (uint i = tid; i < pc.n; i += 256u) { float v = X[xo + i]; ss += v * v; }
+  if (pc.addRes != 0u) {
+    for (uint i = tid; i < pc.n; i += 256u) { float v = X[xo + i] + R[xo + i]; X[xo + i] = v; ss += v * v; }
+  } else {
+    for (uint i = tid; i < pc.n; i += 256u) { float v = X[xo + i]; ss += v * v; }
+  }
   red[tid] = ss;
   barrier();
   for (uint s = 128u; s > 0u; s >>= 1) { if (tid < s) red[tid] += red[tid + s]; barrier(); }

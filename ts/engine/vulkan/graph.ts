@@ -65,7 +65,7 @@ export interface MatvecDispatch {
   /** activation rows (tokens, or token·K rows for routed experts) */
   nRows: number;
   xStride?: number; yStride?: number; xOffset?: number;
-  /** bit 0: routed-expert gather, bit 1: X row = j (see matvec.glsl) */
+  /** bit 0: routed-expert gather, bit 1: X row = j, bit 2: GLU over [gate; up] rows (see matvec.glsl) */
   flags?: number; K?: number; expertBytes?: number;
   barrier?: boolean;
 }
@@ -77,10 +77,12 @@ export interface MatvecDispatch {
  */
 export function matvecOp(ops: OpList, d: MatvecDispatch): void {
   const flags = d.flags ?? 0;
+  // the shaders read activations 8 floats at a time from group boundaries
+  if (d.n % 8 !== 0 || (d.xOffset ?? 0) % 8 !== 0 || (d.xStride ?? d.n) % 8 !== 0) throw new Error(`matvec_${d.type}: n, xOffset and xStride must be multiples of 8`);
   const tokens = d.nRows > 1 && (flags & 1) === 0 ? MATMUL_TOKENS : 1;
   ops.op(`${tokens > 1 ? 'matmul' : 'matvec'}_${d.type}`, d.buffers, [
     d.rows, d.n, d.rowBytes, d.xStride ?? d.n, d.yStride ?? d.rows, flags, d.K ?? 1, d.expertBytes ?? 0, 0, d.xOffset ?? 0, 0, d.nRows,
-  ], [Math.ceil(d.rows / MATVEC_ROWS), Math.ceil(d.nRows / tokens)], d.barrier ?? true);
+  ], [Math.ceil(d.rows / (flags & 4 ? MATVEC_ROWS / 2 : MATVEC_ROWS)), Math.ceil(d.nRows / tokens)], d.barrier ?? true);
 }
 
 /** The IQ2_XXS grid bytes (256 × 8) from the WASM core, for the matvec shaders' GRID binding. */
@@ -93,7 +95,7 @@ export function iq2xxsGrid(core: Core): Uint8Array {
 export const PIPELINES: Record<string, PipelineDef> = {
   matvec: { bindings: 5, push: 48 },
   matmul: { bindings: 5, push: 48 },
-  rmsnorm: { bindings: 3, push: 16 },
+  rmsnorm: { bindings: 4, push: 16 },
   add: { bindings: 2, push: 4 },
   swiglu: { bindings: 2, push: 4 },
   qk_prep: { bindings: 6, push: 32 },

@@ -25,7 +25,8 @@ const KV_SHADER: Record<KvType, string> = { f32: 'f32', f16: 'f16', q8_0: 'q8_0'
 
 interface MatvecOpts { flags?: number; xStride?: number; yStride?: number; xOffset?: number; expert?: boolean; barrier?: boolean }
 
-interface DevTensor { buf: number; type: number; rowBytes: number; ne0: number; rows: number; bytes: number }
+/** A weight on the device; glu: rows are [gate; up] (per expert), see loadGlu(). */
+interface DevTensor { buf: number; type: number; rowBytes: number; ne0: number; rows: number; bytes: number; glu?: boolean }
 
 interface SamplerExports {
   sample(logits: number, n: number, temp: number, topK: number, topP: number, minP: number, rng: number): number;
@@ -135,13 +136,51 @@ export class VkEngine implements Engine {
   }
 
   private loadWeights(): void {
+    const glu = new Set<string>();
+    for (let l = 0; l < this.shape.nLayer; l++) {
+      for (const kind of ['exps', 'shexp']) if (this.loadGlu(l, kind)) glu.add(`blk.${l}.ffn_gate_${kind}.weight`).add(`blk.${l}.ffn_up_${kind}.weight`);
+    }
     for (const r of requiredTensors(this.shape)) {
-      if (r.name === 'token_embd.weight') continue;
+      if (r.name === 'token_embd.weight' || glu.has(r.name)) continue;
       const t = this.file.tensorByName.get(r.name)!;
       const asF32 = r.types === 'float';
       if (!asF32 && !MATVEC[t.type]) throw new Error(`${r.name}: type ${typeName(t.type)} is not supported by the Vulkan backend yet (use --cpu)`);
       this.t.set(r.name, this.upload(r.name, t, asF32));
     }
+  }
+
+  /**
+   * Uploads a layer's gate and up projections (routed experts or shared expert) as one buffer of
+   * [gate rows; up rows] per expert, so one fused matvec computes silu(gate·x)·(up·x). Returns false
+   * (they are then uploaded separately) when the two differ in type or shape or the pair would
+   * exceed the device's largest binding.
+   */
+  private loadGlu(l: number, kind: string): boolean {
+    const g = this.file.tensorByName.get(`blk.${l}.ffn_gate_${kind}.weight`), u = this.file.tensorByName.get(`blk.${l}.ffn_up_${kind}.weight`);
+    if (!g || !u || g.type !== u.type || g.rowElems !== u.rowElems || g.rows !== u.rows || !MATVEC[g.type]) return false;
+    if (g.nbytes + u.nbytes > this.dev.info().maxStorageBufferRange) return false;
+    const experts = kind === 'exps' ? this.shape.nExpert : 1;
+    const part = g.nbytes / experts; // one expert's gate (or up) rows
+    const buf = this.dev.createBuffer(2 * g.nbytes, false);
+    const fd = fs.openSync(this.file.path, 'r');
+    try {
+      // stage whole experts in ≤ 64 MiB pieces: [gate_e; up_e] for each expert e
+      const per = Math.max(1, Math.floor((64 << 20) / (2 * part)));
+      for (let e0 = 0; e0 < experts; e0 += per) {
+        const n = Math.min(per, experts - e0);
+        const stage = new Uint8Array(2 * part * n);
+        for (let i = 0; i < n; i++) {
+          readTensorBytes(fd, g, stage.subarray(2 * part * i, 2 * part * i + part), (e0 + i) * part, part);
+          readTensorBytes(fd, u, stage.subarray(2 * part * i + part, 2 * part * (i + 1)), (e0 + i) * part, part);
+        }
+        this.dev.write(buf, 2 * part * e0, stage);
+      }
+    } finally {
+      fs.closeSync(fd);
+    }
+    this.weightBytes += 2 * g.nbytes;
+    this.t.set(`blk.${l}.ffn_gate_up_${kind}.weight`, { buf, type: g.type, rowBytes: g.rowBytes, ne0: g.rowElems, rows: 2 * g.rows, bytes: 2 * g.nbytes, glu: true });
+    return true;
   }
 
   private allocScratch(): void {
@@ -202,11 +241,12 @@ export class VkEngine implements Engine {
 
   matvec(ops: OpList, name: string, x: number, y: number, nRows: number, o: MatvecOpts = {}): void {
     const w = this.t.get(name)!;
-    const rows = o.expert ? w.rows / this.shape.nExpert : w.rows;
+    // output rows: per expert for routed experts, half of a [gate; up] pair
+    const rows = (o.expert ? w.rows / this.shape.nExpert : w.rows) / (w.glu ? 2 : 1);
     matvecOp(ops, {
       type: MATVEC[w.type], buffers: [w.buf, x, y, this.buf.IDS, this.buf.GRID], rows, n: w.ne0, rowBytes: w.rowBytes, nRows,
-      xStride: o.xStride, yStride: o.yStride, xOffset: o.xOffset, flags: o.flags, K: this.shape.nExpertUsed,
-      expertBytes: o.expert ? rows * w.rowBytes : 0, barrier: o.barrier,
+      xStride: o.xStride, yStride: o.yStride, xOffset: o.xOffset, flags: (o.flags ?? 0) | (w.glu ? 4 : 0), K: this.shape.nExpertUsed,
+      expertBytes: o.expert ? (w.glu ? 2 : 1) * rows * w.rowBytes : 0, barrier: o.barrier,
     });
   }
 
@@ -308,7 +348,7 @@ class VkBackend implements SessionBackend {
       const w = (n: string) => e.t.get(`blk.${l}.${n}`)!.buf;
       // independent ops are issued back to back without a barrier between them (barrier = false)
       const mv = (n: string, x: number, y: number, rows: number, o: MatvecOpts = {}) => e.matvec(ops, `blk.${l}.${n}`, x, y, rows, o);
-      ops.op('rmsnorm', [B.X, B.A, w('attn_norm.weight')], [s.nEmbd, 0, eps, 0], [T]);
+      ops.op('rmsnorm', [B.X, B.A, w('attn_norm.weight'), B.A2], [s.nEmbd, 0, eps, 0], [T]);
       const { a, b } = this.layers[l];
       if (s.recurrent[l]) {
         mv('attn_qkv.weight', B.A, B.U, T, { barrier: false });
@@ -337,19 +377,27 @@ class VkBackend implements SessionBackend {
       }
       const steer = e.options.steering;
       if (steer && steer.attnScale !== 0) ops.op('steer', [B.A2, B.STEER], [s.nEmbd, l * s.nEmbd, fbits(steer.attnScale), 0], [T]);
-      ops.op('add', [B.X, B.A2], [T * s.nEmbd], [Math.ceil((T * s.nEmbd) / 256)]);
-      // MoE
-      ops.op('rmsnorm', [B.X, B.A, w('post_attention_norm.weight')], [s.nEmbd, 0, eps, 0], [T]);
-      mv('ffn_gate_inp.weight', B.A, B.R, T);
-      ops.op('router', [B.R, B.IDS, B.WTS], [s.nExpert, K], [T]);
-      mv('ffn_gate_exps.weight', B.A, B.GE, T * K, { flags: 1, expert: true, barrier: false });
-      mv('ffn_up_exps.weight', B.A, B.UE, T * K, { flags: 1, expert: true, barrier: false });
-      mv('ffn_gate_shexp.weight', B.A, B.GS, T, { barrier: false });
-      mv('ffn_up_shexp.weight', B.A, B.US, T, { barrier: false });
+      // MoE (the residual add of the attention output is fused into the norm)
+      ops.op('rmsnorm', [B.X, B.A, w('post_attention_norm.weight'), B.A2], [s.nEmbd, 0, eps, 1], [T]);
+      // shared expert and router logits only need the normed input: issued back to back
+      mv('ffn_gate_inp.weight', B.A, B.R, T, { barrier: false });
       // the shared-expert gate is a 1-row F32 matvec over the same normed input
-      mv('ffn_gate_inp_shexp.weight', B.A, B.SG, T, { yStride: 1 });
-      ops.op('swiglu', [B.GE, B.UE], [T * K * s.nFfExp], [Math.ceil((T * K * s.nFfExp) / 256)], false);
-      ops.op('swiglu', [B.GS, B.US], [T * s.nFfShexp], [Math.ceil((T * s.nFfShexp) / 256)]);
+      mv('ffn_gate_inp_shexp.weight', B.A, B.SG, T, { yStride: 1, barrier: false });
+      if (e.t.has(`blk.${l}.ffn_gate_up_shexp.weight`)) {
+        mv('ffn_gate_up_shexp.weight', B.A, B.GS, T);
+      } else {
+        mv('ffn_gate_shexp.weight', B.A, B.GS, T, { barrier: false });
+        mv('ffn_up_shexp.weight', B.A, B.US, T);
+        ops.op('swiglu', [B.GS, B.US], [T * s.nFfShexp], [Math.ceil((T * s.nFfShexp) / 256)], false);
+      }
+      ops.op('router', [B.R, B.IDS, B.WTS], [s.nExpert, K], [T]);
+      if (e.t.has(`blk.${l}.ffn_gate_up_exps.weight`)) {
+        mv('ffn_gate_up_exps.weight', B.A, B.GE, T * K, { flags: 1, expert: true });
+      } else {
+        mv('ffn_gate_exps.weight', B.A, B.GE, T * K, { flags: 1, expert: true, barrier: false });
+        mv('ffn_up_exps.weight', B.A, B.UE, T * K, { flags: 1, expert: true });
+        ops.op('swiglu', [B.GE, B.UE], [T * K * s.nFfExp], [Math.ceil((T * K * s.nFfExp) / 256)]);
+      }
       mv('ffn_down_exps.weight', B.GE, B.DE, T * K, { flags: 3, expert: true, barrier: false });
       mv('ffn_down_shexp.weight', B.GS, B.DS, T);
       if (steer && steer.ffnScale !== 0) {
@@ -363,7 +411,7 @@ class VkBackend implements SessionBackend {
     }
     const n = T - logitsFrom;
     if (n > 0) {
-      ops.op('rmsnorm', [B.X, B.A, e.t.get('output_norm.weight')!.buf], [s.nEmbd, logitsFrom, eps, 0], [n]);
+      ops.op('rmsnorm', [B.X, B.A, e.t.get('output_norm.weight')!.buf, B.A2], [s.nEmbd, logitsFrom, eps, 0], [n]);
       e.matvec(ops, 'output.weight', B.A, B.LOGITS, n);
     }
     const cmd = e.dev.record(ops.build(), e.options.vkProfile === true);
