@@ -2,7 +2,9 @@
 // deltanet: the gated delta rule, token by token, for one value head per workgroup.
 //   S ← e^g S;  r = Sᵀk;  δ = β(v − r);  S ← S + k δᵀ;  o = Sᵀq
 // with β = σ(b), g = A·softplus(α + dt), q/k of key head h mod hk (GGUF tiling).
-// State layout: S[(h·dk + j)·dk + i] = S_h[i][j] (value column j contiguous over the key index).
+// State layout on the GPU: S[(h·dk + i)·dk + j] = S_h[i][j] (key-index major, so the 128 threads
+// of a head load and store each key row as one coalesced line; the session payload keeps the CPU
+// engine's value-column-major layout and VkBackend transposes on save/load).
 // Thread mapping: thread j owns value column j, held in registers for the whole chunk (loaded once,
 // stored once: the per-token work has no dependent global-memory round trips); q and k staged in
 // shared memory. Dispatch: (hv, 1, 1). dk ≤ 128.
@@ -25,10 +27,10 @@ float softplusf(float x) { return x > 20.0 ? x : log(1.0 + exp(x)); }
 void main() {
   uint h = gl_WorkGroupID.x, j = gl_LocalInvocationID.x;
   uint kh = h % pc.hk;
-  uint row = (h * pc.dk + j) * pc.dk;
+  uint base = h * pc.dk * pc.dk + j;
   float col[128];
   // constant, unrolled bounds keep col[] in registers (a dynamic index would spill it)
-  [[unroll]] for (uint i = 0u; i < 128u; i++) col[i] = (j < pc.dk && i < pc.dk) ? S[row + i] : 0.0;
+  [[unroll]] for (uint i = 0u; i < 128u; i++) col[i] = (j < pc.dk && i < pc.dk) ? S[base + i * pc.dk] : 0.0;
   for (uint t = 0u; t < pc.T; t++) {
     uint ub = t * pc.convCh;
     if (j < pc.dk) { q[j] = U[ub + kh * pc.dk + j]; k[j] = U[ub + pc.hk * pc.dk + kh * pc.dk + j]; }
@@ -46,5 +48,5 @@ void main() {
     }
     barrier();
   }
-  if (j < pc.dk) [[unroll]] for (uint i = 0u; i < 128u; i++) if (i < pc.dk) S[row + i] = col[i];
+  if (j < pc.dk) [[unroll]] for (uint i = 0u; i < 128u; i++) if (i < pc.dk) S[base + i * pc.dk] = col[i];
 }

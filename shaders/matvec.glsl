@@ -140,9 +140,25 @@ void decode(uint o, uint g, out float w[8]) {
 #error "matvec: no TYPE_ define"
 #endif
 
-// Groups per thread per loop trip: independent loads issued together hide memory latency (a
-// decode-size row gives each thread only 4 groups, so one group per trip left the loop latency-bound).
-const uint U = TOKENS_N == 1 ? 4u : 2u;
+// Groups per thread per loop trip (matvec): independent loads issued together hide memory latency (a
+// decode-size row gives each thread only 4 groups, so one group per trip left the loop latency-bound;
+// matmul already has 8 tokens × 4 rows of independent work per group).
+const uint U = TOKENS_N == 1 ? 4u : 1u;
+
+// acc[r][t] += W_r[group g] · X_t[group g]
+void group_dot(uint wo[ROWS], uint xo[TOKENS], uint g, inout float acc[ROWS][TOKENS]) {
+  float x[TOKENS][8];
+  [[unroll]] for (uint t = 0u; t < TOKENS; t++) [[unroll]] for (uint i = 0u; i < 8u; i++) x[t][i] = X[xo[t] + 8u * g + i];
+  [[unroll]] for (uint r = 0u; r < ROWS; r++) {
+    float w[8];
+    decode(wo[r], g, w);
+    [[unroll]] for (uint t = 0u; t < TOKENS; t++) {
+      float s = 0.0;
+      [[unroll]] for (uint i = 0u; i < 8u; i++) s += w[i] * x[t][i];
+      acc[r][t] += s;
+    }
+  }
+}
 
 void main() {
   bool glu = (pc.flags & 4u) != 0u;
@@ -170,24 +186,12 @@ void main() {
   }
   float acc[ROWS][TOKENS];
   [[unroll]] for (uint r = 0u; r < ROWS; r++) [[unroll]] for (uint t = 0u; t < TOKENS; t++) acc[r][t] = 0.0;
-  for (uint g0 = tid; g0 < ngroups; g0 += 64u * U) {
-    [[unroll]] for (uint u = 0u; u < U; u++) {
-      // past the row end: read the last group again and weight it 0 (no branch, loads stay batched)
-      uint g = min(g0 + 64u * u, ngroups - 1u);
-      float valid = g0 + 64u * u < ngroups ? 1.0 : 0.0;
-      float x[TOKENS][8];
-      [[unroll]] for (uint t = 0u; t < TOKENS; t++) [[unroll]] for (uint i = 0u; i < 8u; i++) x[t][i] = X[xo[t] + 8u * g + i] * valid;
-      [[unroll]] for (uint r = 0u; r < ROWS; r++) {
-        float w[8];
-        decode(wo[r], g, w);
-        [[unroll]] for (uint t = 0u; t < TOKENS; t++) {
-          float s = 0.0;
-          [[unroll]] for (uint i = 0u; i < 8u; i++) s += w[i] * x[t][i];
-          acc[r][t] += s;
-        }
-      }
-    }
+  uint g0 = tid;
+  // main trips: U whole groups each; then single groups for the rest of the row
+  for (; g0 + 64u * (U - 1u) < ngroups; g0 += 64u * U) {
+    [[unroll]] for (uint u = 0u; u < U; u++) group_dot(wo, xo, g0 + 64u * u, acc);
   }
+  for (; g0 < ngroups; g0 += 64u) group_dot(wo, xo, g0, acc);
   [[unroll]] for (uint r = 0u; r < ROWS; r++) [[unroll]] for (uint t = 0u; t < TOKENS; t++) red[r * TOKENS + t][tid] = acc[r][t];
   barrier();
   for (uint s = 32u; s > 0u; s >>= 1) {

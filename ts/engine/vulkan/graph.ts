@@ -38,11 +38,14 @@ export class OpList {
   readonly names: string[] = [];
   constructor(private readonly p: Pipelines) {}
 
-  /** One dispatch; push values are u32 (use fbits() for floats); a barrier follows by default. */
-  op(shader: string, buffers: number[], push: number[], groups: [number, number?, number?], barrier = true): this {
+  /**
+   * One dispatch; push values are u32 (use fbits() for floats); a barrier follows by default.
+   * label (e.g. the weight's name) goes into names, so profiles can tell one shader's uses apart.
+   */
+  op(shader: string, buffers: number[], push: number[], groups: [number, number?, number?], barrier = true, label?: string): this {
     const [gx, gy = 1, gz = 1] = groups;
     if (gx < 1 || gy < 1 || gz < 1) throw new Error(`${shader}: empty dispatch ${gx}×${gy}×${gz}`);
-    this.names.push(shader);
+    this.names.push(label ? `${shader} ${label}` : shader);
     this.words.push(this.p.get(shader), buffers.length, ...buffers, push.length, ...push.map((x) => x >>> 0), gx, gy, gz, barrier ? 1 : 0);
     return this;
   }
@@ -68,6 +71,8 @@ export interface MatvecDispatch {
   /** bit 0: routed-expert gather, bit 1: X row = j, bit 2: GLU over [gate; up] rows (see matvec.glsl) */
   flags?: number; K?: number; expertBytes?: number;
   barrier?: boolean;
+  /** for profiles: the weight's name */
+  label?: string;
 }
 
 /**
@@ -82,7 +87,7 @@ export function matvecOp(ops: OpList, d: MatvecDispatch): void {
   const tokens = d.nRows > 1 && (flags & 1) === 0 ? MATMUL_TOKENS : 1;
   ops.op(`${tokens > 1 ? 'matmul' : 'matvec'}_${d.type}`, d.buffers, [
     d.rows, d.n, d.rowBytes, d.xStride ?? d.n, d.yStride ?? d.rows, flags, d.K ?? 1, d.expertBytes ?? 0, 0, d.xOffset ?? 0, 0, d.nRows,
-  ], [Math.ceil(d.rows / (flags & 4 ? MATVEC_ROWS / 2 : MATVEC_ROWS)), Math.ceil(d.nRows / tokens)], d.barrier ?? true);
+  ], [Math.ceil(d.rows / (flags & 4 ? MATVEC_ROWS / 2 : MATVEC_ROWS)), Math.ceil(d.nRows / tokens)], d.barrier ?? true, d.label);
 }
 
 /** The IQ2_XXS grid bytes (256 × 8) from the WASM core, for the matvec shaders' GRID binding. */

@@ -247,6 +247,7 @@ export class VkEngine implements Engine {
       type: MATVEC[w.type], buffers: [w.buf, x, y, this.buf.IDS, this.buf.GRID], rows, n: w.ne0, rowBytes: w.rowBytes, nRows,
       xStride: o.xStride, yStride: o.yStride, xOffset: o.xOffset, flags: (o.flags ?? 0) | (w.glu ? 4 : 0), K: this.shape.nExpertUsed,
       expertBytes: o.expert ? (w.glu ? 2 : 1) * rows * w.rowBytes : 0, barrier: o.barrier,
+      label: name.replace(/^blk\.\d+\./, '').replace(/\.weight$/, ''),
     });
   }
 
@@ -295,6 +296,18 @@ function attnValueBlock(T: number): number {
 /** Floats of the attention partial sums P: the larger of the decode and the chunk shapes. */
 function attnPartialFloats(s: ModelShape, T: number, ctx: number): number {
   return Math.max(...[1, T].map((t) => t * s.nHead * Math.ceil(ctx / attnValueBlock(t)) * s.headDim));
+}
+
+/**
+ * Each head's dk × dk DeltaNet state transposed (a fresh copy): between the payload's
+ * value-column-major layout and the GPU's key-row-major one (deltanet.comp). Its own inverse.
+ */
+function transposeHeads(bytes: Uint8Array, dk: number): Uint8Array {
+  const src = new Float32Array(bytes.slice().buffer), dst = new Float32Array(src.length);
+  for (let h = 0; h < src.length; h += dk * dk) {
+    for (let a = 0; a < dk; a++) for (let b = 0; b < dk; b++) dst[h + b * dk + a] = src[h + a * dk + b];
+  }
+  return new Uint8Array(dst.buffer);
 }
 
 /** A fresh copy of bytes [start, start+len) of a tensor. */
@@ -442,7 +455,7 @@ class VkBackend implements SessionBackend {
     s.recurrent.forEach((r, l) => {
       if (!r) return;
       out.set(new Uint8Array(this.e.dev.read(this.layers[l].a, 0, st.convBytes)), o); o += st.convBytes;
-      out.set(new Uint8Array(this.e.dev.read(this.layers[l].b, 0, st.ssmBytes)), o); o += st.ssmBytes;
+      out.set(transposeHeads(new Uint8Array(this.e.dev.read(this.layers[l].b, 0, st.ssmBytes)), s.ssmHeadDim), o); o += st.ssmBytes;
     });
     return out;
   }
@@ -453,7 +466,7 @@ class VkBackend implements SessionBackend {
     s.recurrent.forEach((r, l) => {
       if (!r) return;
       this.e.dev.write(this.layers[l].a, 0, state ? state.subarray(o, o + st.convBytes) : new Uint8Array(st.convBytes));
-      this.e.dev.write(this.layers[l].b, 0, state ? state.subarray(o + st.convBytes, o + st.convBytes + st.ssmBytes) : new Uint8Array(st.ssmBytes));
+      this.e.dev.write(this.layers[l].b, 0, state ? transposeHeads(state.subarray(o + st.convBytes, o + st.convBytes + st.ssmBytes), s.ssmHeadDim) : new Uint8Array(st.ssmBytes));
       o += st.convBytes + st.ssmBytes;
     });
   }
