@@ -4,13 +4,14 @@
 //   groups t, t+64, …, so neighbouring threads read neighbouring bytes of a row (coalesced loads;
 //   the old one-block-per-thread mapping strided a warp's loads over ~1 KB). Each workgroup owns
 //   ROWS output rows and TOKENS activation rows: a decoded weight group is reused for all TOKENS
-//   activations (prefill), an activation group for all ROWS rows. One shared-memory tree
-//   reduction per (row, token) at the end (subgroup-size agnostic).
+//   activations (prefill), an activation group for all ROWS rows. Per (row, token): subgroupAdd,
+//   then a sum over the workgroup's subgroups in shared memory (any subgroup size).
 // Dispatch: (ceil(rows / ROWS), ceil(nRows / TOKENS), 1), or ceil(rows / (ROWS/2)) with GLU.
 // Modes (flags): bit 0 = expert gather (TOKENS = 1 only): W offset += IDS[j]·expertBytes (routed
 //   experts, j = token·K + k); bit 1 = X row is j (down projection) instead of j / K; bit 2 = GLU:
 //   W holds 2·rows rows [gate; up] (per expert), Y = silu(gate·x)·(up·x), rows = output rows.
 #extension GL_GOOGLE_include_directive : enable
+#extension GL_KHR_shader_subgroup_arithmetic : enable
 #include "common.glsl"
 
 #define ROWS 4u
@@ -192,16 +193,18 @@ void main() {
     [[unroll]] for (uint u = 0u; u < U; u++) group_dot(wo, xo, g0 + 64u * u, acc);
   }
   for (; g0 < ngroups; g0 += 64u) group_dot(wo, xo, g0, acc);
-  [[unroll]] for (uint r = 0u; r < ROWS; r++) [[unroll]] for (uint t = 0u; t < TOKENS; t++) red[r * TOKENS + t][tid] = acc[r][t];
-  barrier();
-  for (uint s = 32u; s > 0u; s >>= 1) {
-    if (tid < s) [[unroll]] for (uint v = 0u; v < ROWS * TOKENS; v++) red[v][tid] += red[v][tid + s];
-    barrier();
+  // subgroup sums, then one shared-memory step across the workgroup's subgroups (any subgroup
+  // size: 64 threads are 1…64 subgroups); one barrier instead of a 6-level tree
+  [[unroll]] for (uint r = 0u; r < ROWS; r++) [[unroll]] for (uint t = 0u; t < TOKENS; t++) {
+    float v = subgroupAdd(acc[r][t]);
+    if (subgroupElect()) red[r * TOKENS + t][gl_SubgroupID] = v;
   }
+  barrier();
   if (tid < outPerWg * TOKENS) {
     uint r = r0 + tid / TOKENS, j = j0 + tid % TOKENS;
-    float y = red[tid][0];
-    if (glu) y = siluf(y) * red[tid + (ROWS / 2u) * TOKENS][0];
+    float y = 0.0, yu = 0.0;
+    for (uint sg = 0u; sg < gl_NumSubgroups; sg++) { y += red[tid][sg]; if (glu) yu += red[tid + (ROWS / 2u) * TOKENS][sg]; }
+    if (glu) y = siluf(y) * yu;
     if (r < pc.rows && j < pc.nRows) Y[pc.yOffset + j * pc.yStride + r] = y;
   }
 }

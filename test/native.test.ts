@@ -18,6 +18,22 @@ describe('build outputs', () => {
     await expect(loadAddon().selfTest(99, 16)).rejects.toThrow(/Vulkan device 99 does not exist/);
   });
 
+  it('buffer views: a byte range bound like a buffer; misaligned or out-of-range views and freeing a viewed buffer are errors', () => {
+    const dev = new (loadAddon().Device)(-1);
+    try {
+      const align = dev.info().minStorageBufferOffsetAlignment;
+      const b = dev.createBuffer(4 * align, true);
+      const v = dev.createView(b, align, align);
+      if (align > 1) expect(() => dev.createView(b, 1, 4)).toThrow(/not a multiple of minStorageBufferOffsetAlignment/);
+      expect(() => dev.createView(b, 0, 8 * align)).toThrow(/outside the buffer/);
+      expect(() => dev.freeBuffer(b)).toThrow(/still has views/);
+      dev.freeBuffer(v);
+      dev.freeBuffer(b);
+    } finally {
+      dev.dispose();
+    }
+  });
+
   it('the WASM core loads and allocates aligned memory', () => {
     const c = new Core();
     const p = c.alloc(100);

@@ -24,6 +24,7 @@ Napi::Function Device::Define(Napi::Env env) {
   return DefineClass(env, "Device", {
     InstanceMethod("info", &Device::Info),
     InstanceMethod("createBuffer", &Device::CreateBuffer),
+    InstanceMethod("createView", &Device::CreateView),
     InstanceMethod("freeBuffer", &Device::FreeBuffer),
     InstanceMethod("write", &Device::Write),
     InstanceMethod("read", &Device::Read),
@@ -50,6 +51,7 @@ Device::Device(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Device>(info) 
 Device::~Device() {
   commands_.clear();
   pipelines_.clear();
+  views_.clear();
   buffers_.clear();
   staging_.reset();
   ctx_.reset();
@@ -76,6 +78,7 @@ Napi::Value Device::Info(const Napi::CallbackInfo& info) {
   o.Set("subgroupSize", d.subgroupSize);
   o.Set("maxStorageBufferRange", static_cast<double>(d.maxStorageBufferRange));
   o.Set("unifiedMemory", d.unifiedMemory);
+  o.Set("minStorageBufferOffsetAlignment", static_cast<double>(d.minStorageBufferOffsetAlignment));
   uint64_t local = 0;
   for (auto& h : d.heaps) if (h.deviceLocal) local += h.size;
   o.Set("deviceLocalBytes", static_cast<double>(local));
@@ -98,9 +101,30 @@ Napi::Value Device::CreateBuffer(const Napi::CallbackInfo& info) {
   }
 }
 
+// createView(buffer, offset, bytes) → id: a byte range of a buffer, bound like a buffer in record()
+// (so one dispatch's output can feed several consumers that each expect their own buffer).
+Napi::Value Device::CreateView(const Napi::CallbackInfo& info) {
+  Context& c = ctx(info.Env());
+  uint32_t parent = u32(info[0], "createView(buffer)");
+  uint64_t off = static_cast<uint64_t>(num(info[1], "createView(offset)")), bytes = static_cast<uint64_t>(num(info[2], "createView(bytes)"));
+  const Buffer& b = buffer(info.Env(), parent);
+  uint64_t align = c.info().minStorageBufferOffsetAlignment;
+  if (align && off % align != 0)
+    throw Napi::RangeError::New(info.Env(), "createView: offset " + std::to_string(off) + " is not a multiple of minStorageBufferOffsetAlignment " + std::to_string(align));
+  if (bytes == 0 || off + bytes > b.size())
+    throw Napi::RangeError::New(info.Env(), "createView: range " + std::to_string(off) + "+" + std::to_string(bytes) + " is outside the buffer (" + std::to_string(b.size()) + " bytes)");
+  uint32_t id = next_++;
+  views_[id] = {parent, off, bytes};
+  return Napi::Number::New(info.Env(), id);
+}
+
 Napi::Value Device::FreeBuffer(const Napi::CallbackInfo& info) {
   ctx(info.Env());
-  buffers_.erase(u32(info[0], "freeBuffer(id)"));
+  uint32_t id = u32(info[0], "freeBuffer(id)");
+  if (views_.erase(id)) return info.Env().Undefined();
+  for (auto& v : views_)
+    if (v.second.parent == id) throw Napi::Error::New(info.Env(), "freeBuffer: buffer " + std::to_string(id) + " still has views");
+  buffers_.erase(id);
   return info.Env().Undefined();
 }
 
@@ -209,16 +233,19 @@ Napi::Value Device::Record(const Napi::CallbackInfo& info) {
   try {
     bool profile = info.Length() > 1 && info[1].ToBoolean();
     auto rec = std::make_unique<Recorder>(c, static_cast<uint32_t>(dispatches + 1), profile);
-    std::vector<const Buffer*> bufs;
+    std::vector<Binding> bufs;
     while (i < n) {
       auto pit = pipelines_.find(w[i]);
       if (pit == pipelines_.end()) throw std::runtime_error("record: unknown pipeline id " + std::to_string(w[i]));
       uint32_t nb = w[i + 1];
       bufs.clear();
       for (uint32_t k = 0; k < nb; k++) {
-        auto bit = buffers_.find(w[i + 2 + k]);
-        if (bit == buffers_.end()) throw std::runtime_error(pit->second->name() + ": unknown buffer id " + std::to_string(w[i + 2 + k]));
-        bufs.push_back(bit->second.get());
+        uint32_t id = w[i + 2 + k];
+        auto vit = views_.find(id);
+        auto bit = buffers_.find(vit != views_.end() ? vit->second.parent : id);
+        if (bit == buffers_.end()) throw std::runtime_error(pit->second->name() + ": unknown buffer id " + std::to_string(id));
+        if (vit != views_.end()) bufs.push_back({bit->second.get(), vit->second.offset, vit->second.size});
+        else bufs.push_back({bit->second.get(), 0, VK_WHOLE_SIZE});
       }
       i += 2 + nb;
       uint32_t np = w[i];
@@ -299,6 +326,7 @@ Napi::Value Device::Dispose(const Napi::CallbackInfo& info) {
   if (busy_) throw Napi::Error::New(info.Env(), "cannot dispose while a run is in flight");
   commands_.clear();
   pipelines_.clear();
+  views_.clear();
   buffers_.clear();
   staging_.reset();
   ctx_.reset();

@@ -23,6 +23,7 @@ class Device : public Napi::ObjectWrap<Device> {
  private:
   Napi::Value Info(const Napi::CallbackInfo& info);
   Napi::Value CreateBuffer(const Napi::CallbackInfo& info);
+  Napi::Value CreateView(const Napi::CallbackInfo& info);
   Napi::Value FreeBuffer(const Napi::CallbackInfo& info);
   Napi::Value Write(const Napi::CallbackInfo& info);
   Napi::Value Read(const Napi::CallbackInfo& info);
@@ -40,6 +41,9 @@ class Device : public Napi::ObjectWrap<Device> {
 
   std::unique_ptr<Context> ctx_;
   std::map<uint32_t, std::unique_ptr<Buffer>> buffers_;
+  // views: byte ranges of buffers, usable as bindings (a parent cannot be freed while it has views)
+  struct View { uint32_t parent; uint64_t offset, size; };
+  std::map<uint32_t, View> views_;
   std::map<uint32_t, std::unique_ptr<Pipeline>> pipelines_;
   std::map<uint32_t, std::unique_ptr<Recorder>> commands_;
   std::unique_ptr<Buffer> staging_;

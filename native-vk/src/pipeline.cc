@@ -148,7 +148,7 @@ Recorder::~Recorder() {
   pool_ = VK_NULL_HANDLE;
 }
 
-void Recorder::dispatch(const Pipeline& p, const std::vector<const Buffer*>& buffers, const void* push,
+void Recorder::dispatch(const Pipeline& p, const std::vector<Binding>& buffers, const void* push,
                         uint32_t pushBytes, uint32_t gx, uint32_t gy, uint32_t gz) {
   // The choke point: a mismatch here is a programming error that would otherwise read garbage.
   if (buffers.size() != p.bindings())
@@ -156,7 +156,7 @@ void Recorder::dispatch(const Pipeline& p, const std::vector<const Buffer*>& buf
   if (pushBytes != p.pushBytes())
     throw std::logic_error(p.name() + ": " + std::to_string(pushBytes) + " push-constant bytes, pipeline declares " + std::to_string(p.pushBytes()));
   for (size_t i = 0; i < buffers.size(); i++)
-    if (!buffers[i]) throw std::logic_error(p.name() + ": binding " + std::to_string(i) + " is null");
+    if (!buffers[i].buf) throw std::logic_error(p.name() + ": binding " + std::to_string(i) + " is null");
   VkDescriptorSetLayout sl = p.setLayout();
   VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
   ai.descriptorPool = pool_;
@@ -167,7 +167,7 @@ void Recorder::dispatch(const Pipeline& p, const std::vector<const Buffer*>& buf
   std::vector<VkDescriptorBufferInfo> bi(buffers.size());
   std::vector<VkWriteDescriptorSet> w(buffers.size());
   for (size_t i = 0; i < buffers.size(); i++) {
-    bi[i] = {buffers[i]->handle(), 0, VK_WHOLE_SIZE};
+    bi[i] = {buffers[i].buf->handle(), buffers[i].offset, buffers[i].range};
     w[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
     w[i].dstSet = set;
     w[i].dstBinding = static_cast<uint32_t>(i);

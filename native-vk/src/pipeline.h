@@ -30,6 +30,13 @@ class Buffer {
   void* mapped_ = nullptr;
 };
 
+// A storage-buffer binding: a whole buffer, or a view (a byte range of one, see Device::createView).
+struct Binding {
+  const Buffer* buf;
+  uint64_t offset;
+  uint64_t range;  // VK_WHOLE_SIZE for the whole buffer
+};
+
 class Pipeline {
  public:
   Pipeline(Context& ctx, const std::string& shader, uint32_t bindings, uint32_t pushBytes);
@@ -68,7 +75,7 @@ class Recorder {
   ~Recorder();
   Recorder(const Recorder&) = delete;
   Recorder& operator=(const Recorder&) = delete;
-  void dispatch(const Pipeline& p, const std::vector<const Buffer*>& buffers, const void* push, uint32_t pushBytes,
+  void dispatch(const Pipeline& p, const std::vector<Binding>& buffers, const void* push, uint32_t pushBytes,
                 uint32_t gx, uint32_t gy = 1, uint32_t gz = 1);
   // Makes all earlier writes visible to later dispatches.
   void barrier();

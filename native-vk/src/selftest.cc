@@ -16,7 +16,7 @@ SelfTestResult runSelfTest(int deviceIndex, uint32_t n) {
   struct { uint32_t n; float a; } pc{n, 3.0f};
   Pipeline p(ctx, "selftest_axpy", 2, sizeof(pc));
   Recorder rec(ctx, 4);
-  rec.dispatch(p, {&x, &y}, &pc, sizeof(pc), (n + 63) / 64);
+  rec.dispatch(p, {{&x, 0, VK_WHOLE_SIZE}, {&y, 0, VK_WHOLE_SIZE}}, &pc, sizeof(pc), (n + 63) / 64);
   rec.submitAndWait();
   double maxErr = 0;
   for (uint32_t i = 0; i < n; i++) {

@@ -24,8 +24,10 @@ export interface VkDeviceInfo {
 
 /** One Vulkan device: buffers, pipelines and recorded command sequences, by integer id. */
 export interface VkDevice {
-  info(): { name: string; type: string; driver: string; subgroupSize: number; maxStorageBufferRange: number; unifiedMemory: boolean; deviceLocalBytes: number };
+  info(): { name: string; type: string; driver: string; subgroupSize: number; maxStorageBufferRange: number; minStorageBufferOffsetAlignment: number; unifiedMemory: boolean; deviceLocalBytes: number };
   createBuffer(bytes: number, hostVisible: boolean): number;
+  /** a byte range of a buffer (offset a multiple of minStorageBufferOffsetAlignment), bindable like a buffer */
+  createView(buffer: number, offset: number, bytes: number): number;
   freeBuffer(id: number): void;
   write(id: number, offset: number, data: Uint8Array): void;
   read(id: number, offset: number, length: number): ArrayBuffer;

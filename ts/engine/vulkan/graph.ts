@@ -68,6 +68,8 @@ export interface MatvecDispatch {
   /** activation rows (tokens, or token·K rows for routed experts) */
   nRows: number;
   xStride?: number; yStride?: number; xOffset?: number;
+  /** byte offset of row 0 in the weight buffer (a weight inside a stack) */
+  wOffset?: number;
   /** bit 0: routed-expert gather, bit 1: X row = j, bit 2: GLU over [gate; up] rows (see matvec.glsl) */
   flags?: number; K?: number; expertBytes?: number;
   barrier?: boolean;
@@ -86,7 +88,7 @@ export function matvecOp(ops: OpList, d: MatvecDispatch): void {
   if (d.n % 8 !== 0 || (d.xOffset ?? 0) % 8 !== 0 || (d.xStride ?? d.n) % 8 !== 0) throw new Error(`matvec_${d.type}: n, xOffset and xStride must be multiples of 8`);
   const tokens = d.nRows > 1 && (flags & 1) === 0 ? MATMUL_TOKENS : 1;
   ops.op(`${tokens > 1 ? 'matmul' : 'matvec'}_${d.type}`, d.buffers, [
-    d.rows, d.n, d.rowBytes, d.xStride ?? d.n, d.yStride ?? d.rows, flags, d.K ?? 1, d.expertBytes ?? 0, 0, d.xOffset ?? 0, 0, d.nRows,
+    d.rows, d.n, d.rowBytes, d.xStride ?? d.n, d.yStride ?? d.rows, flags, d.K ?? 1, d.expertBytes ?? 0, d.wOffset ?? 0, d.xOffset ?? 0, 0, d.nRows,
   ], [Math.ceil(d.rows / (flags & 4 ? MATVEC_ROWS / 2 : MATVEC_ROWS)), Math.ceil(d.nRows / tokens)], d.barrier ?? true, d.label);
 }
 

@@ -25,8 +25,25 @@ const KV_SHADER: Record<KvType, string> = { f32: 'f32', f16: 'f16', q8_0: 'q8_0'
 
 interface MatvecOpts { flags?: number; xStride?: number; yStride?: number; xOffset?: number; expert?: boolean; barrier?: boolean }
 
-/** A weight on the device; glu: rows are [gate; up] (per expert), see loadGlu(). */
-interface DevTensor { buf: number; type: number; rowBytes: number; ne0: number; rows: number; bytes: number; glu?: boolean }
+/**
+ * A weight on the device; glu: rows are [gate; up] (per expert), see loadGlu(); rowOffset: the
+ * weight is rows [rowOffset, rowOffset + rows) of a stacked buffer, see loadStack().
+ */
+interface DevTensor { buf: number; type: number; rowBytes: number; ne0: number; rows: number; bytes: number; glu?: boolean; rowOffset?: number }
+
+/** A stack: several weights over the same input in one buffer, one matvec for all in decode. */
+interface Stack { w: DevTensor; views: number[] }
+
+/**
+ * Projections of one input that decode runs as a single matvec over stacked rows (each dispatch
+ * costs several µs on its own, whatever its size); prefill still runs them one by one (over their
+ * row ranges of the stack), since its per-token output layout must stay per weight.
+ */
+const STACKS: { key: string; parts: string[]; layers: 'recurrent' | 'attention' | 'all' }[] = [
+  { key: 'ssm_in', parts: ['attn_qkv', 'attn_gate', 'ssm_beta', 'ssm_alpha'], layers: 'recurrent' },
+  { key: 'attn_in', parts: ['attn_q', 'attn_k', 'attn_v'], layers: 'attention' },
+  { key: 'router_in', parts: ['ffn_gate_inp', 'ffn_gate_inp_shexp'], layers: 'all' },
+];
 
 interface SamplerExports {
   sample(logits: number, n: number, temp: number, topK: number, topP: number, minP: number, rng: number): number;
@@ -45,6 +62,12 @@ export class VkEngine implements Engine {
   readonly core: Core;
   readonly logitsRows: number;
   readonly t = new Map<string, DevTensor>();
+  /** stacked projections by `blk.L.key` (see STACKS) and their part sizes in rows */
+  readonly stacks = new Map<string, Stack>();
+  private stackParts = new Map<string, number[]>();
+  private stackRows: number[][] = [];
+  private stackMax = 0;
+  private viewCache = new Map<string, number>();
   /** engine-wide scratch buffers (one step at a time) */
   readonly buf: Record<string, number> = {};
   private embd: { t: TensorInfo; data?: Uint8Array; fd: number };
@@ -139,6 +162,11 @@ export class VkEngine implements Engine {
     const glu = new Set<string>();
     for (let l = 0; l < this.shape.nLayer; l++) {
       for (const kind of ['exps', 'shexp']) if (this.loadGlu(l, kind)) glu.add(`blk.${l}.ffn_gate_${kind}.weight`).add(`blk.${l}.ffn_up_${kind}.weight`);
+      for (const st of STACKS) {
+        if (st.layers !== 'all' && (st.layers === 'recurrent') !== this.shape.recurrent[l]) continue;
+        const names = st.parts.map((p) => `blk.${l}.${p}.weight`);
+        if (this.loadStack(`blk.${l}.${st.key}`, names)) names.forEach((n) => glu.add(n));
+      }
     }
     for (const r of requiredTensors(this.shape)) {
       if (r.name === 'token_embd.weight' || glu.has(r.name)) continue;
@@ -147,6 +175,52 @@ export class VkEngine implements Engine {
       if (!asF32 && !MATVEC[t.type]) throw new Error(`${r.name}: type ${typeName(t.type)} is not supported by the Vulkan backend yet (use --cpu)`);
       this.t.set(r.name, this.upload(r.name, t, asF32));
     }
+  }
+
+  /**
+   * Uploads weights of the same type and row length as one buffer of stacked rows (float weights
+   * as F32, like upload()). Returns false (uploaded separately then) when they differ, the stack
+   * exceeds the largest binding, or a part's output would start off the view alignment.
+   */
+  private loadStack(key: string, names: string[]): boolean {
+    const req = new Map(requiredTensors(this.shape).map((r) => [r.name, r]));
+    const ts = names.map((n) => this.file.tensorByName.get(n));
+    if (ts.some((t) => !t)) return false;
+    const info = this.dev.info();
+    const asF32 = names.map((n) => req.get(n)?.types === 'float');
+    const types = ts.map((t, i) => (asF32[i] ? GgmlType.F32 : t!.type));
+    if (types.some((t) => t !== types[0] || !MATVEC[t]) || ts.some((t) => t!.rowElems !== ts[0]!.rowElems)) return false;
+    const rb = rowBytes(types[0], ts[0]!.rowElems);
+    const rows = ts.map((t) => t!.rows);
+    const total = rows.reduce((a, b) => a + b, 0);
+    let start = 0;
+    for (const r of rows) {
+      if ((start * 4) % info.minStorageBufferOffsetAlignment !== 0) return false;
+      start += r;
+    }
+    if (total * rb > info.maxStorageBufferRange) return false;
+    const buf = this.dev.createBuffer(total * rb, false);
+    const fd = fs.openSync(this.file.path, 'r');
+    try {
+      let row = 0;
+      ts.forEach((t, i) => {
+        const raw = readBytes(fd, t!, 0, t!.nbytes);
+        const data = asF32[i] && t!.type !== GgmlType.F32 ? new Uint8Array(this.q.dequantize(t!.type, raw, t!.rows * t!.rowElems).buffer) : raw;
+        this.dev.write(buf, row * rb, data);
+        this.t.set(names[i], { buf, type: types[0], rowBytes: rb, ne0: t!.rowElems, rows: t!.rows, bytes: data.byteLength, rowOffset: row });
+        row += t!.rows;
+      });
+    } finally {
+      fs.closeSync(fd);
+    }
+    this.weightBytes += total * rb;
+    const w: DevTensor = { buf, type: types[0], rowBytes: rb, ne0: ts[0]!.rowElems, rows: total, bytes: total * rb };
+    // views of the decode output buffer STK (allocated in allocScratch) at each part's rows
+    this.stacks.set(key, { w, views: [] });
+    this.stackRows.push(rows);
+    this.stackMax = Math.max(this.stackMax, total);
+    this.stackParts.set(key, rows);
+    return true;
   }
 
   /**
@@ -199,6 +273,17 @@ export class VkEngine implements Engine {
     f('R', T * s.nExpert); f('IDS', T * K); f('WTS', T * K);
     f('GE', T * K * s.nFfExp); f('UE', T * K * s.nFfExp); f('DE', T * K * s.nEmbd);
     f('GS', T * s.nFfShexp); f('US', T * s.nFfShexp); f('DS', T * s.nEmbd); f('SG', T);
+    f('STK', Math.max(1, this.stackMax));
+    for (const [key, parts] of this.stackParts) {
+      let o = 0;
+      this.stacks.get(key)!.views = parts.map((r) => {
+        const k = `${o}:${r}`;
+        let v = this.viewCache.get(k);
+        if (v === undefined) { v = this.dev.createView(this.buf.STK, o * 4, r * 4); this.viewCache.set(k, v); }
+        o += r;
+        return v;
+      });
+    }
     f('LOGITS', this.logitsRows * s.nVocab, true);
     f('PARAMS', 4, true);
     // RoPE table (cos, sin) per position and frequency, computed in f64
@@ -246,9 +331,18 @@ export class VkEngine implements Engine {
     matvecOp(ops, {
       type: MATVEC[w.type], buffers: [w.buf, x, y, this.buf.IDS, this.buf.GRID], rows, n: w.ne0, rowBytes: w.rowBytes, nRows,
       xStride: o.xStride, yStride: o.yStride, xOffset: o.xOffset, flags: (o.flags ?? 0) | (w.glu ? 4 : 0), K: this.shape.nExpertUsed,
-      expertBytes: o.expert ? (w.glu ? 2 : 1) * rows * w.rowBytes : 0, barrier: o.barrier,
+      expertBytes: o.expert ? (w.glu ? 2 : 1) * rows * w.rowBytes : 0, barrier: o.barrier, wOffset: (w.rowOffset ?? 0) * w.rowBytes,
       label: name.replace(/^blk\.\d+\./, '').replace(/\.weight$/, ''),
     });
+  }
+
+  /** Decode (one token): the stacked projections of `blk.L.key` as one matvec into STK; the part views, or undefined without a stack. */
+  stacked(ops: OpList, l: number, key: string, x: number, barrier = true): number[] | undefined {
+    const st = this.stacks.get(`blk.${l}.${key}`);
+    if (!st) return undefined;
+    const w = st.w;
+    matvecOp(ops, { type: MATVEC[w.type], buffers: [w.buf, x, this.buf.STK, this.buf.IDS, this.buf.GRID], rows: w.rows, n: w.ne0, rowBytes: w.rowBytes, nRows: 1, barrier, label: key });
+    return st.views;
   }
 
   newSession(): Session {
@@ -357,6 +451,8 @@ class VkBackend implements SessionBackend {
     const ops = new OpList(e.pipes);
     const eps = fbits(s.eps);
     const kT = KV_TYPE_IDS[this.kvTypes.k], vT = KV_TYPE_IDS[this.kvTypes.v];
+    // one token: stacked projections (one matvec, outputs read through views of STK)
+    const dec = T === 1;
     for (let l = 0; l < s.nLayer; l++) {
       const w = (n: string) => e.t.get(`blk.${l}.${n}`)!.buf;
       // independent ops are issued back to back without a barrier between them (barrier = false)
@@ -364,28 +460,36 @@ class VkBackend implements SessionBackend {
       ops.op('rmsnorm', [B.X, B.A, w('attn_norm.weight'), B.A2], [s.nEmbd, 0, eps, 0], [T]);
       const { a, b } = this.layers[l];
       if (s.recurrent[l]) {
-        mv('attn_qkv.weight', B.A, B.U, T, { barrier: false });
-        mv('attn_gate.weight', B.A, B.Z, T, { barrier: false });
-        mv('ssm_beta.weight', B.A, B.B, T, { barrier: false });
-        mv('ssm_alpha.weight', B.A, B.AL, T);
-        ops.op('ssm_conv', [B.U, w('ssm_conv1d.weight'), a], [st.convCh, T, s.ssmConv, 0], [Math.ceil(st.convCh / 256)]);
-        ops.op('l2norm_qk', [B.U], [st.convCh, s.ssmHeadDim, s.ssmKHeads, fbits(1 / Math.sqrt(s.ssmHeadDim))], [T, 2 * s.ssmKHeads]);
-        ops.op('deltanet', [B.U, B.B, B.AL, w('ssm_dt.bias'), w('ssm_a'), b, B.O], [T, s.ssmHeadDim, s.ssmKHeads, s.ssmVHeads, st.convCh, 0, 0, 0], [s.ssmVHeads]);
-        ops.op('gated_norm', [B.O, B.Z, w('ssm_norm.weight')], [s.ssmHeadDim, s.ssmVHeads, eps, 0], [T, s.ssmVHeads]);
+        const v = dec ? e.stacked(ops, l, 'ssm_in', B.A) : undefined;
+        const [U, Z, Bt, AL] = v ?? [B.U, B.Z, B.B, B.AL];
+        if (!v) {
+          mv('attn_qkv.weight', B.A, U, T, { barrier: false });
+          mv('attn_gate.weight', B.A, Z, T, { barrier: false });
+          mv('ssm_beta.weight', B.A, Bt, T, { barrier: false });
+          mv('ssm_alpha.weight', B.A, AL, T);
+        }
+        ops.op('ssm_conv', [U, w('ssm_conv1d.weight'), a], [st.convCh, T, s.ssmConv, 0], [Math.ceil(st.convCh / 256)]);
+        ops.op('l2norm_qk', [U], [st.convCh, s.ssmHeadDim, s.ssmKHeads, fbits(1 / Math.sqrt(s.ssmHeadDim))], [T, 2 * s.ssmKHeads]);
+        ops.op('deltanet', [U, Bt, AL, w('ssm_dt.bias'), w('ssm_a'), b, B.O], [T, s.ssmHeadDim, s.ssmKHeads, s.ssmVHeads, st.convCh, 0, 0, 0], [s.ssmVHeads]);
+        ops.op('gated_norm', [B.O, Z, w('ssm_norm.weight')], [s.ssmHeadDim, s.ssmVHeads, eps, 0], [T, s.ssmVHeads]);
         mv('ssm_out.weight', B.O, B.A2, T);
       } else {
         const qStride = 2 * s.nHead * s.headDim;
-        mv('attn_q.weight', B.A, B.QG, T, { barrier: false });
-        mv('attn_k.weight', B.A, B.Kb, T, { barrier: false });
-        mv('attn_v.weight', B.A, B.Vb, T);
-        ops.op('qk_prep', [B.QG, B.Kb, w('attn_q_norm.weight'), w('attn_k_norm.weight'), B.ROPE, B.PARAMS], [s.nHead, s.nHeadKv, s.headDim, s.nRot, qStride, st.kvDim, eps, 0], [T, s.nHead + s.nHeadKv]);
-        ops.op(`kv_store_${KV_SHADER[this.kvTypes.k]}`, [B.Kb, B.Kb, a, a, B.PARAMS], [st.kvDim, rowBytes(kT, st.kvDim)], [T, 1], false);
-        ops.op(`kv_store_${KV_SHADER[this.kvTypes.v]}`, [B.Vb, B.Vb, b, b, B.PARAMS], [st.kvDim, rowBytes(vT, st.kvDim)], [T, 1]);
+        const v = dec ? e.stacked(ops, l, 'attn_in', B.A) : undefined;
+        const [QG, Kb, Vb] = v ?? [B.QG, B.Kb, B.Vb];
+        if (!v) {
+          mv('attn_q.weight', B.A, QG, T, { barrier: false });
+          mv('attn_k.weight', B.A, Kb, T, { barrier: false });
+          mv('attn_v.weight', B.A, Vb, T);
+        }
+        ops.op('qk_prep', [QG, Kb, w('attn_q_norm.weight'), w('attn_k_norm.weight'), B.ROPE, B.PARAMS], [s.nHead, s.nHeadKv, s.headDim, s.nRot, qStride, st.kvDim, eps, 0], [T, s.nHead + s.nHeadKv]);
+        ops.op(`kv_store_${KV_SHADER[this.kvTypes.k]}`, [Kb, Kb, a, a, B.PARAMS], [st.kvDim, rowBytes(kT, st.kvDim)], [T, 1], false);
+        ops.op(`kv_store_${KV_SHADER[this.kvTypes.v]}`, [Vb, Vb, b, b, B.PARAMS], [st.kvDim, rowBytes(vT, st.kvDim)], [T, 1]);
         const vBlk = attnValueBlock(T), nBlk = Math.ceil(this.ctx / vBlk);
-        ops.op(`attn_scores_${KV_SHADER[this.kvTypes.k]}`, [B.QG, a, B.S, B.PARAMS], [s.nHead, s.nHeadKv, s.headDim, this.ctx, rowBytes(kT, st.kvDim), qStride, fbits(1 / Math.sqrt(s.headDim)), 0], [T, s.nHead, Math.ceil(this.ctx / 256)]);
+        ops.op(`attn_scores_${KV_SHADER[this.kvTypes.k]}`, [QG, a, B.S, B.PARAMS], [s.nHead, s.nHeadKv, s.headDim, this.ctx, rowBytes(kT, st.kvDim), qStride, fbits(1 / Math.sqrt(s.headDim)), 0], [T, s.nHead, Math.ceil(this.ctx / 256)]);
         ops.op('attn_softmax', [B.S, B.PARAMS], [s.nHead, this.ctx], [T, s.nHead]);
         ops.op(`attn_values_${KV_SHADER[this.kvTypes.v]}`, [B.S, b, B.P, B.PARAMS], [s.nHead, s.nHeadKv, s.headDim, this.ctx, rowBytes(vT, st.kvDim), nBlk, vBlk, 0], [T, s.nHead, nBlk]);
-        ops.op('attn_reduce', [B.P, B.QG, B.O, B.PARAMS], [s.nHead, s.headDim, nBlk, qStride, vBlk, 0, 0, 0], [T, s.nHead]);
+        ops.op('attn_reduce', [B.P, QG, B.O, B.PARAMS], [s.nHead, s.headDim, nBlk, qStride, vBlk, 0, 0, 0], [T, s.nHead]);
         mv('attn_output.weight', B.O, B.A2, T);
       }
       const steer = e.options.steering;
@@ -393,9 +497,13 @@ class VkBackend implements SessionBackend {
       // MoE (the residual add of the attention output is fused into the norm)
       ops.op('rmsnorm', [B.X, B.A, w('post_attention_norm.weight'), B.A2], [s.nEmbd, 0, eps, 1], [T]);
       // shared expert and router logits only need the normed input: issued back to back
-      mv('ffn_gate_inp.weight', B.A, B.R, T, { barrier: false });
-      // the shared-expert gate is a 1-row F32 matvec over the same normed input
-      mv('ffn_gate_inp_shexp.weight', B.A, B.SG, T, { yStride: 1, barrier: false });
+      const rv = dec ? e.stacked(ops, l, 'router_in', B.A, false) : undefined;
+      const [R, SG] = rv ?? [B.R, B.SG];
+      if (!rv) {
+        mv('ffn_gate_inp.weight', B.A, R, T, { barrier: false });
+        // the shared-expert gate is a 1-row F32 matvec over the same normed input
+        mv('ffn_gate_inp_shexp.weight', B.A, SG, T, { yStride: 1, barrier: false });
+      }
       if (e.t.has(`blk.${l}.ffn_gate_up_shexp.weight`)) {
         mv('ffn_gate_up_shexp.weight', B.A, B.GS, T);
       } else {
@@ -403,7 +511,7 @@ class VkBackend implements SessionBackend {
         mv('ffn_up_shexp.weight', B.A, B.US, T);
         ops.op('swiglu', [B.GS, B.US], [T * s.nFfShexp], [Math.ceil((T * s.nFfShexp) / 256)], false);
       }
-      ops.op('router', [B.R, B.IDS, B.WTS], [s.nExpert, K], [T]);
+      ops.op('router', [R, B.IDS, B.WTS], [s.nExpert, K], [T]);
       if (e.t.has(`blk.${l}.ffn_gate_up_exps.weight`)) {
         mv('ffn_gate_up_exps.weight', B.A, B.GE, T * K, { flags: 1, expert: true });
       } else {
@@ -415,11 +523,11 @@ class VkBackend implements SessionBackend {
       mv('ffn_down_shexp.weight', B.GS, B.DS, T);
       if (steer && steer.ffnScale !== 0) {
         // FFN steering edits the MoE output before the residual add
-        ops.op('moe_combine', [B.M, B.DE, B.WTS, B.DS, B.SG], [s.nEmbd, K, T, 0], [Math.ceil((T * s.nEmbd) / 256)]);
+        ops.op('moe_combine', [B.M, B.DE, B.WTS, B.DS, SG], [s.nEmbd, K, T, 0], [Math.ceil((T * s.nEmbd) / 256)]);
         ops.op('steer', [B.M, B.STEER], [s.nEmbd, l * s.nEmbd, fbits(steer.ffnScale), 0], [T]);
         ops.op('add', [B.X, B.M], [T * s.nEmbd], [Math.ceil((T * s.nEmbd) / 256)]);
       } else {
-        ops.op('moe_combine', [B.X, B.DE, B.WTS, B.DS, B.SG], [s.nEmbd, K, T, 1], [Math.ceil((T * s.nEmbd) / 256)]);
+        ops.op('moe_combine', [B.X, B.DE, B.WTS, B.DS, SG], [s.nEmbd, K, T, 1], [Math.ceil((T * s.nEmbd) / 256)]);
       }
     }
     const n = T - logitsFrom;
