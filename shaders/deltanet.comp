@@ -7,10 +7,12 @@
 // engine's value-column-major layout and VkBackend transposes on save/load).
 // Thread mapping: thread j owns value column j, held in registers for the whole chunk (loaded once,
 // stored once: the per-token work has no dependent global-memory round trips); q and k staged in
-// shared memory. Dispatch: (hv, 1, 1). dk ≤ 128.
+// shared memory. Columns are independent, so a head's columns are split over workgroups of 32
+// (dk/32 per head: 4× more SMs busy than one workgroup per head). Dispatch: (hv, ceil(dk/32), 1).
+// dk ≤ 128.
 #extension GL_GOOGLE_include_directive : enable
 #include "common.glsl"
-layout(local_size_x = 128) in;
+layout(local_size_x = 32) in;
 layout(std430, binding = 0) readonly buffer UB { float U[]; };
 layout(std430, binding = 1) readonly buffer BB { float Bt[]; };
 layout(std430, binding = 2) readonly buffer AB { float AL[]; };
@@ -25,7 +27,7 @@ shared float k[128];
 float softplusf(float x) { return x > 20.0 ? x : log(1.0 + exp(x)); }
 
 void main() {
-  uint h = gl_WorkGroupID.x, j = gl_LocalInvocationID.x;
+  uint h = gl_WorkGroupID.x, tid = gl_LocalInvocationID.x, j = gl_WorkGroupID.y * 32u + tid;
   uint kh = h % pc.hk;
   uint base = h * pc.dk * pc.dk + j;
   float col[128];
@@ -33,7 +35,7 @@ void main() {
   [[unroll]] for (uint i = 0u; i < 128u; i++) col[i] = (j < pc.dk && i < pc.dk) ? S[base + i * pc.dk] : 0.0;
   for (uint t = 0u; t < pc.T; t++) {
     uint ub = t * pc.convCh;
-    if (j < pc.dk) { q[j] = U[ub + kh * pc.dk + j]; k[j] = U[ub + pc.hk * pc.dk + kh * pc.dk + j]; }
+    for (uint i = tid; i < pc.dk; i += 32u) { q[i] = U[ub + kh * pc.dk + i]; k[i] = U[ub + pc.hk * pc.dk + kh * pc.dk + i]; }
     barrier();
     float beta = sigmoidf(Bt[t * pc.hv + h]);
     float decay = exp(A[h] * softplusf(AL[t * pc.hv + h] + DT[h]));

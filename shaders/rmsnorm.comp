@@ -1,9 +1,10 @@
 #version 450
 // rmsnorm: Y[t] = X[xRow0 + t] / sqrt(mean(x²) + eps) ⊙ W. Workgroup per row, 256 threads,
-// shared-memory reduction. Dispatch: (rows, 1, 1).
+// subgroupAdd then a sum over the subgroups in shared memory (one barrier). Dispatch: (rows, 1, 1).
 // With addRes = 1 the residual add comes first, fused: X[t] += R[t] (written back), then the norm
 // (one dispatch and one barrier instead of two). Each thread re-reads only elements it wrote.
 #extension GL_GOOGLE_include_directive : enable
+#extension GL_KHR_shader_subgroup_arithmetic : enable
 #include "common.glsl"
 layout(local_size_x = 256) in;
 layout(std430, binding = 0) buffer XB { float X[]; };
@@ -22,9 +23,11 @@ void main() {
   } else {
     for (uint i = tid; i < pc.n; i += 256u) { float v = X[xo + i]; ss += v * v; }
   }
-  red[tid] = ss;
+  float v = subgroupAdd(ss);
+  if (subgroupElect()) red[gl_SubgroupID] = v;
   barrier();
-  for (uint s = 128u; s > 0u; s >>= 1) { if (tid < s) red[tid] += red[tid + s]; barrier(); }
-  float r = inversesqrt(red[0] / float(pc.n) + pc.eps);
+  float tot = 0.0;
+  for (uint s = 0u; s < gl_NumSubgroups; s++) tot += red[s];
+  float r = inversesqrt(tot / float(pc.n) + pc.eps);
   for (uint i = tid; i < pc.n; i += 256u) Y[yo + i] = X[xo + i] * r * Wt[i];
 }

@@ -1,48 +1,64 @@
 #version 450
 // router: per token, softmax over the expert logits, top-k (ties: lowest id), renormalised weights.
-// Thread mapping: workgroup per token, 256 threads striding over experts; max/sum and each of the
-//   k arg-max rounds are shared-memory reductions (one serial thread would be latency-bound).
+// Thread mapping: workgroup per token, 256 threads striding over experts. Max, sum and each of the
+//   k arg-max rounds reduce within subgroups (subgroupMax/Min/Add), then across the workgroup's
+//   subgroups through shared memory: two barriers per round (any subgroup size).
 // Dispatch: (T, 1, 1).
+#extension GL_KHR_shader_subgroup_arithmetic : enable
 layout(local_size_x = 256) in;
 layout(std430, binding = 0) buffer RB { float R[]; };
 layout(std430, binding = 1) buffer IB { uint IDS[]; };
 layout(std430, binding = 2) buffer WB { float WTS[]; };
 layout(push_constant) uniform PC { uint nExpert; uint K; } pc;
 shared float p[1024];
-shared float rv[256];
-shared uint ri[256];
+shared float sv[256];
+shared uint si[256];
+
+float wgMax(float x) {
+  float v = subgroupMax(x);
+  if (subgroupElect()) sv[gl_SubgroupID] = v;
+  barrier();
+  float r = sv[0];
+  for (uint s = 1u; s < gl_NumSubgroups; s++) r = max(r, sv[s]);
+  barrier();
+  return r;
+}
+
+float wgSum(float x) {
+  float v = subgroupAdd(x);
+  if (subgroupElect()) sv[gl_SubgroupID] = v;
+  barrier();
+  float r = 0.0;
+  for (uint s = 0u; s < gl_NumSubgroups; s++) r += sv[s];
+  barrier();
+  return r;
+}
+
 void main() {
   uint t = gl_WorkGroupID.x, tid = gl_LocalInvocationID.x;
   uint o = t * pc.nExpert;
   float mx = -3.0e38;
   for (uint e = tid; e < pc.nExpert; e += 256u) { p[e] = R[o + e]; mx = max(mx, p[e]); }
-  rv[tid] = mx;
-  barrier();
-  for (uint s = 128u; s > 0u; s >>= 1) { if (tid < s) rv[tid] = max(rv[tid], rv[tid + s]); barrier(); }
-  mx = rv[0];
-  barrier();
+  mx = wgMax(mx);
   float sum = 0.0;
   for (uint e = tid; e < pc.nExpert; e += 256u) { p[e] = exp(p[e] - mx); sum += p[e]; }
-  rv[tid] = sum;
-  barrier();
-  for (uint s = 128u; s > 0u; s >>= 1) { if (tid < s) rv[tid] += rv[tid + s]; barrier(); }
-  float inv = 1.0 / rv[0];
-  barrier();
+  float inv = 1.0 / wgSum(sum);
+  // each thread only ever touches its own experts e ≡ tid (mod 256): no barrier needed on p
   for (uint e = tid; e < pc.nExpert; e += 256u) p[e] *= inv;
-  barrier();
   float tot = 0.0;
   for (uint k = 0u; k < pc.K; k++) {
     float bv = -1.0; uint bi = 0xFFFFFFFFu;
     for (uint e = tid; e < pc.nExpert; e += 256u) if (p[e] > bv) { bv = p[e]; bi = e; }
-    rv[tid] = bv; ri[tid] = bi;
+    float m = subgroupMax(bv);
+    uint mi = subgroupMin(bv == m ? bi : 0xFFFFFFFFu);
+    if (subgroupElect()) { sv[gl_SubgroupID] = m; si[gl_SubgroupID] = mi; }
     barrier();
-    for (uint s = 128u; s > 0u; s >>= 1) {
-      if (tid < s && (rv[tid + s] > rv[tid] || (rv[tid + s] == rv[tid] && ri[tid + s] < ri[tid]))) { rv[tid] = rv[tid + s]; ri[tid] = ri[tid + s]; }
-      barrier();
-    }
-    if (tid == 0u) { IDS[t * pc.K + k] = ri[0]; WTS[t * pc.K + k] = rv[0]; p[ri[0]] = -2.0; }
-    tot += rv[0];
+    float wv = sv[0]; uint wi = si[0];
+    for (uint s = 1u; s < gl_NumSubgroups; s++) if (sv[s] > wv || (sv[s] == wv && si[s] < wi)) { wv = sv[s]; wi = si[s]; }
     barrier();
+    if (wi % 256u == tid) p[wi] = -2.0;  // the owner takes the winner out of later rounds
+    if (tid == 0u) { IDS[t * pc.K + k] = wi; WTS[t * pc.K + k] = wv; }
+    tot += wv;
   }
-  if (tid < pc.K) WTS[t * pc.K + tid] /= tot;
+  if (tid == 0u) for (uint k = 0u; k < pc.K; k++) WTS[t * pc.K + k] /= tot;
 }

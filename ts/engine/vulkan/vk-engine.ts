@@ -470,7 +470,7 @@ class VkBackend implements SessionBackend {
         }
         ops.op('ssm_conv', [U, w('ssm_conv1d.weight'), a], [st.convCh, T, s.ssmConv, 0], [Math.ceil(st.convCh / 256)]);
         ops.op('l2norm_qk', [U], [st.convCh, s.ssmHeadDim, s.ssmKHeads, fbits(1 / Math.sqrt(s.ssmHeadDim))], [T, 2 * s.ssmKHeads]);
-        ops.op('deltanet', [U, Bt, AL, w('ssm_dt.bias'), w('ssm_a'), b, B.O], [T, s.ssmHeadDim, s.ssmKHeads, s.ssmVHeads, st.convCh, 0, 0, 0], [s.ssmVHeads]);
+        ops.op('deltanet', [U, Bt, AL, w('ssm_dt.bias'), w('ssm_a'), b, B.O], [T, s.ssmHeadDim, s.ssmKHeads, s.ssmVHeads, st.convCh, 0, 0, 0], [s.ssmVHeads, Math.ceil(s.ssmHeadDim / 32)]);
         ops.op('gated_norm', [B.O, Z, w('ssm_norm.weight')], [s.ssmHeadDim, s.ssmVHeads, eps, 0], [T, s.ssmVHeads]);
         mv('ssm_out.weight', B.O, B.A2, T);
       } else {
