@@ -75,6 +75,8 @@ export class VkEngine implements Engine {
   private scratchBytes = 0;
   private sessionBytes: number;
   readonly logitsPtr: number;
+  /** wall milliseconds spent in dev.run (submit to fence) since the engine opened, for benchmarks */
+  runMs = 0;
   /** with vkProfile: GPU time of each dispatch of the last step */
   lastProfile?: { names: string[]; ns: Float64Array };
 
@@ -548,7 +550,9 @@ class VkBackend implements SessionBackend {
     if (cmd === undefined) { cmd = this.record(T, logitsFrom); this.steps.set(key, cmd); }
     e.dev.write(e.buf.X, 0, new Uint8Array(e.embed(tokens).buffer));
     e.dev.write(e.buf.PARAMS, 0, new Uint8Array(Uint32Array.of(pos, T, 0, 0).buffer));
+    const t0 = performance.now();
     await e.dev.run(cmd);
+    e.runMs += performance.now() - t0;
     if (e.options.vkProfile) e.lastProfile = { names: this.stepNames.get(cmd)!, ns: e.dev.timings(cmd) };
     const n = T - logitsFrom;
     if (n <= 0) return [];
