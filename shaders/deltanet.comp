@@ -7,12 +7,12 @@
 // engine's value-column-major layout and VkBackend transposes on save/load).
 // Thread mapping: thread j owns value column j, held in registers for the whole chunk (loaded once,
 // stored once: the per-token work has no dependent global-memory round trips); q and k staged in
-// shared memory. Columns are independent, so a head's columns are split over workgroups of 32
-// (dk/32 per head: 4× more SMs busy than one workgroup per head). Dispatch: (hv, ceil(dk/32), 1).
-// dk ≤ 128.
+// shared memory. The gated norm of the output is fused in: o_h ← rms(o_h) ⊙ w ⊙ silu(z_h) (the
+// head's 128 outputs are all in this workgroup). Dispatch: (hv, 1, 1). dk ≤ 128.
 #extension GL_GOOGLE_include_directive : enable
+#extension GL_KHR_shader_subgroup_arithmetic : enable
 #include "common.glsl"
-layout(local_size_x = 32) in;
+layout(local_size_x = 128) in;
 layout(std430, binding = 0) readonly buffer UB { float U[]; };
 layout(std430, binding = 1) readonly buffer BB { float Bt[]; };
 layout(std430, binding = 2) readonly buffer AB { float AL[]; };
@@ -20,14 +20,17 @@ layout(std430, binding = 3) readonly buffer DB { float DT[]; };
 layout(std430, binding = 4) readonly buffer EB { float A[]; };
 layout(std430, binding = 5) buffer SB { float S[]; };
 layout(std430, binding = 6) buffer OB { float O[]; };
-layout(push_constant) uniform PC { uint T; uint dk; uint hk; uint hv; uint convCh; uint pad0; uint pad1; uint pad2; } pc;
+layout(std430, binding = 7) readonly buffer ZB { float Z[]; };
+layout(std430, binding = 8) readonly buffer NB { float NW[]; };
+layout(push_constant) uniform PC { uint T; uint dk; uint hk; uint hv; uint convCh; float eps; uint pad1; uint pad2; } pc;
 shared float q[128];
 shared float k[128];
+shared float red[128];
 
 float softplusf(float x) { return x > 20.0 ? x : log(1.0 + exp(x)); }
 
 void main() {
-  uint h = gl_WorkGroupID.x, tid = gl_LocalInvocationID.x, j = gl_WorkGroupID.y * 32u + tid;
+  uint h = gl_WorkGroupID.x, j = gl_LocalInvocationID.x;
   uint kh = h % pc.hk;
   uint base = h * pc.dk * pc.dk + j;
   float col[128];
@@ -35,19 +38,26 @@ void main() {
   [[unroll]] for (uint i = 0u; i < 128u; i++) col[i] = (j < pc.dk && i < pc.dk) ? S[base + i * pc.dk] : 0.0;
   for (uint t = 0u; t < pc.T; t++) {
     uint ub = t * pc.convCh;
-    for (uint i = tid; i < pc.dk; i += 32u) { q[i] = U[ub + kh * pc.dk + i]; k[i] = U[ub + pc.hk * pc.dk + kh * pc.dk + i]; }
+    if (j < pc.dk) { q[j] = U[ub + kh * pc.dk + j]; k[j] = U[ub + pc.hk * pc.dk + kh * pc.dk + j]; }
     barrier();
     float beta = sigmoidf(Bt[t * pc.hv + h]);
     float decay = exp(A[h] * softplusf(AL[t * pc.hv + h] + DT[h]));
+    float o = 0.0;
     if (j < pc.dk) {
       float r = 0.0;
       [[unroll]] for (uint i = 0u; i < 128u; i++) if (i < pc.dk) { col[i] *= decay; r += col[i] * k[i]; }
       float v = U[ub + 2u * pc.hk * pc.dk + h * pc.dk + j];
       float delta = beta * (v - r);
-      float o = 0.0;
       [[unroll]] for (uint i = 0u; i < 128u; i++) if (i < pc.dk) { col[i] += delta * k[i]; o += col[i] * q[i]; }
-      O[t * pc.hv * pc.dk + h * pc.dk + j] = o;
     }
+    // gated norm over the head: subgroup sums of o², then across subgroups in shared memory
+    float ss = subgroupAdd(o * o);
+    if (subgroupElect()) red[gl_SubgroupID] = ss;
+    barrier();
+    float tot = 0.0;
+    for (uint sg = 0u; sg < gl_NumSubgroups; sg++) tot += red[sg];
+    uint oo = t * pc.hv * pc.dk + h * pc.dk + j;
+    if (j < pc.dk) O[oo] = o * inversesqrt(tot / float(pc.dk) + pc.eps) * NW[j] * siluf(Z[oo]);
     barrier();
   }
   if (j < pc.dk) [[unroll]] for (uint i = 0u; i < 128u; i++) if (i < pc.dk) S[base + i * pc.dk] = col[i];

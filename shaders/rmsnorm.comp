@@ -1,8 +1,10 @@
 #version 450
 // rmsnorm: Y[t] = X[xRow0 + t] / sqrt(mean(x²) + eps) ⊙ W. Workgroup per row, 256 threads,
 // subgroupAdd then a sum over the subgroups in shared memory (one barrier). Dispatch: (rows, 1, 1).
-// With addRes = 1 the residual add comes first, fused: X[t] += R[t] (written back), then the norm
-// (one dispatch and one barrier instead of two). Each thread re-reads only elements it wrote.
+// Residual updates fused in front of the norm (one dispatch and barrier instead of two), written
+// back to X first: mode 1: X[t] += R[t] (attention output); mode 2: X[t] += Σ_k w_tk·D[t,k] +
+// σ(SG[t])·DS[t] (the MoE combine of the previous layer, see moe_combine.comp). Each thread
+// re-reads only elements it wrote.
 #extension GL_GOOGLE_include_directive : enable
 #extension GL_KHR_shader_subgroup_arithmetic : enable
 #include "common.glsl"
@@ -11,15 +13,29 @@ layout(std430, binding = 0) buffer XB { float X[]; };
 layout(std430, binding = 1) buffer YB { float Y[]; };
 layout(std430, binding = 2) readonly buffer WB { float Wt[]; };
 layout(std430, binding = 3) readonly buffer RB { float R[]; };
-layout(push_constant) uniform PC { uint n; uint xRow0; float eps; uint addRes; } pc;
+layout(std430, binding = 4) readonly buffer DB { float D[]; };
+layout(std430, binding = 5) readonly buffer WTB { float WTS[]; };
+layout(std430, binding = 6) readonly buffer DSB { float DS[]; };
+layout(std430, binding = 7) readonly buffer SGB { float SG[]; };
+layout(push_constant) uniform PC { uint n; uint xRow0; float eps; uint mode; uint K; uint pad0; uint pad1; uint pad2; } pc;
 shared float red[256];
 
 void main() {
   uint t = gl_WorkGroupID.x, tid = gl_LocalInvocationID.x;
   uint xo = (pc.xRow0 + t) * pc.n, yo = t * pc.n;
   float ss = 0.0;
-  if (pc.addRes != 0u) {
+  if (pc.mode == 1u) {
     for (uint i = tid; i < pc.n; i += 256u) { float v = X[xo + i] + R[xo + i]; X[xo + i] = v; ss += v * v; }
+  } else if (pc.mode == 2u) {
+    uint tt = pc.xRow0 + t;
+    float g = sigmoidf(SG[tt]);
+    for (uint i = tid; i < pc.n; i += 256u) {
+      float acc = 0.0;
+      for (uint k = 0u; k < pc.K; k++) acc += WTS[tt * pc.K + k] * D[(tt * pc.K + k) * pc.n + i];
+      float v = X[xo + i] + (acc + g * DS[xo + i]);
+      X[xo + i] = v;
+      ss += v * v;
+    }
   } else {
     for (uint i = tid; i < pc.n; i += 256u) { float v = X[xo + i]; ss += v * v; }
   }

@@ -455,11 +455,17 @@ class VkBackend implements SessionBackend {
     const kT = KV_TYPE_IDS[this.kvTypes.k], vT = KV_TYPE_IDS[this.kvTypes.v];
     // one token: stacked projections (one matvec, outputs read through views of STK)
     const dec = T === 1;
+    // the residual update still owed to X, applied by the next norm (rmsnorm.comp modes 1 and 2)
+    let owed: { mode: number; r: number; sg: number } = { mode: 0, r: B.A2, sg: B.A2 };
+    const norm = (weight: number, row0: number, rows: number) => {
+      ops.op('rmsnorm', [B.X, B.A, weight, owed.r, B.DE, B.WTS, B.DS, owed.sg], [s.nEmbd, row0, eps, owed.mode, K, 0, 0, 0], [rows]);
+      owed = { mode: 0, r: B.A2, sg: B.A2 };
+    };
     for (let l = 0; l < s.nLayer; l++) {
       const w = (n: string) => e.t.get(`blk.${l}.${n}`)!.buf;
       // independent ops are issued back to back without a barrier between them (barrier = false)
       const mv = (n: string, x: number, y: number, rows: number, o: MatvecOpts = {}) => e.matvec(ops, `blk.${l}.${n}`, x, y, rows, o);
-      ops.op('rmsnorm', [B.X, B.A, w('attn_norm.weight'), B.A2], [s.nEmbd, 0, eps, 0], [T]);
+      norm(w('attn_norm.weight'), 0, T);
       const { a, b } = this.layers[l];
       if (s.recurrent[l]) {
         const v = dec ? e.stacked(ops, l, 'ssm_in', B.A) : undefined;
@@ -472,8 +478,8 @@ class VkBackend implements SessionBackend {
         }
         ops.op('ssm_conv', [U, w('ssm_conv1d.weight'), a], [st.convCh, T, s.ssmConv, 0], [Math.ceil(st.convCh / 256)]);
         ops.op('l2norm_qk', [U], [st.convCh, s.ssmHeadDim, s.ssmKHeads, fbits(1 / Math.sqrt(s.ssmHeadDim))], [T, 2 * s.ssmKHeads]);
-        ops.op('deltanet', [U, Bt, AL, w('ssm_dt.bias'), w('ssm_a'), b, B.O], [T, s.ssmHeadDim, s.ssmKHeads, s.ssmVHeads, st.convCh, 0, 0, 0], [s.ssmVHeads, Math.ceil(s.ssmHeadDim / 32)]);
-        ops.op('gated_norm', [B.O, Z, w('ssm_norm.weight')], [s.ssmHeadDim, s.ssmVHeads, eps, 0], [T, s.ssmVHeads]);
+        // the recurrence with the gated output norm fused in
+        ops.op('deltanet', [U, Bt, AL, w('ssm_dt.bias'), w('ssm_a'), b, B.O, Z, w('ssm_norm.weight')], [T, s.ssmHeadDim, s.ssmKHeads, s.ssmVHeads, st.convCh, eps, 0, 0], [s.ssmVHeads]);
         mv('ssm_out.weight', B.O, B.A2, T);
       } else {
         const qStride = 2 * s.nHead * s.headDim;
@@ -497,7 +503,8 @@ class VkBackend implements SessionBackend {
       const steer = e.options.steering;
       if (steer && steer.attnScale !== 0) ops.op('steer', [B.A2, B.STEER], [s.nEmbd, l * s.nEmbd, fbits(steer.attnScale), 0], [T]);
       // MoE (the residual add of the attention output is fused into the norm)
-      ops.op('rmsnorm', [B.X, B.A, w('post_attention_norm.weight'), B.A2], [s.nEmbd, 0, eps, 1], [T]);
+      owed = { mode: 1, r: B.A2, sg: B.A2 };
+      norm(w('post_attention_norm.weight'), 0, T);
       // shared expert and router logits only need the normed input: issued back to back
       const rv = dec ? e.stacked(ops, l, 'router_in', B.A, false) : undefined;
       const [R, SG] = rv ?? [B.R, B.SG];
@@ -527,14 +534,15 @@ class VkBackend implements SessionBackend {
         // FFN steering edits the MoE output before the residual add
         ops.op('moe_combine', [B.M, B.DE, B.WTS, B.DS, SG], [s.nEmbd, K, T, 0], [Math.ceil((T * s.nEmbd) / 256)]);
         ops.op('steer', [B.M, B.STEER], [s.nEmbd, l * s.nEmbd, fbits(steer.ffnScale), 0], [T]);
-        ops.op('add', [B.X, B.M], [T * s.nEmbd], [Math.ceil((T * s.nEmbd) / 256)]);
+        owed = { mode: 1, r: B.M, sg: B.A2 };
       } else {
-        ops.op('moe_combine', [B.X, B.DE, B.WTS, B.DS, SG], [s.nEmbd, K, T, 1], [Math.ceil((T * s.nEmbd) / 256)]);
+        owed = { mode: 2, r: B.A2, sg: SG };
       }
     }
+    // rows before logitsFrom are never read again, so their last residual update is skipped
     const n = T - logitsFrom;
     if (n > 0) {
-      ops.op('rmsnorm', [B.X, B.A, e.t.get('output_norm.weight')!.buf, B.A2], [s.nEmbd, logitsFrom, eps, 0], [n]);
+      norm(e.t.get('output_norm.weight')!.buf, logitsFrom, n);
       e.matvec(ops, 'output.weight', B.A, B.LOGITS, n);
     }
     const cmd = e.dev.record(ops.build(), e.options.vkProfile === true);
