@@ -1,5 +1,6 @@
 #version 450
-// deltanet: the gated delta rule, token by token, for one value head per workgroup.
+// deltanet: the gated delta rule, token by token, for one value head per workgroup (q/k L2 norm
+// and the gated output norm fused in).
 //   S ← e^g S;  r = Sᵀk;  δ = β(v − r);  S ← S + k δᵀ;  o = Sᵀq
 // with β = σ(b), g = A·softplus(α + dt), q/k of key head h mod hk (GGUF tiling).
 // State layout on the GPU: S[(h·dk + i)·dk + j] = S_h[i][j] (key-index major, so the 128 threads
@@ -22,10 +23,11 @@ layout(std430, binding = 5) buffer SB { float S[]; };
 layout(std430, binding = 6) buffer OB { float O[]; };
 layout(std430, binding = 7) readonly buffer ZB { float Z[]; };
 layout(std430, binding = 8) readonly buffer NB { float NW[]; };
-layout(push_constant) uniform PC { uint T; uint dk; uint hk; uint hv; uint convCh; float eps; uint pad1; uint pad2; } pc;
+layout(push_constant) uniform PC { uint T; uint dk; uint hk; uint hv; uint convCh; float eps; float qScale; uint pad2; } pc;
 shared float q[128];
 shared float k[128];
 shared float red[128];
+shared float red2[128];
 
 float softplusf(float x) { return x > 20.0 ? x : log(1.0 + exp(x)); }
 
@@ -38,7 +40,15 @@ void main() {
   [[unroll]] for (uint i = 0u; i < 128u; i++) col[i] = (j < pc.dk && i < pc.dk) ? S[base + i * pc.dk] : 0.0;
   for (uint t = 0u; t < pc.T; t++) {
     uint ub = t * pc.convCh;
-    if (j < pc.dk) { q[j] = U[ub + kh * pc.dk + j]; k[j] = U[ub + pc.hk * pc.dk + kh * pc.dk + j]; }
+    // q, k ← x / sqrt(Σx² + 1e-6), q also × 1/sqrt(dk): the L2 norm is fused in (both value heads
+    // of a key head normalise the same q/k; cheaper than a dispatch and a barrier level)
+    float qv = j < pc.dk ? U[ub + kh * pc.dk + j] : 0.0, kv = j < pc.dk ? U[ub + pc.hk * pc.dk + kh * pc.dk + j] : 0.0;
+    float sq = subgroupAdd(qv * qv), sk = subgroupAdd(kv * kv);
+    if (subgroupElect()) { red[gl_SubgroupID] = sq; red2[gl_SubgroupID] = sk; }
+    barrier();
+    sq = 0.0; sk = 0.0;
+    for (uint sg = 0u; sg < gl_NumSubgroups; sg++) { sq += red[sg]; sk += red2[sg]; }
+    if (j < pc.dk) { q[j] = qv * (inversesqrt(sq + 1e-6) * pc.qScale); k[j] = kv * inversesqrt(sk + 1e-6); }
     barrier();
     float beta = sigmoidf(Bt[t * pc.hv + h]);
     float decay = exp(A[h] * softplusf(AL[t * pc.hv + h] + DT[h]));

@@ -111,7 +111,6 @@ export const PIPELINES: Record<string, PipelineDef> = {
   attn_softmax: { bindings: 2, push: 8 },
   attn_reduce: { bindings: 4, push: 32 },
   ssm_conv: { bindings: 3, push: 16 },
-  l2norm_qk: { bindings: 1, push: 16 },
   deltanet: { bindings: 9, push: 32 },
   router: { bindings: 3, push: 8 },
   moe_combine: { bindings: 5, push: 16 },

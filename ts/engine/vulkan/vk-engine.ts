@@ -477,9 +477,8 @@ class VkBackend implements SessionBackend {
           mv('ssm_alpha.weight', B.A, AL, T);
         }
         ops.op('ssm_conv', [U, w('ssm_conv1d.weight'), a], [st.convCh, T, s.ssmConv, 0], [Math.ceil(st.convCh / 256)]);
-        ops.op('l2norm_qk', [U], [st.convCh, s.ssmHeadDim, s.ssmKHeads, fbits(1 / Math.sqrt(s.ssmHeadDim))], [T, 2 * s.ssmKHeads]);
-        // the recurrence with the gated output norm fused in
-        ops.op('deltanet', [U, Bt, AL, w('ssm_dt.bias'), w('ssm_a'), b, B.O, Z, w('ssm_norm.weight')], [T, s.ssmHeadDim, s.ssmKHeads, s.ssmVHeads, st.convCh, eps, 0, 0], [s.ssmVHeads]);
+        // the recurrence with the q/k L2 norm and the gated output norm fused in
+        ops.op('deltanet', [U, Bt, AL, w('ssm_dt.bias'), w('ssm_a'), b, B.O, Z, w('ssm_norm.weight')], [T, s.ssmHeadDim, s.ssmKHeads, s.ssmVHeads, st.convCh, eps, fbits(1 / Math.sqrt(s.ssmHeadDim)), 0], [s.ssmVHeads]);
         mv('ssm_out.weight', B.O, B.A2, T);
       } else {
         const qStride = 2 * s.nHead * s.headDim;
@@ -565,7 +564,8 @@ class VkBackend implements SessionBackend {
     const n = T - logitsFrom;
     if (n <= 0) return [];
     const all = new Float32Array(e.dev.read(e.buf.LOGITS, 0, n * s.nVocab * 4));
-    return Array.from({ length: n }, (_, i) => all.slice(i * s.nVocab, (i + 1) * s.nVocab));
+    // one row (decode): the read-back copy itself, no second 1 MB copy
+    return n === 1 ? [all] : Array.from({ length: n }, (_, i) => all.slice(i * s.nVocab, (i + 1) * s.nVocab));
   }
 
   readRecurrent(): Uint8Array {
