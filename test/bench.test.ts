@@ -52,5 +52,10 @@ describe('q36-bench', () => {
     expect(r.status).toBe(2);
     expect(r.stderr).toMatch(/ctx-start/);
     expect(bench('--cpu', '--gen-tokens', 'x').stderr).toMatch(/--gen-tokens expects a number/);
+    const c = bench('--cpu', '-m', fixture('tinyA/tinyA-q2.gguf'), '--ctx', '64');
+    expect(c.status).toBe(2);
+    expect(c.stderr).toMatch(/--ctx is not a q36-bench flag/);
+    // the engine flags come from the shared table: a bad KV type is named like in q36
+    expect(bench('--cpu', '-m', fixture('tinyA/tinyA-q2.gguf'), '--ctx-start', '16', '--ctx-max', '32', '--step-incr', '8', '-ctk', 'q5_9').stderr).toMatch(/cache-type-k must be one of/);
   });
 });

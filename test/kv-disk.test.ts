@@ -83,6 +83,22 @@ describe('disk KV cache', () => {
     expect(fs.existsSync(b)).toBe(false);
   });
 
+  it('lookups see files changed, replaced or removed behind the cache (the in-memory index revalidates)', () => {
+    const dir = tmpDir();
+    const c = new DiskCache({ dir, budgetBytes: 1 << 30 });
+    const payload = new Uint8Array(64);
+    const f = c.save({ reason: 'cold', text: 'alpha beta', payload, tokens: 2, ctx: 8 });
+    expect(c.lookup('alpha beta gamma')?.text).toBe('alpha beta');
+    // another process rewrites the same file name with a different text
+    const other = decodeFile(fs.readFileSync(f));
+    other.text = 'alpha';
+    fs.writeFileSync(f, encodeFile(other));
+    expect(c.lookup('alpha beta gamma')?.text).toBe('alpha');
+    fs.rmSync(f);
+    expect(c.lookup('alpha beta gamma')).toBeUndefined();
+    expect(c.entries()).toEqual([]);
+  });
+
   it('truncated (every 1 KiB) and bit-flipped files are rejected cleanly and removed', () => {
     const dir = tmpDir();
     const c = new DiskCache({ dir, budgetBytes: 1 << 30 });

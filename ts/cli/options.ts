@@ -56,6 +56,11 @@ export const ENGINE_ARGS = {
   'dir-steering-ffn': { type: 'string', description: 'steering scale after FFN outputs (default 1 with a file, else 0)' },
 } as const;
 
+/** ENGINE_ARGS as node:util parseArgs options (q36-server and q36-bench parse with node:util, q36 with citty). */
+export const ENGINE_PARSE_OPTIONS = Object.fromEntries(Object.entries(ENGINE_ARGS).map(([k, v]) => [k, { type: v.type }])) as {
+  [K in keyof typeof ENGINE_ARGS]: { type: (typeof ENGINE_ARGS)[K]['type'] };
+};
+
 export const SAMPLING_ARGS = {
   temp: { type: 'string', description: 'temperature (0 = greedy)', default: '0.6' },
   'top-p': { type: 'string', description: 'nucleus sampling mass', default: '0.95' },

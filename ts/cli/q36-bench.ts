@@ -13,7 +13,7 @@ import { kvBytesPerToken } from '../engine/payload.js';
 import { DEFAULT_MODEL, ROOT } from '../paths.js';
 import { CSV_HEADER, csvRow, frontierList, runFrontiers, tokenSequence } from '../bench/frontiers.js';
 import { CliError, openModelHeader } from './load-tokenizer.js';
-import { engineOptions, normalizeArgv, num } from './options.js';
+import { ENGINE_PARSE_OPTIONS, engineOptions, normalizeArgv, num } from './options.js';
 
 const HELP = `usage: q36-bench [--cpu|--vulkan] -m MODEL [--prompt-file F] --ctx-start N --ctx-max N (--step-incr N | --step-mul F)
                  [--gen-tokens 128] [-ctk f16|q8_0|q4_0] [-ctv f16|q8_0|q4_0] [--warmup N] [--vk-device N]
@@ -27,11 +27,11 @@ async function main(): Promise<number> {
     a = parseArgs({
       args: normalizeArgv(process.argv.slice(2)),
       options: {
+        ...ENGINE_PARSE_OPTIONS,
         model: { type: 'string', short: 'm', default: DEFAULT_MODEL }, 'prompt-file': { type: 'string' },
         'ctx-start': { type: 'string', default: '2048' }, 'ctx-max': { type: 'string', default: '32768' },
         'step-incr': { type: 'string' }, 'step-mul': { type: 'string' }, 'gen-tokens': { type: 'string', default: '128' },
-        'cache-type-k': { type: 'string' }, 'cache-type-v': { type: 'string' }, warmup: { type: 'string', default: '0' },
-        cpu: { type: 'boolean' }, vulkan: { type: 'boolean' }, 'vk-device': { type: 'string' }, 'expert-cache-mb': { type: 'string' },
+        warmup: { type: 'string', default: '0' },
         help: { type: 'boolean', short: 'h' },
       },
     }).values;
@@ -39,6 +39,7 @@ async function main(): Promise<number> {
     throw new CliError((e as Error).message);
   }
   if (a.help) { console.log(HELP); return 0; }
+  if (a.ctx !== undefined) throw new CliError('--ctx is not a q36-bench flag: the context is sized from --ctx-max and --gen-tokens');
   const start = num('--ctx-start', a['ctx-start'], { min: 1, int: true })!;
   const max = num('--ctx-max', a['ctx-max'], { min: 1, int: true })!;
   const gen = num('--gen-tokens', a['gen-tokens'], { min: 0, int: true })!;

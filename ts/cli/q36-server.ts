@@ -9,7 +9,7 @@ import { openEngine } from '../engine/index.js';
 import { DEFAULT_MODEL } from '../paths.js';
 import { buildApp } from '../server/app.js';
 import { CliError, openModelHeader } from './load-tokenizer.js';
-import { engineOptions, normalizeArgv, num } from './options.js';
+import { ENGINE_PARSE_OPTIONS, engineOptions, normalizeArgv, num } from './options.js';
 
 const HELP = `usage: q36-server [-m MODEL] [--cpu|--vulkan] [--host 127.0.0.1] [--port 8000] [--ctx N] [-ctk T -ctv T]
                   [--cors] [--api-key KEY] [--trace FILE] [--tool-memory-max-ids 100000] [--disable-exact-tool-replay]
@@ -24,11 +24,11 @@ async function main(): Promise<number> {
     a = parseArgs({
       args: normalizeArgv(process.argv.slice(2)),
       options: {
+        ...ENGINE_PARSE_OPTIONS,
         model: { type: 'string', short: 'm', default: DEFAULT_MODEL }, host: { type: 'string', default: '127.0.0.1' }, port: { type: 'string', default: '8000' },
-        ctx: { type: 'string' }, 'cache-type-k': { type: 'string' }, 'cache-type-v': { type: 'string' }, cpu: { type: 'boolean' }, vulkan: { type: 'boolean' },
-        'vk-device': { type: 'string' }, cors: { type: 'boolean' }, 'api-key': { type: 'string' }, trace: { type: 'string' },
+        cors: { type: 'boolean' }, 'api-key': { type: 'string' }, trace: { type: 'string' },
         'tool-memory-max-ids': { type: 'string', default: '100000' }, 'disable-exact-tool-replay': { type: 'boolean' },
-        'max-body-mb': { type: 'string', default: '32' }, 'max-tokens': { type: 'string', default: '4096' }, 'expert-cache-mb': { type: 'string' },
+        'max-body-mb': { type: 'string', default: '32' }, 'max-tokens': { type: 'string', default: '4096' },
         'kv-disk-dir': { type: 'string' }, 'kv-disk-space-mb': { type: 'string', default: '8192' },
         'kv-cache-min-tokens': { type: 'string', default: '512' }, 'kv-cache-cold-max-tokens': { type: 'string', default: '30000' },
         'kv-cache-continued-interval-tokens': { type: 'string', default: '10240' }, 'kv-cache-boundary-trim-tokens': { type: 'string', default: '32' },

@@ -70,7 +70,9 @@ export class VkEngine implements Engine {
   private viewCache = new Map<string, number>();
   /** engine-wide scratch buffers (one step at a time) */
   readonly buf: Record<string, number> = {};
-  private embd: { t: TensorInfo; data?: Uint8Array; fd: number };
+  private embd: { t: TensorInfo; data?: Uint8Array };
+  /** the model file, open for the engine's lifetime (weight uploads, then embedding rows) */
+  private readonly fd: number;
   private weightBytes = 0;
   private scratchBytes = 0;
   private sessionBytes: number;
@@ -95,17 +97,19 @@ export class VkEngine implements Engine {
     this.pipes = new Pipelines(this.dev, PIPELINES);
     this.logitsRows = this.chunk * s.nVocab * 4 <= 64 << 20 ? this.chunk : 1;
     this.sessionBytes = this.sessionSize();
+    let fd = -1;
     try {
+      this.fd = fd = fs.openSync(options.model, 'r');
       this.checkBudget();
       this.loadWeights();
       this.allocScratch();
     } catch (e) {
       this.dev.dispose();
+      if (fd >= 0) fs.closeSync(fd);
       throw e;
     }
-    const fd = fs.openSync(options.model, 'r');
     const et = this.file.tensorByName.get('token_embd.weight')!;
-    this.embd = { t: et, fd, data: et.nbytes <= 256 << 20 ? readBytes(fd, et, 0, et.nbytes) : undefined };
+    this.embd = { t: et, data: et.nbytes <= 256 << 20 ? readBytes(this.fd, et, 0, et.nbytes) : undefined };
   }
 
   private sessionSize(): number {
@@ -140,24 +144,19 @@ export class VkEngine implements Engine {
   }
 
   private upload(name: string, t: TensorInfo, asF32: boolean): DevTensor {
-    const fd = fs.openSync(this.file.path, 'r');
-    try {
-      let data: Uint8Array;
-      let type = t.type, rb = t.rowBytes;
-      if (asF32 && t.type !== GgmlType.F32) {
-        data = new Uint8Array(this.q.dequantize(t.type, readBytes(fd, t, 0, t.nbytes), t.rows * t.rowElems).buffer);
-        type = GgmlType.F32;
-        rb = t.rowElems * 4;
-      } else data = new Uint8Array(0);
-      const bytes = asF32 ? t.rows * t.rowElems * 4 : t.nbytes;
-      const buf = this.dev.createBuffer(bytes, false);
-      if (data.byteLength) this.dev.write(buf, 0, data);
-      else for (let o = 0; o < t.nbytes; o += 64 << 20) this.dev.write(buf, o, readBytes(fd, t, o, Math.min(64 << 20, t.nbytes - o)));
-      this.weightBytes += bytes;
-      return { buf, type, rowBytes: rb, ne0: t.rowElems, rows: t.rows, bytes };
-    } finally {
-      fs.closeSync(fd);
+    const fd = this.fd;
+    let type = t.type, rb = t.rowBytes;
+    const bytes = asF32 ? t.rows * t.rowElems * 4 : t.nbytes;
+    const buf = this.dev.createBuffer(bytes, false);
+    if (asF32 && t.type !== GgmlType.F32) {
+      this.dev.write(buf, 0, new Uint8Array(this.q.dequantize(t.type, readBytes(fd, t, 0, t.nbytes), t.rows * t.rowElems).buffer));
+      type = GgmlType.F32;
+      rb = t.rowElems * 4;
+    } else {
+      for (let o = 0; o < t.nbytes; o += 64 << 20) this.dev.write(buf, o, readBytes(fd, t, o, Math.min(64 << 20, t.nbytes - o)));
     }
+    this.weightBytes += bytes;
+    return { buf, type, rowBytes: rb, ne0: t.rowElems, rows: t.rows, bytes };
   }
 
   private loadWeights(): void {
@@ -202,19 +201,14 @@ export class VkEngine implements Engine {
     }
     if (total * rb > info.maxStorageBufferRange) return false;
     const buf = this.dev.createBuffer(total * rb, false);
-    const fd = fs.openSync(this.file.path, 'r');
-    try {
-      let row = 0;
-      ts.forEach((t, i) => {
-        const raw = readBytes(fd, t!, 0, t!.nbytes);
-        const data = asF32[i] && t!.type !== GgmlType.F32 ? new Uint8Array(this.q.dequantize(t!.type, raw, t!.rows * t!.rowElems).buffer) : raw;
-        this.dev.write(buf, row * rb, data);
-        this.t.set(names[i], { buf, type: types[0], rowBytes: rb, ne0: t!.rowElems, rows: t!.rows, bytes: data.byteLength, rowOffset: row });
-        row += t!.rows;
-      });
-    } finally {
-      fs.closeSync(fd);
-    }
+    let row = 0;
+    ts.forEach((t, i) => {
+      const raw = readBytes(this.fd, t!, 0, t!.nbytes);
+      const data = asF32[i] && t!.type !== GgmlType.F32 ? new Uint8Array(this.q.dequantize(t!.type, raw, t!.rows * t!.rowElems).buffer) : raw;
+      this.dev.write(buf, row * rb, data);
+      this.t.set(names[i], { buf, type: types[0], rowBytes: rb, ne0: t!.rowElems, rows: t!.rows, bytes: data.byteLength, rowOffset: row });
+      row += t!.rows;
+    });
     this.weightBytes += total * rb;
     const w: DevTensor = { buf, type: types[0], rowBytes: rb, ne0: ts[0]!.rowElems, rows: total, bytes: total * rb };
     // views of the decode output buffer STK (allocated in allocScratch) at each part's rows
@@ -238,21 +232,16 @@ export class VkEngine implements Engine {
     const experts = kind === 'exps' ? this.shape.nExpert : 1;
     const part = g.nbytes / experts; // one expert's gate (or up) rows
     const buf = this.dev.createBuffer(2 * g.nbytes, false);
-    const fd = fs.openSync(this.file.path, 'r');
-    try {
-      // stage whole experts in ≤ 64 MiB pieces: [gate_e; up_e] for each expert e
-      const per = Math.max(1, Math.floor((64 << 20) / (2 * part)));
-      for (let e0 = 0; e0 < experts; e0 += per) {
-        const n = Math.min(per, experts - e0);
-        const stage = new Uint8Array(2 * part * n);
-        for (let i = 0; i < n; i++) {
-          readTensorBytes(fd, g, stage.subarray(2 * part * i, 2 * part * i + part), (e0 + i) * part, part);
-          readTensorBytes(fd, u, stage.subarray(2 * part * i + part, 2 * part * (i + 1)), (e0 + i) * part, part);
-        }
-        this.dev.write(buf, 2 * part * e0, stage);
+    // stage whole experts in ≤ 64 MiB pieces: [gate_e; up_e] for each expert e
+    const per = Math.max(1, Math.floor((64 << 20) / (2 * part)));
+    for (let e0 = 0; e0 < experts; e0 += per) {
+      const n = Math.min(per, experts - e0);
+      const stage = new Uint8Array(2 * part * n);
+      for (let i = 0; i < n; i++) {
+        readTensorBytes(this.fd, g, stage.subarray(2 * part * i, 2 * part * i + part), (e0 + i) * part, part);
+        readTensorBytes(this.fd, u, stage.subarray(2 * part * i + part, 2 * part * (i + 1)), (e0 + i) * part, part);
       }
-    } finally {
-      fs.closeSync(fd);
+      this.dev.write(buf, 2 * part * e0, stage);
     }
     this.weightBytes += 2 * g.nbytes;
     this.t.set(`blk.${l}.ffn_gate_up_${kind}.weight`, { buf, type: g.type, rowBytes: g.rowBytes, ne0: g.rowElems, rows: 2 * g.rows, bytes: 2 * g.nbytes, glu: true });
@@ -315,7 +304,8 @@ export class VkEngine implements Engine {
 
   /** Embedding rows of the tokens, dequantized on the host. */
   embed(tokens: number[]): Float32Array {
-    const { t, data, fd } = this.embd;
+    const { t, data } = this.embd;
+    const fd = this.fd;
     const n = this.shape.nEmbd;
     const out = new Float32Array(tokens.length * n);
     tokens.forEach((id, i) => {
@@ -379,7 +369,7 @@ export class VkEngine implements Engine {
   }
 
   dispose(): void {
-    fs.closeSync(this.embd.fd);
+    fs.closeSync(this.fd);
     this.dev.dispose();
   }
 }

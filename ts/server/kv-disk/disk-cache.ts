@@ -22,6 +22,9 @@ export interface CacheEntry {
 }
 
 export class DiskCache {
+  /** entries() results by file, valid while the file's inode, size and mtime are unchanged */
+  private index = new Map<string, { ino: number; size: number; mtimeMs: number; entry: CacheEntry }>();
+
   constructor(readonly o: DiskCacheOptions) {
     fs.mkdirSync(o.dir, { recursive: true });
     // leftovers of a crash during a save are never valid files
@@ -57,36 +60,57 @@ export class DiskCache {
     return file;
   }
 
-  /** Headers and texts of every readable file (payloads are not read). */
+  /**
+   * Headers and texts of every readable file (payloads are not read). A file whose inode, size and
+   * mtime are unchanged since the last call is served from memory, so a lookup per request costs
+   * one readdir and a stat per file rather than re-reading every header and text.
+   */
   entries(): CacheEntry[] {
     const out: CacheEntry[] = [];
+    const seen = new Set<string>();
     for (const name of fs.readdirSync(this.o.dir)) {
       if (!name.endsWith('.kv')) continue;
       const file = path.join(this.o.dir, name);
       try {
-        const fd = fs.openSync(file, 'r');
-        try {
-          const size = fs.fstatSync(fd).size;
-          const hb = Buffer.alloc(Math.min(size, HEADER_BYTES + 4));
-          fs.readSync(fd, hb, 0, hb.length, 0);
-          const header = decodeHeader(hb.subarray(0, HEADER_BYTES), size);
-          if (hb.length < HEADER_BYTES + 4) throw new KvcError('truncated before the text length');
-          const tlen = hb.readUInt32LE(HEADER_BYTES);
-          if (HEADER_BYTES + 4 + tlen + header.payloadBytes > size) throw new KvcError('truncated: text and payload run past the end of the file');
-          const tb = Buffer.alloc(tlen);
-          fs.readSync(fd, tb, 0, tlen, HEADER_BYTES + 4);
-          out.push({ file, header, text: tb.toString('utf8') });
-        } finally {
-          fs.closeSync(fd);
+        const st = fs.statSync(file);
+        const known = this.index.get(file);
+        if (known && known.ino === st.ino && known.size === st.size && known.mtimeMs === st.mtimeMs) {
+          out.push(known.entry);
+          seen.add(file);
+          continue;
         }
+        const entry = this.readEntry(file);
+        this.index.set(file, { ino: st.ino, size: st.size, mtimeMs: st.mtimeMs, entry });
+        out.push(entry);
+        seen.add(file);
       } catch (e) {
         this.reject(file, (e as Error).message);
       }
     }
+    for (const f of this.index.keys()) if (!seen.has(f)) this.index.delete(f);
     return out;
   }
 
+  private readEntry(file: string): CacheEntry {
+    const fd = fs.openSync(file, 'r');
+    try {
+      const size = fs.fstatSync(fd).size;
+      const hb = Buffer.alloc(Math.min(size, HEADER_BYTES + 4));
+      fs.readSync(fd, hb, 0, hb.length, 0);
+      const header = decodeHeader(hb.subarray(0, HEADER_BYTES), size);
+      if (hb.length < HEADER_BYTES + 4) throw new KvcError('truncated before the text length');
+      const tlen = hb.readUInt32LE(HEADER_BYTES);
+      if (HEADER_BYTES + 4 + tlen + header.payloadBytes > size) throw new KvcError('truncated: text and payload run past the end of the file');
+      const tb = Buffer.alloc(tlen);
+      fs.readSync(fd, tb, 0, tlen, HEADER_BYTES + 4);
+      return { file, header, text: tb.toString('utf8') };
+    } finally {
+      fs.closeSync(fd);
+    }
+  }
+
   private reject(file: string, why: string): void {
+    this.index.delete(file);
     let ours = false;
     try { const b = Buffer.alloc(3); const fd = fs.openSync(file, 'r'); fs.readSync(fd, b, 0, 3, 0); fs.closeSync(fd); ours = b.toString('latin1') === 'KVC'; } catch { /* unreadable */ }
     this.log(`skipping ${path.basename(file)}: ${why}${ours ? ' (deleted: corrupt cache file)' : ''}`);
