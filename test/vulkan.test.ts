@@ -64,6 +64,27 @@ describe('matvec shaders vs the WASM reference (random blocks of every Vulkan ty
     [wb, xb, yb, ib].forEach((b) => dev.freeBuffer(b));
   });
 
+  it('argmax: first maximum on ties, NaN flagged, offset row', () => {
+    const n = 70001, rng = new Rng(5);
+    const rows = new Float32Array(2 * n).map(() => rng.normal());
+    const b = dev.createBuffer(rows.byteLength, false), arg = dev.createBuffer(8, true);
+    const run = () => {
+      dev.write(b, 0, new Uint8Array(rows.buffer));
+      const cmd = dev.record(new OpList(pipes).op('argmax', [b, arg], [n, n], [1]).build(), false);
+      dev.runSync(cmd);
+      dev.freeCommand(cmd);
+      return Array.from(new Uint32Array(dev.read(arg, 0, 8)));
+    };
+    const hostArgmax = () => { let bi = 0; for (let i = 1; i < n; i++) if (rows[n + i] > rows[n + bi]) bi = i; return bi; };
+    expect(run()).toEqual([hostArgmax(), 0]);
+    // the same maximum at three places in the second row: the lowest index wins
+    for (const i of [60000, 123, 4567]) rows[n + i] = 99;
+    expect(run()).toEqual([123, 0]);
+    rows[n + 7] = NaN;
+    expect(run()[1]).toBe(1);
+    dev.freeBuffer(b); dev.freeBuffer(arg);
+  });
+
   it('routed-expert gather (matvec flags 1 and 3) picks the expert of each row', () => {
     const t = GgmlType.Q2_K, rng = new Rng(99);
     const nExp = 3, rows = 6, n = 512, K = 2, T = 2, rb = rowBytes(t, n);
@@ -150,6 +171,21 @@ describe('Vulkan prefill equals token-by-token decode; payloads move between bac
     console.log(`vulkan prefill ${n}: max |chunked − token-by-token| = ${m.toExponential(2)}`);
     expect(m).toBeLessThanOrEqual(1e-3);
     a.dispose(); b.dispose();
+  });
+
+  it('greedy sampling takes the device arg-max, equal to the first maximum of the read-back row, across interleaved sessions', async () => {
+    const first = (l: Float32Array) => { let bi = 0; for (let i = 1; i < l.length; i++) if (l[i] > l[bi]) bi = i; return bi; };
+    const a = vk.newSession(), b = vk.newSession();
+    await a.eval([5, 17, 300, 42, 9]);
+    const idA = a.sample({ temperature: 0 }); // nothing read back yet: the device's arg-max
+    await b.eval([700, 3, 3, 81]); // overwrites the engine's logits buffers: a's row is kept first
+    const idB = b.sample({ temperature: 0 });
+    expect(idA).toBe(first(a.logits()));
+    expect(idB).toBe(first(b.logits()));
+    const c = cpu.newSession();
+    await c.eval([5, 17, 300, 42, 9]);
+    expect(idA).toBe(c.sample({ temperature: 0 }));
+    a.dispose(); b.dispose(); c.dispose();
   });
 
   it('a payload saved on Vulkan continues on the CPU (and back) like an uninterrupted run', async () => {

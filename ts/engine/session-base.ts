@@ -18,8 +18,16 @@ export interface SessionBackend {
   readonly logitsRows: number;
   readonly snapshotInterval: number;
   readonly maxSnapshots: number;
-  /** runs tokens at positions pos… ; returns logits rows for rows from `logitsFrom` on */
-  forward(tokens: number[], pos: number, logitsFrom: number): Promise<Float32Array[]>;
+  /**
+   * Runs tokens at positions pos… ; returns logits rows for rows from `logitsFrom` on. With
+   * `deferLast` (only asked when a backend has readLast and exactly the last row is wanted) the
+   * backend may keep that row on the device and return []: readLast() then reads it, and
+   * lastArgmax() gives its arg-max without reading it, until the next forward call.
+   */
+  forward(tokens: number[], pos: number, logitsFrom: number, deferLast?: boolean): Promise<Float32Array[]>;
+  readLast?(): Float32Array;
+  /** the deferred row's arg-max (lowest index on ties), or undefined when it cannot tell (NaN, all −∞) */
+  lastArgmax?(): number | undefined;
   /** DeltaNet conv + recurrent states of all recurrent layers, in layer order */
   readRecurrent(): Uint8Array;
   writeRecurrent(state: Uint8Array | null): void;
@@ -36,6 +44,8 @@ const EMPTY = new Float32Array(0);
 export class BaseSession implements Session {
   private toks: number[] = [];
   private last: Float32Array = EMPTY;
+  /** the last token's logits are still on the device (forward deferLast): read on first use */
+  private lastOnDevice = false;
   private snaps: Snapshot[] = [];
   private disposed = false;
 
@@ -55,7 +65,18 @@ export class BaseSession implements Session {
   private reset(): void {
     this.b.writeRecurrent(null);
     this.toks = [];
-    this.last = EMPTY;
+    this.setLast(EMPTY);
+  }
+
+  private setLast(l: Float32Array): void {
+    this.last = l;
+    this.lastOnDevice = false;
+  }
+
+  /** The last token's logits (read back now if they were left on the device), or EMPTY. */
+  private current(): Float32Array {
+    if (this.lastOnDevice) this.setLast(this.b.readLast!());
+    return this.last;
   }
 
   async eval(tokens: readonly number[], o: EvalOptions = {}): Promise<void> {
@@ -76,9 +97,16 @@ export class BaseSession implements Session {
       const part = tokens.slice(done, done + T);
       const last = done + T === tokens.length;
       const from = o.onLogits ? 0 : last ? T - 1 : T;
-      const rows = await b.forward(part, pos, from);
+      // greedy decoding never needs the logits on the host: leave them on the device when we can
+      const defer = from === T - 1 && !o.onLogits && b.readLast !== undefined;
+      // this forward overwrites logits a backend kept for us: they belonged to an older token
+      if (this.lastOnDevice) this.setLast(EMPTY);
+      const rows = await b.forward(part, pos, from, defer);
       if (o.onLogits) rows.forEach((r, i) => o.onLogits!(r, pos + i));
-      if (last) this.last = rows[rows.length - 1];
+      if (last) {
+        if (defer && rows.length === 0) { this.last = EMPTY; this.lastOnDevice = true; }
+        else this.setLast(rows[rows.length - 1]);
+      }
       this.toks.push(...part);
       done += T;
       o.progress?.(done, tokens.length);
@@ -98,8 +126,9 @@ export class BaseSession implements Session {
 
   logits(): Float32Array {
     this.check();
-    if (this.last.length === 0) throw new Error('no logits: evaluate at least one token first');
-    return this.last;
+    const l = this.current();
+    if (l.length === 0) throw new Error('no logits: evaluate at least one token first');
+    return l;
   }
 
   commonPrefix(tokens: readonly number[]): number {
@@ -108,14 +137,14 @@ export class BaseSession implements Session {
 
   snapshot(): Snapshot {
     this.check();
-    return this.capture(this.last);
+    return this.capture(this.current());
   }
 
   /** Keeps a rewind point at the current position (e.g. where the next request is expected to diverge). */
   checkpoint(): void {
     this.check();
     if (this.snaps.some((x) => x.pos === this.toks.length)) return;
-    this.snaps.push(this.capture(this.last));
+    this.snaps.push(this.capture(this.current()));
     this.snaps.sort((a, b) => a.pos - b.pos);
     while (this.snaps.length > this.b.maxSnapshots) this.snaps.splice(1, 1);
   }
@@ -128,7 +157,7 @@ export class BaseSession implements Session {
     if (commonPrefix(this.toks, snap.tokens) < snap.pos) throw new Error('snapshot does not match this session\'s KV cache (its tokens were overwritten)');
     this.b.writeRecurrent(snap.state);
     this.toks = snap.tokens.slice();
-    this.last = snap.logits.slice();
+    this.setLast(snap.logits.slice());
     this.snaps = this.snaps.filter((x) => x.pos <= snap.pos);
   }
 
@@ -169,7 +198,8 @@ export class BaseSession implements Session {
     for (let o = 0; o < rec.byteLength; o += st.convBytes + st.ssmBytes) {
       recurrent.push({ conv: rec.subarray(o, o + st.convBytes), ssm: rec.subarray(o + st.convBytes, o + st.convBytes + st.ssmBytes) });
     }
-    const logits = this.last.length ? this.last : new Float32Array(s.nVocab);
+    const cur = this.current();
+    const logits = cur.length ? cur : new Float32Array(s.nVocab);
     return encodePayload(s, { ctx: this.b.ctx, chunk: this.b.chunk, kType: kT, vType: vT, tokens: this.toks, logits, kv, recurrent });
   }
 
@@ -189,7 +219,7 @@ export class BaseSession implements Session {
     p.recurrent.forEach((r, i) => { rec.set(r.conv, i * (st.convBytes + st.ssmBytes)); rec.set(r.ssm, i * (st.convBytes + st.ssmBytes) + st.convBytes); });
     this.b.writeRecurrent(rec);
     this.toks = Array.from(p.tokens);
-    this.last = p.tokens.length ? p.logits.slice() : EMPTY;
+    this.setLast(p.tokens.length ? p.logits.slice() : EMPTY);
     this.snaps = [];
   }
 
@@ -198,6 +228,12 @@ export class BaseSession implements Session {
   }
 
   sample(o: SampleOptions): number {
+    this.check();
+    // greedy (the WASM sampler's temperature ≤ 0 case: first maximum) from the device's arg-max
+    if (this.lastOnDevice && o.temperature <= 0) {
+      const id = this.b.lastArgmax?.();
+      if (id !== undefined) return id;
+    }
     return this.b.sample(this.logits(), o);
   }
 

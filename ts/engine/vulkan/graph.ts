@@ -115,4 +115,5 @@ export const PIPELINES: Record<string, PipelineDef> = {
   router: { bindings: 3, push: 8 },
   moe_combine: { bindings: 5, push: 16 },
   steer: { bindings: 2, push: 16 },
+  argmax: { bindings: 2, push: 8 },
 };

@@ -77,6 +77,8 @@ export class VkEngine implements Engine {
   private scratchBytes = 0;
   private sessionBytes: number;
   readonly logitsPtr: number;
+  /** the session whose last logits row is still only in LOGITS/ARG (forward deferLast) */
+  deferredBy?: VkBackend;
   /** wall milliseconds spent in dev.run (submit to fence) since the engine opened, for benchmarks */
   runMs = 0;
   /** with vkProfile: GPU time of each dispatch of the last step */
@@ -277,6 +279,7 @@ export class VkEngine implements Engine {
     }
     f('LOGITS', this.logitsRows * s.nVocab, true);
     f('PARAMS', 4, true);
+    f('ARG', 2, true);
     // RoPE table (cos, sin) per position and frequency, computed in f64
     const half = s.nRot / 2, ctx = this.options.ctx;
     const rope = new Float32Array(ctx * half * 2);
@@ -417,6 +420,8 @@ class VkBackend implements SessionBackend {
   private stepNames = new Map<number, string[]>();
   private rng: number;
   private freed = false;
+  /** our deferred logits row and arg-max, saved by keep() */
+  private kept?: { row: Float32Array; arg: Uint32Array };
 
   constructor(private readonly e: VkEngine) {
     const s = e.shape, st = stateSizes(s);
@@ -533,15 +538,21 @@ class VkBackend implements SessionBackend {
     if (n > 0) {
       norm(e.t.get('output_norm.weight')!.buf, logitsFrom, n);
       e.matvec(ops, 'output.weight', B.A, B.LOGITS, n);
+      // greedy decoding reads this instead of the logits row (see forward's deferLast)
+      ops.op('argmax', [B.LOGITS, B.ARG], [s.nVocab, (n - 1) * s.nVocab], [1]);
     }
     const cmd = e.dev.record(ops.build(), e.options.vkProfile === true);
     this.stepNames.set(cmd, ops.names);
     return cmd;
   }
 
-  async forward(tokens: number[], pos: number, logitsFrom: number): Promise<Float32Array[]> {
+  async forward(tokens: number[], pos: number, logitsFrom: number, deferLast = false): Promise<Float32Array[]> {
     const e = this.e, s = this.shape, T = tokens.length;
     if (T - logitsFrom > this.logitsRows) throw new Error('too many logits rows for one step');
+    // LOGITS and ARG are engine-wide: another session's deferred row is saved before we overwrite it
+    if (e.deferredBy && e.deferredBy !== this) e.deferredBy.keep();
+    e.deferredBy = undefined;
+    this.kept = undefined;
     const key = `${T}:${logitsFrom}`;
     let cmd = this.steps.get(key);
     if (cmd === undefined) { cmd = this.record(T, logitsFrom); this.steps.set(key, cmd); }
@@ -553,9 +564,25 @@ class VkBackend implements SessionBackend {
     if (e.options.vkProfile) e.lastProfile = { names: this.stepNames.get(cmd)!, ns: e.dev.timings(cmd) };
     const n = T - logitsFrom;
     if (n <= 0) return [];
+    // one row left on the device: BaseSession reads it (readLast) or only its arg-max (lastArgmax)
+    if (deferLast && n === 1) { e.deferredBy = this; return []; }
     const all = new Float32Array(e.dev.read(e.buf.LOGITS, 0, n * s.nVocab * 4));
     // one row (decode): the read-back copy itself, no second 1 MB copy
     return n === 1 ? [all] : Array.from({ length: n }, (_, i) => all.slice(i * s.nVocab, (i + 1) * s.nVocab));
+  }
+
+  /** Saves this session's deferred row and arg-max to host memory (another session is about to run). */
+  keep(): void {
+    this.kept = { row: this.readLast(), arg: new Uint32Array(this.e.dev.read(this.e.buf.ARG, 0, 8)) };
+  }
+
+  readLast(): Float32Array {
+    return this.kept?.row ?? new Float32Array(this.e.dev.read(this.e.buf.LOGITS, 0, this.shape.nVocab * 4));
+  }
+
+  lastArgmax(): number | undefined {
+    const [id, flags] = this.kept?.arg ?? new Uint32Array(this.e.dev.read(this.e.buf.ARG, 0, 8));
+    return flags !== 0 || id >= this.shape.nVocab ? undefined : id;
   }
 
   readRecurrent(): Uint8Array {
@@ -604,6 +631,7 @@ class VkBackend implements SessionBackend {
   release(): void {
     if (this.freed) return;
     this.freed = true;
+    if (this.e.deferredBy === this) this.e.deferredBy = undefined;
     for (const c of this.steps.values()) this.e.dev.freeCommand(c);
     for (const L of this.layers) { this.e.dev.freeBuffer(L.a); this.e.dev.freeBuffer(L.b); }
   }
