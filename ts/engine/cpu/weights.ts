@@ -5,7 +5,7 @@
  * or streamed through an LRU cache of expert slots (the real model: docs/cpu-memory-plan.md).
  */
 import * as fs from 'node:fs';
-import { GgmlType, type GgufFile, type TensorInfo } from '../../gguf/index.js';
+import { GgmlType, readTensorBytes, type GgufFile, type TensorInfo } from '../../gguf/index.js';
 import type { Core } from '../../core/wasm.js';
 import { requiredTensors, type ModelShape } from '../../model/shape.js';
 import { E_ENTRY, GLOBAL_SLOTS, H, LAYER_SLOTS, N_SLOTS, T_ENTRY } from './layout.js';
@@ -156,12 +156,11 @@ export class CpuWeights {
   private read(t: TensorInfo, dst: number, start: number, len: number): void {
     for (let done = 0; done < len;) {
       const n = Math.min(CHUNK, len - done);
-      const view = this.core.u8(dst + done, n);
-      let got = 0;
-      while (got < n) {
-        const r = fs.readSync(this.fd, view, got, n - got, t.offset + start + done + got);
-        if (r <= 0) throw new Error(`${this.file.path}: short read in ${t.name} (file truncated?)`);
-        got += r;
+      // a fresh view per chunk: WASM memory may have grown since the last one
+      try {
+        readTensorBytes(this.fd, t, this.core.u8(dst + done, n), start + done, n);
+      } catch (e) {
+        throw new Error(`${this.file.path}: ${(e as Error).message}`);
       }
       done += n;
     }
