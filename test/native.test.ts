@@ -8,6 +8,7 @@ describe('build outputs', () => {
     const devs = a.listDevices();
     expect(devs.length).toBeGreaterThan(0);
     expect(devs[0].subgroupSize).toBeGreaterThan(0);
+    expect(devs[0].subgroupOps).toBe(true); // compute subgroup arithmetic + vote: the shaders need them
     expect(a.shaderNames()).toContain('selftest_axpy');
     const r = await a.selfTest(-1, 4099);
     expect(r.n).toBe(4099);

@@ -24,6 +24,7 @@ Napi::Value ListDevices(const Napi::CallbackInfo& info) {
       o.Set("apiVersion", std::to_string(VK_API_VERSION_MAJOR(d.apiVersion)) + "." + std::to_string(VK_API_VERSION_MINOR(d.apiVersion)) + "." + std::to_string(VK_API_VERSION_PATCH(d.apiVersion)));
       o.Set("vendorId", d.vendorId);
       o.Set("subgroupSize", d.subgroupSize);
+      o.Set("subgroupOps", d.subgroupOps);
       o.Set("maxStorageBufferRange", static_cast<double>(d.maxStorageBufferRange));
       o.Set("maxWorkGroupInvocations", d.maxComputeWorkGroupInvocations);
       o.Set("unifiedMemory", d.unifiedMemory);

@@ -20,6 +20,7 @@ struct DeviceInfo {
   uint32_t apiVersion;
   uint32_t vendorId;
   uint32_t subgroupSize;
+  bool subgroupOps;  // compute-stage subgroup arithmetic + vote (the shaders need them)
   uint64_t maxStorageBufferRange;
   uint32_t maxComputeWorkGroupInvocations;
   uint32_t maxPushConstantsSize;

@@ -76,6 +76,7 @@ Napi::Value Device::Info(const Napi::CallbackInfo& info) {
   o.Set("type", d.type);
   o.Set("driver", d.driver);
   o.Set("subgroupSize", d.subgroupSize);
+  o.Set("subgroupOps", d.subgroupOps);
   o.Set("maxStorageBufferRange", static_cast<double>(d.maxStorageBufferRange));
   o.Set("unifiedMemory", d.unifiedMemory);
   o.Set("minStorageBufferOffsetAlignment", static_cast<double>(d.minStorageBufferOffsetAlignment));

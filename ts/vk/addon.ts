@@ -11,6 +11,8 @@ export interface VkDeviceInfo {
   apiVersion: string;
   vendorId: number;
   subgroupSize: number;
+  /** compute-stage subgroup arithmetic and vote operations (the shaders' reductions need them) */
+  subgroupOps: boolean;
   maxStorageBufferRange: number;
   maxWorkGroupInvocations: number;
   unifiedMemory: boolean;
@@ -24,7 +26,7 @@ export interface VkDeviceInfo {
 
 /** One Vulkan device: buffers, pipelines and recorded command sequences, by integer id. */
 export interface VkDevice {
-  info(): { name: string; type: string; driver: string; subgroupSize: number; maxStorageBufferRange: number; minStorageBufferOffsetAlignment: number; unifiedMemory: boolean; deviceLocalBytes: number };
+  info(): { name: string; type: string; driver: string; subgroupSize: number; subgroupOps: boolean; maxStorageBufferRange: number; minStorageBufferOffsetAlignment: number; unifiedMemory: boolean; deviceLocalBytes: number };
   createBuffer(bytes: number, hostVisible: boolean): number;
   /** a byte range of a buffer (offset a multiple of minStorageBufferOffsetAlignment), bindable like a buffer */
   createView(buffer: number, offset: number, bytes: number): number;

@@ -124,6 +124,7 @@ export class VkEngine implements Engine {
   /** Refuses, with numbers, a configuration that cannot fit the device. */
   private checkBudget(): void {
     const info = this.dev.info();
+    if (!info.subgroupOps) throw new Error(`${info.name}: the Vulkan backend needs subgroup arithmetic and vote operations in compute shaders (Vulkan 1.1 subgroup features); this device does not report them (use --cpu)`);
     let w = 0;
     for (const r of requiredTensors(this.shape)) {
       if (r.name === 'token_embd.weight') continue;
