@@ -72,6 +72,27 @@ function siftDown(logits: usize, i: i32, n: i32): void {
 }
 
 /**
+ * The k best ids with logit ≥ cut under the sort's total order (logit, then lower id), unordered,
+ * in cand[0, m); returns m ≤ k. A bounded heap whose root is the worst kept id: one comparison
+ * rejects most ids, so this is O(n) instead of sorting every candidate (a 248K-entry vocabulary
+ * took 77 ms per token to sort). The kept set is exactly the first k of the full sort.
+ */
+function selectTopK(logits: usize, n: i32, cut: f32, k: i32): i32 {
+  let m = 0;
+  for (let i = 0; i < n; i++) {
+    if (!(lg(logits, i) >= cut)) continue;
+    if (m < k) {
+      store<i32>(cand + (<usize>(m++) << 2), i);
+      if (m == k) for (let start = (k >> 1) - 1; start >= 0; start--) siftDown(logits, start, k);
+    } else if (before(logits, cid(0), i)) {
+      store<i32>(cand, i);
+      siftDown(logits, 0, k);
+    }
+  }
+  return m;
+}
+
+/**
  * Samples one token id. temp ≤ 0 → greedy. topK ≤ 0 → no top-k; topP ≥ 1 → none; minP ≤ 0 → none.
  * Returns −1 when scratch cannot be allocated.
  */
@@ -82,7 +103,11 @@ export function sample(logits: usize, n: i32, temp: f32, topK: i32, topP: f32, m
   // keep tokens that can survive min-p (p/pmax = exp((l − max)/T) ≥ minP), then top-k
   const cut: f32 = minP > 0 ? mx + temp * Mathf.log(minP) : -Infinity;
   let m = 0;
-  for (let i = 0; i < n; i++) if (lg(logits, i) >= cut) store<i32>(cand + (<usize>(m++) << 2), i);
+  if (topK > 0 && topK < n) {
+    m = selectTopK(logits, n, cut, topK);
+  } else {
+    for (let i = 0; i < n; i++) if (lg(logits, i) >= cut) store<i32>(cand + (<usize>(m++) << 2), i);
+  }
   sortCandidates(logits, m);
   if (topK > 0 && topK < m) m = topK;
   let sum: f64 = 0;
