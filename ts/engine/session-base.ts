@@ -7,7 +7,7 @@ import { rowBytes } from '../gguf/index.js';
 import type { ModelShape } from '../model/shape.js';
 import { AbortError, KV_TYPE_IDS, commonPrefix, topLogprobs } from './common.js';
 import { decodePayload, encodePayload, PayloadError, stateSizes } from './payload.js';
-import type { EvalOptions, KvType, SampleOptions, Session, Snapshot, TokenLogprob } from './types.js';
+import type { EngineOptions, EvalOptions, KvType, SampleOptions, Session, Snapshot, TokenLogprob } from './types.js';
 
 export interface SessionBackend {
   readonly shape: ModelShape;
@@ -37,6 +37,30 @@ export interface SessionBackend {
   sample(logits: Float32Array, o: SampleOptions): number;
   seed(seed: number): void;
   release(): void;
+}
+
+/**
+ * The settings part of a SessionBackend, the same for every backend: taken from its engine.
+ * Backends extend this and add the primitives.
+ */
+export abstract class BackendSettings {
+  readonly shape: ModelShape;
+  readonly ctx: number;
+  readonly chunk: number;
+  readonly kvTypes: { k: KvType; v: KvType };
+  readonly logitsRows: number;
+  readonly snapshotInterval: number;
+  readonly maxSnapshots: number;
+
+  constructor(e: { shape: ModelShape; options: EngineOptions; chunk: number; kv: { k: KvType; v: KvType }; logitsRows: number }) {
+    this.shape = e.shape;
+    this.ctx = e.options.ctx;
+    this.chunk = e.chunk;
+    this.kvTypes = e.kv;
+    this.logitsRows = e.logitsRows;
+    this.snapshotInterval = e.options.snapshotInterval ?? 512;
+    this.maxSnapshots = e.options.maxSnapshots ?? 8;
+  }
 }
 
 const EMPTY = new Float32Array(0);

@@ -10,7 +10,7 @@ import type { Tokenizer } from '../../tokenizer/tokenizer.js';
 import { KV_TYPE_IDS, attentionLayer } from '../common.js';
 import { openModel } from '../open-model.js';
 import { kvBytesPerToken, recurrentStateBytes, stateSizes } from '../payload.js';
-import { BaseSession, type SessionBackend } from '../session-base.js';
+import { BackendSettings, BaseSession, type SessionBackend } from '../session-base.js';
 import type { Engine, EngineOptions, KvType, SampleOptions, Session } from '../types.js';
 import { SS } from './layout.js';
 import { CpuWeights } from './weights.js';
@@ -127,24 +127,11 @@ export class CpuEngine implements Engine {
 }
 
 /** The CPU primitives behind a session: one session table in WASM memory. */
-class CpuBackend implements SessionBackend {
-  readonly shape: ModelShape;
-  readonly ctx: number;
-  readonly chunk: number;
-  readonly kvTypes: { k: KvType; v: KvType };
-  readonly logitsRows: number;
-  readonly snapshotInterval: number;
-  readonly maxSnapshots: number;
+class CpuBackend extends BackendSettings implements SessionBackend {
   private rng: number;
 
   constructor(private readonly e: CpuEngine, private readonly tbl: number) {
-    this.shape = e.shape;
-    this.ctx = e.options.ctx;
-    this.chunk = e.chunk;
-    this.kvTypes = e.kv;
-    this.logitsRows = e.logitsRows;
-    this.snapshotInterval = e.options.snapshotInterval ?? 512;
-    this.maxSnapshots = e.options.maxSnapshots ?? 8;
+    super(e);
     this.rng = e.core.alloc(8);
   }
 

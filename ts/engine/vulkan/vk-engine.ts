@@ -13,7 +13,7 @@ import { loadAddon, type VkDevice } from '../../vk/addon.js';
 import { KV_TYPE_IDS, attentionLayer } from '../common.js';
 import { openModel } from '../open-model.js';
 import { kvBytesPerToken, recurrentStateBytes, stateSizes } from '../payload.js';
-import { BaseSession, type SessionBackend } from '../session-base.js';
+import { BackendSettings, BaseSession, type SessionBackend } from '../session-base.js';
 import type { Engine, EngineOptions, KvType, SampleOptions, Session } from '../types.js';
 import { OpList, PIPELINES, Pipelines, fbits, iq2xxsGrid, matvecOp } from './graph.js';
 
@@ -408,14 +408,7 @@ function readBytes(fd: number, t: TensorInfo, start: number, len: number): Uint8
 }
 
 /** Per-session device state (KV cache, DeltaNet states) and its recorded steps. */
-class VkBackend implements SessionBackend {
-  readonly shape: ModelShape;
-  readonly ctx: number;
-  readonly chunk: number;
-  readonly kvTypes: { k: KvType; v: KvType };
-  readonly logitsRows: number;
-  readonly snapshotInterval: number;
-  readonly maxSnapshots: number;
+class VkBackend extends BackendSettings implements SessionBackend {
   private layers: { a: number; b: number }[] = [];
   private steps = new Map<string, number>();
   private stepNames = new Map<number, string[]>();
@@ -425,14 +418,8 @@ class VkBackend implements SessionBackend {
   private kept?: { row: Float32Array; arg: Uint32Array };
 
   constructor(private readonly e: VkEngine) {
+    super(e);
     const s = e.shape, st = stateSizes(s);
-    this.shape = s;
-    this.ctx = e.options.ctx;
-    this.chunk = e.chunk;
-    this.kvTypes = e.kv;
-    this.logitsRows = e.logitsRows;
-    this.snapshotInterval = e.options.snapshotInterval ?? 512;
-    this.maxSnapshots = e.options.maxSnapshots ?? 8;
     for (let l = 0; l < s.nLayer; l++) {
       if (s.recurrent[l]) this.layers.push({ a: e.dev.createBuffer(st.convBytes, false), b: e.dev.createBuffer(st.ssmBytes, false) });
       else this.layers.push({
