@@ -3,7 +3,7 @@
 // subgroupAdd then a sum over the subgroups in shared memory (one barrier). Dispatch: (rows, 1, 1).
 // Residual updates fused in front of the norm (one dispatch and barrier instead of two), written
 // back to X first: mode 1: X[t] += R[t] (attention output); mode 2: X[t] += Σ_k w_tk·D[t,k] +
-// σ(SG[t])·DS[t] (the MoE combine of the previous layer, see moe_combine.comp). Each thread
+// σ(SG[t])·DS[t] (the MoE combine of the previous layer, moe.glsl). Each thread
 // re-reads only elements it wrote.
 #extension GL_GOOGLE_include_directive : enable
 #extension GL_KHR_shader_subgroup_arithmetic : enable
@@ -19,6 +19,7 @@ layout(std430, binding = 6) readonly buffer DSB { float DS[]; };
 layout(std430, binding = 7) readonly buffer SGB { float SG[]; };
 layout(push_constant) uniform PC { uint n; uint xRow0; float eps; uint mode; uint K; uint pad0; uint pad1; uint pad2; } pc;
 shared float red[256];
+#include "moe.glsl"
 
 void main() {
   uint t = gl_WorkGroupID.x, tid = gl_LocalInvocationID.x;
@@ -27,12 +28,8 @@ void main() {
   if (pc.mode == 1u) {
     for (uint i = tid; i < pc.n; i += 256u) { float v = X[xo + i] + R[xo + i]; X[xo + i] = v; ss += v * v; }
   } else if (pc.mode == 2u) {
-    uint tt = pc.xRow0 + t;
-    float g = sigmoidf(SG[tt]);
     for (uint i = tid; i < pc.n; i += 256u) {
-      float acc = 0.0;
-      for (uint k = 0u; k < pc.K; k++) acc += WTS[tt * pc.K + k] * D[(tt * pc.K + k) * pc.n + i];
-      float v = X[xo + i] + (acc + g * DS[xo + i]);
+      float v = X[xo + i] + moe_out(pc.xRow0 + t, i, pc.n, pc.K);
       X[xo + i] = v;
       ss += v * v;
     }

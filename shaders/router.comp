@@ -1,9 +1,10 @@
 #version 450
 // router: per token, softmax over the expert logits, top-k (ties: lowest id), renormalised weights.
-// Thread mapping: workgroup per token, 256 threads striding over experts. Max, sum and each of the
-//   k arg-max rounds reduce within subgroups (subgroupMax/Min/Add), then across the workgroup's
-//   subgroups through shared memory: two barriers per round (any subgroup size).
+// Thread mapping: workgroup per token, 256 threads striding over experts. Max and sum reduce within
+//   subgroups, then across the workgroup's subgroups through shared memory; each of the k arg-max
+//   rounds is one wg_argmax.glsl (two barriers; any subgroup size).
 // Dispatch: (T, 1, 1).
+#extension GL_GOOGLE_include_directive : enable
 #extension GL_KHR_shader_subgroup_arithmetic : enable
 layout(local_size_x = 256) in;
 layout(std430, binding = 0) buffer RB { float R[]; };
@@ -12,7 +13,7 @@ layout(std430, binding = 2) buffer WB { float WTS[]; };
 layout(push_constant) uniform PC { uint nExpert; uint K; } pc;
 shared float p[1024];
 shared float sv[256];
-shared uint si[256];
+#include "wg_argmax.glsl"
 
 float wgMax(float x) {
   float v = subgroupMax(x);
@@ -49,16 +50,10 @@ void main() {
   for (uint k = 0u; k < pc.K; k++) {
     float bv = -1.0; uint bi = 0xFFFFFFFFu;
     for (uint e = tid; e < pc.nExpert; e += 256u) if (p[e] > bv) { bv = p[e]; bi = e; }
-    float m = subgroupMax(bv);
-    uint mi = subgroupMin(bv == m ? bi : 0xFFFFFFFFu);
-    if (subgroupElect()) { sv[gl_SubgroupID] = m; si[gl_SubgroupID] = mi; }
-    barrier();
-    float wv = sv[0]; uint wi = si[0];
-    for (uint s = 1u; s < gl_NumSubgroups; s++) if (sv[s] > wv || (sv[s] == wv && si[s] < wi)) { wv = sv[s]; wi = si[s]; }
-    barrier();
-    if (wi % 256u == tid) p[wi] = -2.0;  // the owner takes the winner out of later rounds
-    if (tid == 0u) { IDS[t * pc.K + k] = wi; WTS[t * pc.K + k] = wv; }
-    tot += wv;
+    wg_argmax(bv, bi);
+    if (bi % 256u == tid) p[bi] = -2.0;  // the owner takes the winner out of later rounds
+    if (tid == 0u) { IDS[t * pc.K + k] = bi; WTS[t * pc.K + k] = bv; }
+    tot += bv;
   }
   if (tid == 0u) for (uint k = 0u; k < pc.K; k++) WTS[t * pc.K + k] /= tot;
 }

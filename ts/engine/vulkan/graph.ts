@@ -113,7 +113,7 @@ export const PIPELINES: Record<string, PipelineDef> = {
   ssm_conv: { bindings: 3, push: 16 },
   deltanet: { bindings: 9, push: 32 },
   router: { bindings: 3, push: 8 },
-  moe_combine: { bindings: 5, push: 16 },
+  moe_combine: { bindings: 5, push: 12 },
   steer: { bindings: 2, push: 16 },
   argmax: { bindings: 2, push: 8 },
 };

@@ -514,7 +514,7 @@ class VkBackend extends BackendSettings implements SessionBackend {
       mv('ffn_down_shexp.weight', B.GS, B.DS, T);
       if (steer && steer.ffnScale !== 0) {
         // FFN steering edits the MoE output before the residual add
-        ops.op('moe_combine', [B.M, B.DE, B.WTS, B.DS, SG], [s.nEmbd, K, T, 0], [Math.ceil((T * s.nEmbd) / 256)]);
+        ops.op('moe_combine', [B.M, B.DE, B.WTS, B.DS, SG], [s.nEmbd, K, T], [Math.ceil((T * s.nEmbd) / 256)]);
         ops.op('steer', [B.M, B.STEER], [s.nEmbd, l * s.nEmbd, fbits(steer.ffnScale), 0], [T]);
         owed = { mode: 1, r: B.M, sg: B.A2 };
       } else {
