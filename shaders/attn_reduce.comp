@@ -9,7 +9,7 @@ layout(std430, binding = 0) readonly buffer PPB { float P[]; };
 layout(std430, binding = 1) readonly buffer QB { float QG[]; };
 layout(std430, binding = 2) buffer OB { float O[]; };
 layout(std430, binding = 3) readonly buffer PB { uint PARAMS[]; };
-layout(push_constant) uniform PC { uint nHead; uint hd; uint nBlk; uint qStride; uint blk; uint pad0; uint pad1; uint pad2; } pc;
+layout(push_constant) uniform PC { uint nHead; uint hd; uint nBlk; uint qStride; uint blk; } pc;
 void main() {
   uint t = gl_WorkGroupID.x, h = gl_WorkGroupID.y, d = gl_LocalInvocationID.x;
   if (d >= pc.hd) return;

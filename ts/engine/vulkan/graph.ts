@@ -109,7 +109,7 @@ export const PIPELINES: Record<string, PipelineDef> = {
   attn_scores: { bindings: 4, push: 32 },
   attn_values: { bindings: 4, push: 32 },
   attn_softmax: { bindings: 2, push: 8 },
-  attn_reduce: { bindings: 4, push: 32 },
+  attn_reduce: { bindings: 4, push: 20 },
   ssm_conv: { bindings: 3, push: 16 },
   deltanet: { bindings: 9, push: 32 },
   router: { bindings: 3, push: 8 },

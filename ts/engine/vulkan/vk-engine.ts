@@ -31,8 +31,11 @@ interface MatvecOpts { flags?: number; xStride?: number; yStride?: number; xOffs
  */
 interface DevTensor { buf: number; type: number; rowBytes: number; ne0: number; rows: number; bytes: number; glu?: boolean; rowOffset?: number }
 
-/** A stack: several weights over the same input in one buffer, one matvec for all in decode. */
-interface Stack { w: DevTensor; views: number[] }
+/**
+ * A stack: several weights over the same input in one buffer, one matvec for all in decode; parts:
+ * each weight's rows, views: where each part's output lies in STK (made in allocScratch).
+ */
+interface Stack { w: DevTensor; parts: number[]; views: number[] }
 
 /**
  * Projections of one input that decode runs as a single matvec over stacked rows (each dispatch
@@ -56,18 +59,16 @@ export class VkEngine implements Engine {
   readonly file: GgufFile;
   readonly dev: VkDevice;
   readonly pipes: Pipelines;
+  /** the device's properties and limits (read once) */
+  readonly info: ReturnType<VkDevice['info']>;
   readonly chunk: number;
   readonly kv: { k: KvType; v: KvType };
   readonly q: QuantKernels;
   readonly core: Core;
   readonly logitsRows: number;
   readonly t = new Map<string, DevTensor>();
-  /** stacked projections by `blk.L.key` (see STACKS) and their part sizes in rows */
+  /** stacked projections by `blk.L.key` (see STACKS) */
   readonly stacks = new Map<string, Stack>();
-  private stackParts = new Map<string, number[]>();
-  private stackRows: number[][] = [];
-  private stackMax = 0;
-  private viewCache = new Map<string, number>();
   /** engine-wide scratch buffers (one step at a time) */
   readonly buf: Record<string, number> = {};
   private embd: { t: TensorInfo; data?: Uint8Array };
@@ -97,6 +98,7 @@ export class VkEngine implements Engine {
     const envDev = process.env.Q36_VK_DEVICE;
     this.dev = new addon.Device(options.vkDevice ?? (envDev !== undefined ? Number(envDev) : -1));
     this.pipes = new Pipelines(this.dev, PIPELINES);
+    this.info = this.dev.info();
     this.logitsRows = this.chunk * s.nVocab * 4 <= 64 << 20 ? this.chunk : 1;
     this.sessionBytes = this.sessionSize();
     let fd = -1;
@@ -123,7 +125,7 @@ export class VkEngine implements Engine {
 
   /** Refuses, with numbers, a configuration that cannot fit the device. */
   private checkBudget(): void {
-    const info = this.dev.info();
+    const info = this.info;
     if (!info.subgroupOps) throw new Error(`${info.name}: the Vulkan backend needs subgroup arithmetic and vote operations in compute shaders (Vulkan 1.1 subgroup features); this device does not report them (use --cpu)`);
     let w = 0;
     for (const r of requiredTensors(this.shape)) {
@@ -152,7 +154,7 @@ export class VkEngine implements Engine {
     const bytes = asF32 ? t.rows * t.rowElems * 4 : t.nbytes;
     const buf = this.dev.createBuffer(bytes, false);
     if (asF32 && t.type !== GgmlType.F32) {
-      this.dev.write(buf, 0, new Uint8Array(this.q.dequantize(t.type, readBytes(fd, t, 0, t.nbytes), t.rows * t.rowElems).buffer));
+      this.dev.write(buf, 0, this.f32Bytes(t));
       type = GgmlType.F32;
       rb = t.rowElems * 4;
     } else {
@@ -162,17 +164,24 @@ export class VkEngine implements Engine {
     return { buf, type, rowBytes: rb, ne0: t.rowElems, rows: t.rows, bytes };
   }
 
+  /** A float-class tensor's values as F32 bytes (the shaders read norms, routers, conv as F32). */
+  private f32Bytes(t: TensorInfo): Uint8Array {
+    return new Uint8Array(this.q.dequantize(t.type, readBytes(this.fd, t, 0, t.nbytes), t.rows * t.rowElems).buffer);
+  }
+
   private loadWeights(): void {
+    const required = requiredTensors(this.shape);
+    const floats = new Set(required.filter((r) => r.types === 'float').map((r) => r.name));
     const glu = new Set<string>();
     for (let l = 0; l < this.shape.nLayer; l++) {
       for (const kind of ['exps', 'shexp']) if (this.loadGlu(l, kind)) glu.add(`blk.${l}.ffn_gate_${kind}.weight`).add(`blk.${l}.ffn_up_${kind}.weight`);
       for (const st of STACKS) {
         if (st.layers !== 'all' && (st.layers === 'recurrent') !== this.shape.recurrent[l]) continue;
         const names = st.parts.map((p) => `blk.${l}.${p}.weight`);
-        if (this.loadStack(`blk.${l}.${st.key}`, names)) names.forEach((n) => glu.add(n));
+        if (this.loadStack(`blk.${l}.${st.key}`, names, floats)) names.forEach((n) => glu.add(n));
       }
     }
-    for (const r of requiredTensors(this.shape)) {
+    for (const r of required) {
       if (r.name === 'token_embd.weight' || glu.has(r.name)) continue;
       const t = this.file.tensorByName.get(r.name)!;
       const asF32 = r.types === 'float';
@@ -186,12 +195,11 @@ export class VkEngine implements Engine {
    * as F32, like upload()). Returns false (uploaded separately then) when they differ, the stack
    * exceeds the largest binding, or a part's output would start off the view alignment.
    */
-  private loadStack(key: string, names: string[]): boolean {
-    const req = new Map(requiredTensors(this.shape).map((r) => [r.name, r]));
+  private loadStack(key: string, names: string[], floats: Set<string>): boolean {
     const ts = names.map((n) => this.file.tensorByName.get(n));
     if (ts.some((t) => !t)) return false;
-    const info = this.dev.info();
-    const asF32 = names.map((n) => req.get(n)?.types === 'float');
+    const info = this.info;
+    const asF32 = names.map((n) => floats.has(n));
     const types = ts.map((t, i) => (asF32[i] ? GgmlType.F32 : t!.type));
     if (types.some((t) => t !== types[0] || !MATVEC[t]) || ts.some((t) => t!.rowElems !== ts[0]!.rowElems)) return false;
     const rb = rowBytes(types[0], ts[0]!.rowElems);
@@ -206,19 +214,14 @@ export class VkEngine implements Engine {
     const buf = this.dev.createBuffer(total * rb, false);
     let row = 0;
     ts.forEach((t, i) => {
-      const raw = readBytes(this.fd, t!, 0, t!.nbytes);
-      const data = asF32[i] && t!.type !== GgmlType.F32 ? new Uint8Array(this.q.dequantize(t!.type, raw, t!.rows * t!.rowElems).buffer) : raw;
+      const data = asF32[i] && t!.type !== GgmlType.F32 ? this.f32Bytes(t!) : readBytes(this.fd, t!, 0, t!.nbytes);
       this.dev.write(buf, row * rb, data);
       this.t.set(names[i], { buf, type: types[0], rowBytes: rb, ne0: t!.rowElems, rows: t!.rows, bytes: data.byteLength, rowOffset: row });
       row += t!.rows;
     });
     this.weightBytes += total * rb;
     const w: DevTensor = { buf, type: types[0], rowBytes: rb, ne0: ts[0]!.rowElems, rows: total, bytes: total * rb };
-    // views of the decode output buffer STK (allocated in allocScratch) at each part's rows
-    this.stacks.set(key, { w, views: [] });
-    this.stackRows.push(rows);
-    this.stackMax = Math.max(this.stackMax, total);
-    this.stackParts.set(key, rows);
+    this.stacks.set(key, { w, parts: rows, views: [] });
     return true;
   }
 
@@ -231,7 +234,7 @@ export class VkEngine implements Engine {
   private loadGlu(l: number, kind: string): boolean {
     const g = this.file.tensorByName.get(`blk.${l}.ffn_gate_${kind}.weight`), u = this.file.tensorByName.get(`blk.${l}.ffn_up_${kind}.weight`);
     if (!g || !u || g.type !== u.type || g.rowElems !== u.rowElems || g.rows !== u.rows || !MATVEC[g.type]) return false;
-    if (g.nbytes + u.nbytes > this.dev.info().maxStorageBufferRange) return false;
+    if (g.nbytes + u.nbytes > this.info.maxStorageBufferRange) return false;
     const experts = kind === 'exps' ? this.shape.nExpert : 1;
     const part = g.nbytes / experts; // one expert's gate (or up) rows
     const buf = this.dev.createBuffer(2 * g.nbytes, false);
@@ -267,13 +270,16 @@ export class VkEngine implements Engine {
     f('R', T * s.nExpert); f('IDS', T * K); f('WTS', T * K);
     f('GE', T * K * s.nFfExp); f('UE', T * K * s.nFfExp); f('DE', T * K * s.nEmbd);
     f('GS', T * s.nFfShexp); f('US', T * s.nFfShexp); f('DS', T * s.nEmbd); f('SG', T);
-    f('STK', Math.max(1, this.stackMax));
-    for (const [key, parts] of this.stackParts) {
+    // the decode output of every stack, and views of it at each part's rows (one view per distinct
+    // range: the layers' stacks of one kind share theirs)
+    f('STK', Math.max(1, ...[...this.stacks.values()].map((st) => st.w.rows)));
+    const views = new Map<string, number>();
+    for (const st of this.stacks.values()) {
       let o = 0;
-      this.stacks.get(key)!.views = parts.map((r) => {
+      st.views = st.parts.map((r) => {
         const k = `${o}:${r}`;
-        let v = this.viewCache.get(k);
-        if (v === undefined) { v = this.dev.createView(this.buf.STK, o * 4, r * 4); this.viewCache.set(k, v); }
+        let v = views.get(k);
+        if (v === undefined) { v = this.dev.createView(this.buf.STK, o * 4, r * 4); views.set(k, v); }
         o += r;
         return v;
       });
@@ -321,24 +327,25 @@ export class VkEngine implements Engine {
   }
 
   matvec(ops: OpList, name: string, x: number, y: number, nRows: number, o: MatvecOpts = {}): void {
-    const w = this.t.get(name)!;
-    // output rows: per expert for routed experts, half of a [gate; up] pair
-    const rows = (o.expert ? w.rows / this.shape.nExpert : w.rows) / (w.glu ? 2 : 1);
-    matvecOp(ops, {
-      type: MATVEC[w.type], buffers: [w.buf, x, y, this.buf.IDS, this.buf.GRID], rows, n: w.ne0, rowBytes: w.rowBytes, nRows,
-      xStride: o.xStride, yStride: o.yStride, xOffset: o.xOffset, flags: (o.flags ?? 0) | (w.glu ? 4 : 0), K: this.shape.nExpertUsed,
-      expertBytes: o.expert ? (w.glu ? 2 : 1) * rows * w.rowBytes : 0, barrier: o.barrier, wOffset: (w.rowOffset ?? 0) * w.rowBytes,
-      label: name.replace(/^blk\.\d+\./, '').replace(/\.weight$/, ''),
-    });
+    this.matvecOf(ops, this.t.get(name)!, name.replace(/^blk\.\d+\./, '').replace(/\.weight$/, ''), x, y, nRows, o);
   }
 
   /** Decode (one token): the stacked projections of `blk.L.key` as one matvec into STK; the part views, or undefined without a stack. */
   stacked(ops: OpList, l: number, key: string, x: number, barrier = true): number[] | undefined {
     const st = this.stacks.get(`blk.${l}.${key}`);
     if (!st) return undefined;
-    const w = st.w;
-    matvecOp(ops, { type: MATVEC[w.type], buffers: [w.buf, x, this.buf.STK, this.buf.IDS, this.buf.GRID], rows: w.rows, n: w.ne0, rowBytes: w.rowBytes, nRows: 1, barrier, label: key });
+    this.matvecOf(ops, st.w, key, x, this.buf.STK, 1, { barrier });
     return st.views;
+  }
+
+  private matvecOf(ops: OpList, w: DevTensor, label: string, x: number, y: number, nRows: number, o: MatvecOpts): void {
+    // output rows: per expert for routed experts, half of a [gate; up] pair
+    const rows = (o.expert ? w.rows / this.shape.nExpert : w.rows) / (w.glu ? 2 : 1);
+    matvecOp(ops, {
+      type: MATVEC[w.type], buffers: [w.buf, x, y, this.buf.IDS, this.buf.GRID], rows, n: w.ne0, rowBytes: w.rowBytes, nRows,
+      xStride: o.xStride, yStride: o.yStride, xOffset: o.xOffset, flags: (o.flags ?? 0) | (w.glu ? 4 : 0), K: this.shape.nExpertUsed,
+      expertBytes: o.expert ? (w.glu ? 2 : 1) * rows * w.rowBytes : 0, barrier: o.barrier, wOffset: (w.rowOffset ?? 0) * w.rowBytes, label,
+    });
   }
 
   newSession(): Session {
@@ -346,7 +353,7 @@ export class VkEngine implements Engine {
   }
 
   describe(): string {
-    const i = this.dev.info();
+    const i = this.info;
     const kvTok = kvBytesPerToken(this.shape, this.kv);
     return [
       `backend   vulkan: ${i.name} (${i.type}), ${i.driver}, subgroup ${i.subgroupSize}, ${i.unifiedMemory ? 'unified' : 'discrete'} memory, ${(i.deviceLocalBytes / 2 ** 30).toFixed(1)} GiB device-local`,
@@ -479,7 +486,7 @@ class VkBackend extends BackendSettings implements SessionBackend {
         ops.op(`attn_scores_${KV_SHADER[this.kvTypes.k]}`, [QG, a, B.S, B.PARAMS], [s.nHead, s.nHeadKv, s.headDim, this.ctx, rowBytes(kT, st.kvDim), qStride, fbits(1 / Math.sqrt(s.headDim)), 0], [T, s.nHead, Math.ceil(this.ctx / 256)]);
         ops.op('attn_softmax', [B.S, B.PARAMS], [s.nHead, this.ctx], [T, s.nHead]);
         ops.op(`attn_values_${KV_SHADER[this.kvTypes.v]}`, [B.S, b, B.P, B.PARAMS], [s.nHead, s.nHeadKv, s.headDim, this.ctx, rowBytes(vT, st.kvDim), nBlk, vBlk, 0], [T, s.nHead, nBlk]);
-        ops.op('attn_reduce', [B.P, QG, B.O, B.PARAMS], [s.nHead, s.headDim, nBlk, qStride, vBlk, 0, 0, 0], [T, s.nHead]);
+        ops.op('attn_reduce', [B.P, QG, B.O, B.PARAMS], [s.nHead, s.headDim, nBlk, qStride, vBlk], [T, s.nHead]);
         mv('attn_output.weight', B.O, B.A2, T);
       }
       const steer = e.options.steering;
@@ -561,7 +568,12 @@ class VkBackend extends BackendSettings implements SessionBackend {
 
   /** Saves this session's deferred row and arg-max to host memory (another session is about to run). */
   keep(): void {
-    this.kept = { row: this.readLast(), arg: new Uint32Array(this.e.dev.read(this.e.buf.ARG, 0, 8)) };
+    this.kept = { row: this.readLast(), arg: this.readArg() };
+  }
+
+  /** ARG of the last step: {arg-max index, flags} (argmax.comp) */
+  private readArg(): Uint32Array {
+    return new Uint32Array(this.e.dev.read(this.e.buf.ARG, 0, 8));
   }
 
   readLast(): Float32Array {
@@ -569,7 +581,7 @@ class VkBackend extends BackendSettings implements SessionBackend {
   }
 
   lastArgmax(): number | undefined {
-    const [id, flags] = this.kept?.arg ?? new Uint32Array(this.e.dev.read(this.e.buf.ARG, 0, 8));
+    const [id, flags] = this.kept?.arg ?? this.readArg();
     return flags !== 0 || id >= this.shape.nVocab ? undefined : id;
   }
 
