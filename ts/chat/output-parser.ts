@@ -34,7 +34,6 @@ const FN_OPEN = '<function=';
 const FN_CLOSE = '</function>';
 const PARAM_OPEN = '<parameter=';
 const PARAM_CLOSE = '</parameter>';
-const WS = /^\s*$/;
 
 type Mode = 'reasoning' | 'content' | 'call';
 type CallStage = 'expect-function' | 'in-function' | 'in-value' | 'expect-close';

@@ -3,6 +3,7 @@
  * Every bad value is a CliError (exit 2) naming the flag.
  */
 import * as fs from 'node:fs';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { createRequire } from 'node:module';
 import { ADDON_PATH } from '../paths.js';
 import { KV_TYPE_NAMES } from '../engine/common.js';
@@ -25,6 +26,15 @@ export function defaultBackend(): 'cpu' | 'vulkan' {
 const ALIASES: Record<string, string> = { '-ctk': '--cache-type-k', '-ctv': '--cache-type-v' };
 export function normalizeArgv(argv: string[]): string[] {
   return argv.map((a) => ALIASES[a] ?? a);
+}
+
+/** node:util parseArgs over this process's arguments (llama.cpp aliases applied); errors become CliErrors (exit 2). */
+export function parseCliArgs<O extends NonNullable<ParseArgsConfig['options']>>(options: O) {
+  try {
+    return parseArgs({ args: normalizeArgv(process.argv.slice(2)), options }).values;
+  } catch (e) {
+    throw new CliError((e as Error).message);
+  }
 }
 
 export function num(flag: string, v: string | undefined, o: { min?: number; max?: number; int?: boolean } = {}): number | undefined {

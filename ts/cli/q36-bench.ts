@@ -7,13 +7,12 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { parseArgs } from 'node:util';
 import { openEngine } from '../engine/index.js';
 import { kvBytesPerToken } from '../engine/payload.js';
 import { DEFAULT_MODEL, ROOT } from '../paths.js';
 import { CSV_HEADER, csvRow, frontierList, runFrontiers, tokenSequence } from '../bench/frontiers.js';
 import { CliError, openModelHeader } from './load-tokenizer.js';
-import { ENGINE_PARSE_OPTIONS, engineOptions, normalizeArgv, num } from './options.js';
+import { ENGINE_PARSE_OPTIONS, engineOptions, num, parseCliArgs } from './options.js';
 
 const HELP = `usage: q36-bench [--cpu|--vulkan] -m MODEL [--prompt-file F] --ctx-start N --ctx-max N (--step-incr N | --step-mul F)
                  [--gen-tokens 128] [-ctk f16|q8_0|q4_0] [-ctv f16|q8_0|q4_0] [--warmup N] [--vk-device N]
@@ -22,22 +21,14 @@ frontier with incremental prefill, decodes a greedy probe of --gen-tokens there 
 restores the state and continues. CSV: ${CSV_HEADER}`;
 
 async function main(): Promise<number> {
-  let a;
-  try {
-    a = parseArgs({
-      args: normalizeArgv(process.argv.slice(2)),
-      options: {
-        ...ENGINE_PARSE_OPTIONS,
-        model: { type: 'string', short: 'm', default: DEFAULT_MODEL }, 'prompt-file': { type: 'string' },
-        'ctx-start': { type: 'string', default: '2048' }, 'ctx-max': { type: 'string', default: '32768' },
-        'step-incr': { type: 'string' }, 'step-mul': { type: 'string' }, 'gen-tokens': { type: 'string', default: '128' },
-        warmup: { type: 'string', default: '0' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    }).values;
-  } catch (e) {
-    throw new CliError((e as Error).message);
-  }
+  const a = parseCliArgs({
+    ...ENGINE_PARSE_OPTIONS,
+    model: { type: 'string', short: 'm', default: DEFAULT_MODEL }, 'prompt-file': { type: 'string' },
+    'ctx-start': { type: 'string', default: '2048' }, 'ctx-max': { type: 'string', default: '32768' },
+    'step-incr': { type: 'string' }, 'step-mul': { type: 'string' }, 'gen-tokens': { type: 'string', default: '128' },
+    warmup: { type: 'string', default: '0' },
+    help: { type: 'boolean', short: 'h' },
+  });
   if (a.help) { console.log(HELP); return 0; }
   if (a.ctx !== undefined) throw new CliError('--ctx is not a q36-bench flag: the context is sized from --ctx-max and --gen-tokens');
   const start = num('--ctx-start', a['ctx-start'], { min: 1, int: true })!;

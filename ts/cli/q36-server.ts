@@ -3,13 +3,12 @@
  * q36-server: OpenAI (/v1/chat/completions) and Anthropic (/v1/messages) compatible server for
  * coding agents. One coordinator owns the model; the live session is reused across requests.
  */
-import { parseArgs } from 'node:util';
 import { metaNumber } from '../gguf/index.js';
 import { openEngine } from '../engine/index.js';
 import { DEFAULT_MODEL } from '../paths.js';
 import { buildApp } from '../server/app.js';
 import { CliError, openModelHeader } from './load-tokenizer.js';
-import { ENGINE_PARSE_OPTIONS, engineOptions, normalizeArgv, num } from './options.js';
+import { ENGINE_PARSE_OPTIONS, engineOptions, num, parseCliArgs } from './options.js';
 
 const HELP = `usage: q36-server [-m MODEL] [--cpu|--vulkan] [--host 127.0.0.1] [--port 8000] [--ctx N] [-ctk T -ctv T]
                   [--cors] [--api-key KEY] [--trace FILE] [--tool-memory-max-ids 100000] [--disable-exact-tool-replay]
@@ -19,26 +18,18 @@ const HELP = `usage: q36-server [-m MODEL] [--cpu|--vulkan] [--host 127.0.0.1] [
 Endpoints: GET /v1/models, GET /v1/models/qwen3.6-35b-a3b, POST /v1/chat/completions, POST /v1/messages`;
 
 async function main(): Promise<number> {
-  let a;
-  try {
-    a = parseArgs({
-      args: normalizeArgv(process.argv.slice(2)),
-      options: {
-        ...ENGINE_PARSE_OPTIONS,
-        model: { type: 'string', short: 'm', default: DEFAULT_MODEL }, host: { type: 'string', default: '127.0.0.1' }, port: { type: 'string', default: '8000' },
-        cors: { type: 'boolean' }, 'api-key': { type: 'string' }, trace: { type: 'string' },
-        'tool-memory-max-ids': { type: 'string', default: '100000' }, 'disable-exact-tool-replay': { type: 'boolean' },
-        'max-body-mb': { type: 'string', default: '32' }, 'max-tokens': { type: 'string', default: '4096' },
-        'kv-disk-dir': { type: 'string' }, 'kv-disk-space-mb': { type: 'string', default: '8192' },
-        'kv-cache-min-tokens': { type: 'string', default: '512' }, 'kv-cache-cold-max-tokens': { type: 'string', default: '30000' },
-        'kv-cache-continued-interval-tokens': { type: 'string', default: '10240' }, 'kv-cache-boundary-trim-tokens': { type: 'string', default: '32' },
-        'kv-cache-boundary-align-tokens': { type: 'string', default: '2048' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    }).values;
-  } catch (e) {
-    throw new CliError((e as Error).message);
-  }
+  const a = parseCliArgs({
+    ...ENGINE_PARSE_OPTIONS,
+    model: { type: 'string', short: 'm', default: DEFAULT_MODEL }, host: { type: 'string', default: '127.0.0.1' }, port: { type: 'string', default: '8000' },
+    cors: { type: 'boolean' }, 'api-key': { type: 'string' }, trace: { type: 'string' },
+    'tool-memory-max-ids': { type: 'string', default: '100000' }, 'disable-exact-tool-replay': { type: 'boolean' },
+    'max-body-mb': { type: 'string', default: '32' }, 'max-tokens': { type: 'string', default: '4096' },
+    'kv-disk-dir': { type: 'string' }, 'kv-disk-space-mb': { type: 'string', default: '8192' },
+    'kv-cache-min-tokens': { type: 'string', default: '512' }, 'kv-cache-cold-max-tokens': { type: 'string', default: '30000' },
+    'kv-cache-continued-interval-tokens': { type: 'string', default: '10240' }, 'kv-cache-boundary-trim-tokens': { type: 'string', default: '32' },
+    'kv-cache-boundary-align-tokens': { type: 'string', default: '2048' },
+    help: { type: 'boolean', short: 'h' },
+  });
   if (a.help) { console.log(HELP); return 0; }
   const port = num('--port', a.port, { min: 0, max: 65535, int: true })!;
   const header = openModelHeader(a.model!);

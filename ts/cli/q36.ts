@@ -3,7 +3,6 @@
  * q36: the QuarkStar command line. Modes: one-shot generation (-p), test vectors (--prompt-ids),
  * --info, --list-devices, --dump-tokens, --render. The interactive chat lands with the CLI issue.
  */
-import * as fs from 'node:fs';
 import { defineCommand, runMain } from 'citty';
 import { metaNumber } from '../gguf/index.js';
 import { DEFAULT_MODEL } from '../paths.js';

@@ -3,7 +3,7 @@
  * the list of tensors (names, shapes, allowed types) that a valid file must contain.
  * Nothing else in the code base reads hyperparameters from metadata.
  */
-import { GgufError, GgufValueType, metaArray, metaNumber, metaString, typeInfo, typeName, type GgufFile } from '../gguf/index.js';
+import { GgufError, metaArray, metaNumber, metaString, typeInfo, typeName, type GgufFile } from '../gguf/index.js';
 
 export const ARCH = 'qwen35moe';
 
