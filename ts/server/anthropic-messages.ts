@@ -2,7 +2,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { renderChat } from '../chat/render.js';
 import { ChatTemplateError } from '../chat/types.js';
-import { ApiError } from './errors.js';
+import { ApiError, jsonBody } from './errors.js';
 import { fromAnthropic, toolsFromAnthropic } from './convert.js';
 import { rememberTurn } from './openai-chat.js';
 import { maxTokens, sampling, stops, thinkingOn } from './sampling.js';
@@ -14,8 +14,7 @@ const STOP: Record<string, string> = { stop: 'end_turn', stop_sequence: 'stop_se
 
 export function registerAnthropicMessages(app: FastifyInstance, ctx: ServerContext): void {
   app.post('/v1/messages', async (req: FastifyRequest, reply: FastifyReply) => {
-    const b = req.body as Obj;
-    if (!b || typeof b !== 'object' || Array.isArray(b)) throw new ApiError('invalid_request', 'the body must be a JSON object');
+    const b = jsonBody(req.body);
     if (b.max_tokens === undefined) throw new ApiError('invalid_request', 'max_tokens is required');
     const tools = (b.tool_choice as Obj | undefined)?.type === 'none' ? undefined : toolsFromAnthropic(b.tools);
     const think = thinkingOn(b);

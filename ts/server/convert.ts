@@ -4,11 +4,10 @@
  * sampled turn, so the rendered prompt matches the live KV state byte for byte.
  */
 import type { ChatMessage, ContentPart } from '../chat/types.js';
-import { ApiError } from './errors.js';
+import { ApiError, isObj } from './errors.js';
 import type { ToolMemory } from './tool-memory.js';
 
 type Obj = Record<string, unknown>;
-const isObj = (x: unknown): x is Obj => typeof x === 'object' && x !== null && !Array.isArray(x);
 
 function text(content: unknown, where: string): string | ContentPart[] | null {
   if (content === null || content === undefined) return null;

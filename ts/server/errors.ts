@@ -27,3 +27,12 @@ export function openaiError(e: ApiError) {
 export function anthropicError(e: ApiError) {
   return { type: 'error', error: { type: ERRORS[e.code].type, message: e.message } };
 }
+
+/** A plain JSON object (not null, not an array). */
+export const isObj = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
+
+/** A request body that must be a JSON object: it, or an invalid_request error. */
+export function jsonBody(body: unknown): Record<string, unknown> {
+  if (!isObj(body)) throw new ApiError('invalid_request', 'the body must be a JSON object');
+  return body;
+}

@@ -2,7 +2,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { renderChat } from '../chat/render.js';
 import { ChatTemplateError } from '../chat/types.js';
-import { ApiError } from './errors.js';
+import { ApiError, jsonBody } from './errors.js';
 import { fromOpenAI, toolsFromOpenAI } from './convert.js';
 import { maxTokens, sampling, stops, thinkingOn } from './sampling.js';
 import { Sse } from './sse.js';
@@ -13,8 +13,7 @@ const FINISH: Record<string, string> = { stop: 'stop', stop_sequence: 'stop', le
 
 export function registerOpenAIChat(app: FastifyInstance, ctx: ServerContext): void {
   app.post('/v1/chat/completions', async (req: FastifyRequest, reply: FastifyReply) => {
-    const b = req.body as Obj;
-    if (!b || typeof b !== 'object' || Array.isArray(b)) throw new ApiError('invalid_request', 'the body must be a JSON object');
+    const b = jsonBody(req.body);
     const tools = b.tool_choice === 'none' ? undefined : toolsFromOpenAI(b.tools);
     const think = thinkingOn(b);
     let prompt: string;

@@ -1,6 +1,6 @@
 /** POST /v1/completions (OpenAI legacy completions): raw prompt text, no chat template. */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError } from './errors.js';
+import { ApiError, jsonBody } from './errors.js';
 import { maxTokens, sampling, stops } from './sampling.js';
 import { Sse } from './sse.js';
 import type { ServerContext } from './context.js';
@@ -10,8 +10,7 @@ const FINISH: Record<string, string> = { stop: 'stop', stop_sequence: 'stop', le
 
 export function registerOpenAICompletions(app: FastifyInstance, ctx: ServerContext): void {
   app.post('/v1/completions', async (req: FastifyRequest, reply: FastifyReply) => {
-    const b = req.body as Obj;
-    if (!b || typeof b !== 'object' || Array.isArray(b)) throw new ApiError('invalid_request', 'the body must be a JSON object');
+    const b = jsonBody(req.body);
     let prompt: string;
     if (typeof b.prompt === 'string') prompt = b.prompt;
     else if (Array.isArray(b.prompt) && b.prompt.length === 1 && typeof b.prompt[0] === 'string') prompt = b.prompt[0];

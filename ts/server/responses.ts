@@ -2,7 +2,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { renderChat } from '../chat/render.js';
 import { ChatTemplateError, type ChatMessage } from '../chat/types.js';
-import { ApiError } from './errors.js';
+import { ApiError, isObj, jsonBody } from './errors.js';
 import { fromOpenAI, toolsFromOpenAI } from './convert.js';
 import { rememberTurn } from './openai-chat.js';
 import { maxTokens, sampling, thinkingOn } from './sampling.js';
@@ -10,7 +10,6 @@ import { Sse } from './sse.js';
 import { recallToolIds, type ServerContext } from './context.js';
 
 type Obj = Record<string, unknown>;
-const isObj = (x: unknown): x is Obj => typeof x === 'object' && x !== null && !Array.isArray(x);
 
 /** Responses input items → OpenAI chat messages (then the shared conversion). */
 function inputToMessages(input: unknown, instructions: unknown): Obj[] {
@@ -44,8 +43,7 @@ function toolsFromResponses(tools: unknown): Obj[] | undefined {
 
 export function registerResponses(app: FastifyInstance, ctx: ServerContext): void {
   app.post('/v1/responses', async (req: FastifyRequest, reply: FastifyReply) => {
-    const b = req.body as Obj;
-    if (!isObj(b)) throw new ApiError('invalid_request', 'the body must be a JSON object');
+    const b = jsonBody(req.body);
     const tools = b.tool_choice === 'none' ? undefined : toolsFromResponses(b.tools);
     const think = thinkingOn(b) && (b.reasoning as Obj | undefined)?.effort !== 'none';
     const msgs = inputToMessages(b.input, b.instructions);
