@@ -282,6 +282,12 @@ describe('--cors and --api-key', () => {
     expect(ok.statusCode).toBe(200);
     const nf = await a2.inject({ method: 'GET', url: '/v1/models/gpt-4', headers: { authorization: 'Bearer sekret' } });
     expect(nf.statusCode).toBe(404);
+    // a body that is JSON but not an object is refused by every generation endpoint
+    for (const url of ['/v1/chat/completions', '/v1/completions', '/v1/responses', '/v1/messages']) {
+      const arr = await a2.inject({ method: 'POST', url, payload: '[1, 2]', headers: { authorization: 'Bearer sekret', 'x-api-key': 'sekret', 'content-type': 'application/json' } });
+      expect(arr.statusCode, url).toBe(400);
+      expect(arr.body, url).toMatch(/the body must be a JSON object/);
+    }
     await a2.close();
   });
 });
