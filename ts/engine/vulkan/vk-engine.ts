@@ -400,7 +400,9 @@ function attnPartialFloats(s: ModelShape, T: number, ctx: number): number {
  * value-column-major layout and the GPU's key-row-major one (deltanet.comp). Its own inverse.
  */
 function transposeHeads(bytes: Uint8Array, dk: number): Uint8Array {
-  const src = new Float32Array(bytes.slice().buffer), dst = new Float32Array(src.length);
+  // a view when the bytes are 4-byte aligned (read-backs are), a copy otherwise (payload slices)
+  const src = bytes.byteOffset % 4 === 0 ? new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4) : new Float32Array(bytes.slice().buffer);
+  const dst = new Float32Array(src.length);
   for (let h = 0; h < src.length; h += dk * dk) {
     for (let a = 0; a < dk; a++) for (let b = 0; b < dk; b++) dst[h + b * dk + a] = src[h + a * dk + b];
   }
