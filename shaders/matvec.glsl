@@ -7,9 +7,12 @@
 //   activations (prefill), an activation group for all ROWS rows. Per (row, token): subgroupAdd,
 //   then a sum over the workgroup's subgroups in shared memory (any subgroup size).
 // Dispatch: (ceil(rows / ROWS), ceil(nRows / TOKENS), 1), or ceil(rows / (ROWS/2)) with GLU.
-// Modes (flags): bit 0 = expert gather (TOKENS = 1 only): W offset += IDS[j]·expertBytes (routed
-//   experts, j = token·K + k); bit 1 = X row is j (down projection) instead of j / K; bit 2 = GLU:
-//   W holds 2·rows rows [gate; up] (per expert), Y = silu(gate·x)·(up·x), rows = output rows.
+// Modes (flags): bit 0 = expert gather (TOKENS = 1 only): W offset += (IDS[j] - e0)·expertBytes
+//   (routed experts, j = token·K + k); only experts [e0, e0 + ne) are in this binding (a window of
+//   a tensor larger than one binding): other rows are left to the other windows' dispatches;
+//   bit 1 = X row is j (down projection) instead of j / K; bit 2 = GLU: each gate row's up row lies
+//   upBytes further (two's complement: it may lie before), Y = silu(gate·x)·(up·x).
+// Windows of plain rows: W holds rows [first, first + rows) and yOffset = first.
 #extension GL_GOOGLE_include_directive : enable
 #extension GL_KHR_shader_subgroup_arithmetic : enable
 #include "common.glsl"
@@ -29,6 +32,7 @@ layout(push_constant) uniform PC {
   uint rows; uint n; uint rowBytes; uint xStride;
   uint yStride; uint flags; uint K; uint expertBytes;
   uint wOffset; uint xOffset; uint yOffset; uint nRows;
+  uint upBytes; uint e0; uint ne; uint pad;
 } pc;
 
 shared float red[ROWS * TOKENS][64];
@@ -170,15 +174,18 @@ void main() {
   uint ngroups = pc.n / G;
   uint wo[ROWS];
   [[unroll]] for (uint r = 0u; r < ROWS; r++) {
-    uint wr = glu ? (r < ROWS / 2u ? 0u : pc.rows) + min(r0 + r % (ROWS / 2u), pc.rows - 1u) : min(r0 + r, pc.rows - 1u);
-    wo[r] = pc.wOffset + wr * pc.rowBytes;
+    uint wr = min(r0 + (glu ? r % (ROWS / 2u) : r), pc.rows - 1u);
+    wo[r] = pc.wOffset + wr * pc.rowBytes + (glu && r >= ROWS / 2u ? pc.upBytes : 0u);
   }
   uint xo[TOKENS];
   [[unroll]] for (uint t = 0u; t < TOKENS; t++) {
     uint j = min(j0 + t, pc.nRows - 1u), xrow = j;
 #if TOKENS_N == 1
     if ((pc.flags & 1u) != 0u) {
-      uint e = IDS[j] * pc.expertBytes;
+      // uniform per workgroup (one activation row), so returning before barrier() is allowed
+      uint ei = IDS[j] - pc.e0;
+      if (ei >= pc.ne) return;
+      uint e = ei * pc.expertBytes;
       [[unroll]] for (uint r = 0u; r < ROWS; r++) wo[r] += e;
       if ((pc.flags & 2u) == 0u) xrow = j / pc.K;
     }

@@ -53,14 +53,16 @@ describe('q36 test-vector interface (--prompt-ids, --dump-logits, --dump-logprob
       [['--prompt-ids', '1,x'], /"x" is not a token id/],
       [['--dir-steering-ffn', '1'], /need --dir-steering-file/],
       [['--tmep', '0'], /unknown flag --tmep/],
+      [['--vk-weights', 'mmap'], /--vk-weights must be auto, import or upload/],
     ] as [string[], RegExp][]) {
       const e = q36('--cpu', '-m', fixture('tinyA/tinyA-q2.gguf'), '-p', 'x', ...args);
       expect(e.status, args.join(' ')).toBe(2);
       expect(e.stderr.trim().split('\n').pop()).toMatch(msg);
     }
-    const v = q36('--vulkan', '-m', fixture('tinyA/tinyA-q2.gguf'), '-p', 'x', '-n', '3', '--vk-device', '0');
+    const v = q36('--vulkan', '-m', fixture('tinyA/tinyA-q2.gguf'), '-p', 'x', '-n', '3', '--vk-device', '0', '--vk-weights', 'upload');
     expect(v.status, v.stderr).toBe(0);
     expect(v.stderr).toMatch(/backend +vulkan/);
+    expect(v.stderr).toMatch(/weights +[\d.]+ MiB copied to the device\n/);
     const bad = q36('--vulkan', '-m', fixture('tinyA/tinyA-q2.gguf'), '-p', 'x', '--vk-device', '7');
     expect(bad.status).toBe(2);
     expect(bad.stderr).toMatch(/Vulkan device 7 does not exist/);

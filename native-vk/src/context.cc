@@ -55,6 +55,9 @@ DeviceInfo describe(VkPhysicalDevice pd, uint32_t index) {
   VkPhysicalDeviceSubgroupProperties sub{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
   VkPhysicalDeviceDriverProperties drv{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
   sub.pNext = &drv;
+  bool extHost = hasExtension(pd, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
+  VkPhysicalDeviceExternalMemoryHostPropertiesEXT hostProps{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT};
+  if (extHost) drv.pNext = &hostProps;
   VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
   p2.pNext = &sub;
   vkGetPhysicalDeviceProperties2(pd, &p2);
@@ -90,7 +93,8 @@ DeviceInfo describe(VkPhysicalDevice pd, uint32_t index) {
   d.maxPushConstantsSize = p.limits.maxPushConstantsSize;
   d.timestampPeriod = p.limits.timestampPeriod;
   d.minStorageBufferOffsetAlignment = p.limits.minStorageBufferOffsetAlignment;
-  d.externalMemoryHost = hasExtension(pd, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
+  d.externalMemoryHost = extHost;
+  d.importAlignment = extHost ? hostProps.minImportedHostPointerAlignment : 0;
   d.storage8bit = f12.storageBuffer8BitAccess;
   d.storage16bit = f11.storageBuffer16BitAccess;
   d.float16 = f12.shaderFloat16;
@@ -173,7 +177,15 @@ Context::Context(int deviceIndex) {
     VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
     dci.queueCreateInfoCount = 1;
     dci.pQueueCreateInfos = &qci;
+    // zero-copy weights (Buffer's import constructor) need this one; everything else is core 1.2
+    const char* ext[] = {VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME};
+    if (info_.externalMemoryHost) {
+      dci.enabledExtensionCount = 1;
+      dci.ppEnabledExtensionNames = ext;
+    }
     VK_CALL(vkCreateDevice(phys_, &dci, nullptr, &device_));
+    if (info_.externalMemoryHost)
+      hostPointerProps_ = reinterpret_cast<PFN_vkGetMemoryHostPointerPropertiesEXT>(vkGetDeviceProcAddr(device_, "vkGetMemoryHostPointerPropertiesEXT"));
     vkGetDeviceQueue(device_, queueFamily_, 0, &queue_);
     VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
     pci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;

@@ -27,6 +27,7 @@ struct DeviceInfo {
   uint64_t minStorageBufferOffsetAlignment;
   bool unifiedMemory;          // a heap that is both device-local and host-visible covers most memory
   bool externalMemoryHost;     // VK_EXT_external_memory_host (zero-copy weights)
+  uint64_t importAlignment;    // minImportedHostPointerAlignment (0 without the extension)
   bool storage8bit, storage16bit, float16, int8;
   float timestampPeriod;  // nanoseconds per timestamp tick
   std::vector<HeapInfo> heaps;
@@ -46,6 +47,8 @@ class Context {
   VkQueue queue() const { return queue_; }
   VkCommandPool commandPool() const { return pool_; }
   const DeviceInfo& info() const { return info_; }
+  // vkGetMemoryHostPointerPropertiesEXT, or null when the extension is not enabled
+  PFN_vkGetMemoryHostPointerPropertiesEXT hostPointerProps() const { return hostPointerProps_; }
   // Index of a memory type with all `want` flags among `typeBits`, or throws.
   // the first type with `want`, preferring one that also has `prefer`
   uint32_t memoryType(uint32_t typeBits, VkMemoryPropertyFlags want, VkMemoryPropertyFlags prefer = 0) const;
@@ -59,6 +62,7 @@ class Context {
   uint32_t queueFamily_ = 0;
   VkPhysicalDeviceMemoryProperties mem_{};
   DeviceInfo info_;
+  PFN_vkGetMemoryHostPointerPropertiesEXT hostPointerProps_ = nullptr;
 };
 
 }  // namespace q36

@@ -25,6 +25,7 @@ Napi::Function Device::Define(Napi::Env env) {
     InstanceMethod("info", &Device::Info),
     InstanceMethod("createBuffer", &Device::CreateBuffer),
     InstanceMethod("createView", &Device::CreateView),
+    InstanceMethod("importFile", &Device::ImportFile),
     InstanceMethod("freeBuffer", &Device::FreeBuffer),
     InstanceMethod("write", &Device::Write),
     InstanceMethod("read", &Device::Read),
@@ -80,6 +81,8 @@ Napi::Value Device::Info(const Napi::CallbackInfo& info) {
   o.Set("maxStorageBufferRange", static_cast<double>(d.maxStorageBufferRange));
   o.Set("unifiedMemory", d.unifiedMemory);
   o.Set("minStorageBufferOffsetAlignment", static_cast<double>(d.minStorageBufferOffsetAlignment));
+  o.Set("externalMemoryHost", d.externalMemoryHost);
+  o.Set("importAlignment", static_cast<double>(d.importAlignment));
   uint64_t local = 0;
   for (auto& h : d.heaps) if (h.deviceLocal) local += h.size;
   o.Set("deviceLocalBytes", static_cast<double>(local));
@@ -96,6 +99,21 @@ Napi::Value Device::CreateBuffer(const Napi::CallbackInfo& info) {
   try {
     uint32_t id = next_++;
     buffers_[id] = std::make_unique<Buffer>(c, (bytes + 3) & ~3ull, host);
+    return Napi::Number::New(info.Env(), id);
+  } catch (const std::exception& e) {
+    throw Napi::Error::New(info.Env(), e.what());
+  }
+}
+
+// importFile(path, offset, bytes) → id: a read-only buffer whose memory is the file range itself
+// (zero-copy weights, see Buffer's import constructor); bind parts of it through createView.
+Napi::Value Device::ImportFile(const Napi::CallbackInfo& info) {
+  Context& c = ctx(info.Env());
+  if (!info[0].IsString()) throw Napi::TypeError::New(info.Env(), "importFile(path): string expected");
+  uint64_t off = static_cast<uint64_t>(num(info[1], "importFile(offset)")), bytes = static_cast<uint64_t>(num(info[2], "importFile(bytes)"));
+  try {
+    uint32_t id = next_++;
+    buffers_[id] = std::make_unique<Buffer>(c, info[0].As<Napi::String>().Utf8Value(), off, bytes);
     return Napi::Number::New(info.Env(), id);
   } catch (const std::exception& e) {
     throw Napi::Error::New(info.Env(), e.what());
@@ -161,6 +179,7 @@ Napi::Value Device::Write(const Napi::CallbackInfo& info) {
   const uint8_t* p = static_cast<const uint8_t*>(ta.ArrayBuffer().Data()) + ta.ByteOffset();
   uint64_t n = ta.ByteLength();
   if (off + n > b.size()) throw Napi::RangeError::New(info.Env(), "write past the end of buffer");
+  if (b.imported()) throw Napi::Error::New(info.Env(), "write: buffer is an imported file mapping (read-only)");
   try {
     if (b.mapped()) {
       std::memcpy(static_cast<uint8_t*>(b.mapped()) + off, p, n);

@@ -24,6 +24,7 @@ class Device : public Napi::ObjectWrap<Device> {
   Napi::Value Info(const Napi::CallbackInfo& info);
   Napi::Value CreateBuffer(const Napi::CallbackInfo& info);
   Napi::Value CreateView(const Napi::CallbackInfo& info);
+  Napi::Value ImportFile(const Napi::CallbackInfo& info);
   Napi::Value FreeBuffer(const Napi::CallbackInfo& info);
   Napi::Value Write(const Napi::CallbackInfo& info);
   Napi::Value Read(const Napi::CallbackInfo& info);

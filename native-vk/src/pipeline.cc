@@ -1,5 +1,12 @@
 #include "pipeline.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <stdexcept>
 
@@ -33,11 +40,68 @@ Buffer::Buffer(Context& ctx, uint64_t size, bool hostVisible) : ctx_(ctx), size_
   }
 }
 
+Buffer::Buffer(Context& ctx, const std::string& path, uint64_t offset, uint64_t size) : ctx_(ctx), size_(size) {
+  const auto& info = ctx.info();
+  uint64_t align = info.importAlignment, page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  if (!ctx.hostPointerProps() || align == 0) throw std::runtime_error(info.name + " does not support VK_EXT_external_memory_host");
+  // the anonymous reservation below is page-aligned, which is the import alignment only up to a page
+  if (align > page || page % align != 0) throw std::runtime_error("import alignment " + std::to_string(align) + " is not a divisor of the page size");
+  if (size == 0 || offset % align != 0) throw std::runtime_error("importFile: offset " + std::to_string(offset) + " is not a multiple of " + std::to_string(align));
+  uint64_t bytes = (size + page - 1) / page * page;
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw std::runtime_error("importFile: cannot open " + path + ": " + std::strerror(errno));
+  try {
+    struct stat st;
+    if (fstat(fd, &st) != 0) throw std::runtime_error("importFile: cannot stat " + path + ": " + std::strerror(errno));
+    uint64_t fileSize = static_cast<uint64_t>(st.st_size);
+    if (offset + size > fileSize) throw std::runtime_error("importFile: range " + std::to_string(offset) + "+" + std::to_string(size) + " is past the end of " + path);
+    // reserve the whole rounded range as zero pages, then map the file over its start: pages wholly
+    // past the end of the file would otherwise fault (SIGBUS) when the driver pins them
+    hostMap_ = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (hostMap_ == MAP_FAILED) { hostMap_ = nullptr; throw std::runtime_error(std::string("importFile: mmap failed: ") + std::strerror(errno)); }
+    hostMapBytes_ = bytes;
+    uint64_t fileBytes = std::min(bytes, fileSize - offset);
+    // private + writable: some drivers pin imported pages for writing; nothing ever writes them,
+    // so they stay shared with the page cache
+    if (mmap(hostMap_, fileBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd, static_cast<off_t>(offset)) == MAP_FAILED)
+      throw std::runtime_error(std::string("importFile: mmap of ") + path + " failed: " + std::strerror(errno));
+    close(fd);
+    fd = -1;
+    VkMemoryHostPointerPropertiesEXT hp{VK_STRUCTURE_TYPE_MEMORY_HOST_POINTER_PROPERTIES_EXT};
+    VK_CALL(ctx.hostPointerProps()(ctx.device(), VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT, hostMap_, &hp));
+    VkExternalMemoryBufferCreateInfo ext{VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO};
+    ext.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
+    VkBufferCreateInfo bi{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+    bi.pNext = &ext;
+    bi.size = bytes;
+    bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT;
+    VK_CALL(vkCreateBuffer(ctx.device(), &bi, nullptr, &buf_));
+    VkMemoryRequirements req;
+    vkGetBufferMemoryRequirements(ctx.device(), buf_, &req);
+    if (req.size > bytes) throw std::runtime_error("importFile: the buffer needs " + std::to_string(req.size) + " bytes of memory, the mapping has " + std::to_string(bytes));
+    VkImportMemoryHostPointerInfoEXT imp{VK_STRUCTURE_TYPE_IMPORT_MEMORY_HOST_POINTER_INFO_EXT};
+    imp.handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
+    imp.pHostPointer = hostMap_;
+    VkMemoryAllocateInfo ai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+    ai.pNext = &imp;
+    ai.allocationSize = bytes;
+    ai.memoryTypeIndex = ctx.memoryType(req.memoryTypeBits & hp.memoryTypeBits, 0);
+    VK_CALL(vkAllocateMemory(ctx.device(), &ai, nullptr, &mem_));
+    VK_CALL(vkBindBufferMemory(ctx.device(), buf_, mem_, 0));
+  } catch (...) {
+    if (fd >= 0) close(fd);
+    this->~Buffer();
+    throw;
+  }
+}
+
 Buffer::~Buffer() {
   if (mapped_) vkUnmapMemory(ctx_.device(), mem_);
   if (buf_) vkDestroyBuffer(ctx_.device(), buf_, nullptr);
   if (mem_) vkFreeMemory(ctx_.device(), mem_, nullptr);
+  if (hostMap_) munmap(hostMap_, hostMapBytes_);
   mapped_ = nullptr;
+  hostMap_ = nullptr;
   buf_ = VK_NULL_HANDLE;
   mem_ = VK_NULL_HANDLE;
 }
@@ -155,8 +219,14 @@ void Recorder::dispatch(const Pipeline& p, const std::vector<Binding>& buffers, 
     throw std::logic_error(p.name() + ": " + std::to_string(buffers.size()) + " buffers bound, pipeline declares " + std::to_string(p.bindings()));
   if (pushBytes != p.pushBytes())
     throw std::logic_error(p.name() + ": " + std::to_string(pushBytes) + " push-constant bytes, pipeline declares " + std::to_string(p.pushBytes()));
-  for (size_t i = 0; i < buffers.size(); i++)
-    if (!buffers[i].buf) throw std::logic_error(p.name() + ": binding " + std::to_string(i) + " is null");
+  for (size_t i = 0; i < buffers.size(); i++) {
+    const Binding& b = buffers[i];
+    if (!b.buf) throw std::logic_error(p.name() + ": binding " + std::to_string(i) + " is null");
+    // a binding past the limit would silently read out of range on some drivers
+    uint64_t range = b.range == VK_WHOLE_SIZE ? b.buf->size() - b.offset : b.range;
+    if (range > ctx_.info().maxStorageBufferRange)
+      throw std::logic_error(p.name() + ": binding " + std::to_string(i) + " spans " + std::to_string(range) + " bytes, more than maxStorageBufferRange " + std::to_string(ctx_.info().maxStorageBufferRange));
+  }
   VkDescriptorSetLayout sl = p.setLayout();
   VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
   ai.descriptorPool = pool_;

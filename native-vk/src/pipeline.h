@@ -15,12 +15,18 @@ class Buffer {
  public:
   // Host-visible + coherent when `hostVisible`, else device-local.
   Buffer(Context& ctx, uint64_t size, bool hostVisible);
+  // Zero-copy: bytes [offset, offset + size) of a file mapped copy-on-write into this process and
+  // imported as the buffer's memory (VK_EXT_external_memory_host), so the GPU reads the page cache
+  // itself. offset must be a multiple of the import alignment; size is rounded up to it (a tail
+  // past the end of the file reads as zeros). Never written by the GPU.
+  Buffer(Context& ctx, const std::string& path, uint64_t offset, uint64_t size);
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
   VkBuffer handle() const { return buf_; }
   uint64_t size() const { return size_; }
   void* mapped() const { return mapped_; }
+  bool imported() const { return hostMap_ != nullptr; }
 
  private:
   Context& ctx_;
@@ -28,6 +34,9 @@ class Buffer {
   VkDeviceMemory mem_ = VK_NULL_HANDLE;
   uint64_t size_;
   void* mapped_ = nullptr;
+  // the host mapping behind an imported buffer (unmapped after the memory is freed)
+  void* hostMap_ = nullptr;
+  uint64_t hostMapBytes_ = 0;
 };
 
 // A storage-buffer binding: a whole buffer, or a view (a byte range of one, see Device::createView).

@@ -57,6 +57,7 @@ export const ENGINE_ARGS = {
   cpu: { type: 'boolean', description: 'use the CPU (WASM reference) backend' },
   vulkan: { type: 'boolean', description: 'use the Vulkan backend (default when a Vulkan GPU is present)' },
   'vk-device': { type: 'string', description: 'Vulkan device index (see --list-devices; default: the first GPU, or Q36_VK_DEVICE)' },
+  'vk-weights': { type: 'string', description: 'Vulkan weights: import (zero-copy mmap, VK_EXT_external_memory_host), upload (copy to device memory) or auto (default: import on unified memory)' },
   ctx: { type: 'string', description: 'context size in tokens (default: 8192, or the model\'s context length if smaller)' },
   'cache-type-k': { type: 'string', description: 'K cache type: f16, q8_0, q4_0 (alias -ctk; default f16 on CPU, q8_0 on Vulkan)' },
   'cache-type-v': { type: 'string', description: 'V cache type: f16, q8_0, q4_0 (alias -ctv; default f16 on CPU, q4_0 on Vulkan)' },
@@ -90,11 +91,13 @@ export function engineOptions(model: string, a: Record<string, unknown>, modelCo
   const mb = num('--expert-cache-mb', a['expert-cache-mb'] as Str, { min: 1 });
   const backend = a.vulkan ? 'vulkan' : a.cpu ? 'cpu' : defaultBackend();
   const vkDevice = num('--vk-device', a['vk-device'] as Str, { min: 0, int: true });
+  const vkWeights = a['vk-weights'] as Str;
+  if (vkWeights !== undefined && !['auto', 'import', 'upload'].includes(vkWeights)) throw new CliError(`--vk-weights must be auto, import or upload (got "${vkWeights}")`);
   // resident Vulkan defaults to q8_0 K / q4_0 V (QuarkStar's choice); the CPU to f16 / f16
   const k = kIn ?? (backend === 'vulkan' ? 'q8_0' : 'f16');
   const v = vIn ?? (backend === 'vulkan' ? 'q4_0' : 'f16');
   return {
-    model, backend, ctx, kvTypes: { k, v }, vkDevice,
+    model, backend, ctx, kvTypes: { k, v }, vkDevice, vkWeights: vkWeights as EngineOptions['vkWeights'],
     expertCacheMiB: mb, steering: steering(a),
   };
 }

@@ -33,6 +33,14 @@ export interface EngineOptions {
   vkProfile?: boolean;
   /** Vulkan: device index (default: Q36_VK_DEVICE, else the first real GPU, lavapipe last) */
   vkDevice?: number;
+  /**
+   * Vulkan: how weights reach the GPU: import = the mmap'd file bound in place (zero-copy,
+   * VK_EXT_external_memory_host), upload = copied to device-local memory; auto (default, or
+   * Q36_VK_WEIGHTS) imports on unified-memory devices
+   */
+  vkWeights?: 'auto' | 'import' | 'upload';
+  /** Vulkan: cap on one binding's bytes below maxStorageBufferRange (tests: forces windowed weights) */
+  vkMaxBinding?: number;
   /** keep an automatic snapshot every this many tokens (at chunk boundaries) */
   snapshotInterval?: number;
   /** at most this many automatic snapshots per session */

@@ -26,10 +26,20 @@ export interface VkDeviceInfo {
 
 /** One Vulkan device: buffers, pipelines and recorded command sequences, by integer id. */
 export interface VkDevice {
-  info(): { name: string; type: string; driver: string; subgroupSize: number; subgroupOps: boolean; maxStorageBufferRange: number; minStorageBufferOffsetAlignment: number; unifiedMemory: boolean; deviceLocalBytes: number };
+  info(): {
+    name: string; type: string; driver: string; subgroupSize: number; subgroupOps: boolean; maxStorageBufferRange: number;
+    minStorageBufferOffsetAlignment: number; unifiedMemory: boolean; deviceLocalBytes: number;
+    /** VK_EXT_external_memory_host and its minImportedHostPointerAlignment (0 without it) */
+    externalMemoryHost: boolean; importAlignment: number;
+  };
   createBuffer(bytes: number, hostVisible: boolean): number;
   /** a byte range of a buffer (offset a multiple of minStorageBufferOffsetAlignment), bindable like a buffer */
   createView(buffer: number, offset: number, bytes: number): number;
+  /**
+   * A read-only buffer whose memory is bytes [offset, offset + bytes) of the file (zero-copy,
+   * VK_EXT_external_memory_host); offset a multiple of importAlignment. Bind parts with createView.
+   */
+  importFile(path: string, offset: number, bytes: number): number;
   freeBuffer(id: number): void;
   write(id: number, offset: number, data: Uint8Array): void;
   read(id: number, offset: number, length: number): ArrayBuffer;

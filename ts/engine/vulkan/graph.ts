@@ -70,8 +70,14 @@ export interface MatvecDispatch {
   xStride?: number; yStride?: number; xOffset?: number;
   /** byte offset of row 0 in the weight buffer (a weight inside a stack) */
   wOffset?: number;
-  /** bit 0: routed-expert gather, bit 1: X row = j, bit 2: GLU over [gate; up] rows (see matvec.glsl) */
+  /** bit 0: routed-expert gather, bit 1: X row = j, bit 2: GLU (see matvec.glsl) */
   flags?: number; K?: number; expertBytes?: number;
+  /** output row of W's row 0 (a window of rows) */
+  yOffset?: number;
+  /** GLU: bytes from a gate row to its up row (may be negative) */
+  upBytes?: number;
+  /** routed experts: the experts [e0, e0 + ne) this binding holds (a window); default all */
+  e0?: number; ne?: number;
   barrier?: boolean;
   /** for profiles: the weight's name */
   label?: string;
@@ -88,7 +94,8 @@ export function matvecOp(ops: OpList, d: MatvecDispatch): void {
   if (d.n % 8 !== 0 || (d.xOffset ?? 0) % 8 !== 0 || (d.xStride ?? d.n) % 8 !== 0) throw new Error(`matvec_${d.type}: n, xOffset and xStride must be multiples of 8`);
   const tokens = d.nRows > 1 && (flags & 1) === 0 ? MATMUL_TOKENS : 1;
   ops.op(`${tokens > 1 ? 'matmul' : 'matvec'}_${d.type}`, d.buffers, [
-    d.rows, d.n, d.rowBytes, d.xStride ?? d.n, d.yStride ?? d.rows, flags, d.K ?? 1, d.expertBytes ?? 0, d.wOffset ?? 0, d.xOffset ?? 0, 0, d.nRows,
+    d.rows, d.n, d.rowBytes, d.xStride ?? d.n, d.yStride ?? d.rows, flags, d.K ?? 1, d.expertBytes ?? 0, d.wOffset ?? 0, d.xOffset ?? 0, d.yOffset ?? 0, d.nRows,
+    (d.upBytes ?? 0) >>> 0, d.e0 ?? 0, d.ne ?? 0xffffffff, 0,
   ], [Math.ceil(d.rows / (flags & 4 ? MATVEC_ROWS / 2 : MATVEC_ROWS)), Math.ceil(d.nRows / tokens)], d.barrier ?? true, d.label);
 }
 
@@ -100,8 +107,8 @@ export function iq2xxsGrid(core: Core): Uint8Array {
 
 /** Binding and push-constant sizes of every shader (mirrors the GLSL declarations). */
 export const PIPELINES: Record<string, PipelineDef> = {
-  matvec: { bindings: 5, push: 48 },
-  matmul: { bindings: 5, push: 48 },
+  matvec: { bindings: 5, push: 64 },
+  matmul: { bindings: 5, push: 64 },
   rmsnorm: { bindings: 8, push: 32 },
   swiglu: { bindings: 2, push: 4 },
   qk_prep: { bindings: 6, push: 32 },

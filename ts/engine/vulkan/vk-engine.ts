@@ -4,10 +4,10 @@
  * BaseSession). The forward pass below mirrors core-as/engine/forward.ts op for op.
  */
 import * as fs from 'node:fs';
-import { GgmlType, readTensorBytes, rowBytes, typeName, type GgufFile, type TensorInfo } from '../../gguf/index.js';
+import { rowBytes, type GgufFile, type TensorInfo } from '../../gguf/index.js';
 import { Core } from '../../core/wasm.js';
 import { QuantKernels } from '../../core/quant.js';
-import { requiredTensors, type ModelShape } from '../../model/shape.js';
+import type { ModelShape } from '../../model/shape.js';
 import type { Tokenizer } from '../../tokenizer/tokenizer.js';
 import { loadAddon, type VkDevice } from '../../vk/addon.js';
 import { KV_TYPE_IDS, attentionLayer } from '../common.js';
@@ -16,37 +16,11 @@ import { kvBytesPerToken, recurrentStateBytes, stateSizes } from '../payload.js'
 import { BackendSettings, BaseSession, type SessionBackend } from '../session-base.js';
 import type { Engine, EngineOptions, KvType, SampleOptions, Session } from '../types.js';
 import { OpList, PIPELINES, Pipelines, fbits, iq2xxsGrid, matvecOp } from './graph.js';
+import { MATVEC, VkWeights, copiedBytesEstimate, readBytes, type DevTensor, type WeightMode } from './weights.js';
 
-const MATVEC: Record<number, string> = {
-  [GgmlType.F32]: 'f32', [GgmlType.F16]: 'f16', [GgmlType.BF16]: 'bf16', [GgmlType.Q8_0]: 'q8_0', [GgmlType.Q2_K]: 'q2_k',
-  [GgmlType.Q4_K]: 'q4_k', [GgmlType.Q5_K]: 'q5_k', [GgmlType.Q6_K]: 'q6_k', [GgmlType.IQ2_XXS]: 'iq2_xxs',
-};
 const KV_SHADER: Record<KvType, string> = { f32: 'f32', f16: 'f16', q8_0: 'q8_0', q4_0: 'q4_0' };
 
-interface MatvecOpts { flags?: number; xStride?: number; yStride?: number; xOffset?: number; expert?: boolean; barrier?: boolean }
-
-/**
- * A weight on the device; glu: rows are [gate; up] (per expert), see loadGlu(); rowOffset: the
- * weight is rows [rowOffset, rowOffset + rows) of a stacked buffer, see loadStack().
- */
-interface DevTensor { buf: number; type: number; rowBytes: number; ne0: number; rows: number; bytes: number; glu?: boolean; rowOffset?: number }
-
-/**
- * A stack: several weights over the same input in one buffer, one matvec for all in decode; parts:
- * each weight's rows, views: where each part's output lies in STK (made in allocScratch).
- */
-interface Stack { w: DevTensor; parts: number[]; views: number[] }
-
-/**
- * Projections of one input that decode runs as a single matvec over stacked rows (each dispatch
- * costs several µs on its own, whatever its size); prefill still runs them one by one (over their
- * row ranges of the stack), since its per-token output layout must stay per weight.
- */
-const STACKS: { key: string; parts: string[]; layers: 'recurrent' | 'attention' | 'all' }[] = [
-  { key: 'ssm_in', parts: ['attn_qkv', 'attn_gate', 'ssm_beta', 'ssm_alpha'], layers: 'recurrent' },
-  { key: 'attn_in', parts: ['attn_q', 'attn_k', 'attn_v'], layers: 'attention' },
-  { key: 'router_in', parts: ['ffn_gate_inp', 'ffn_gate_inp_shexp'], layers: 'all' },
-];
+interface MatvecOpts { flags?: number; xStride?: number; yStride?: number; xOffset?: number; barrier?: boolean }
 
 interface SamplerExports {
   sample(logits: number, n: number, temp: number, topK: number, topP: number, minP: number, rng: number): number;
@@ -66,16 +40,16 @@ export class VkEngine implements Engine {
   readonly q: QuantKernels;
   readonly core: Core;
   readonly logitsRows: number;
-  readonly t = new Map<string, DevTensor>();
-  /** stacked projections by `blk.L.key` (see STACKS) */
-  readonly stacks = new Map<string, Stack>();
+  /** the weights (see weights.ts: zero-copy import or upload, windows, stacks, fused gate+up) */
+  w!: VkWeights;
   /** engine-wide scratch buffers (one step at a time) */
   readonly buf: Record<string, number> = {};
   private embd: { t: TensorInfo; data?: Uint8Array };
   /** the model file, open for the engine's lifetime (weight uploads, then embedding rows) */
   private readonly fd: number;
-  private weightBytes = 0;
   private scratchBytes = 0;
+  /** why an automatic zero-copy import fell back to upload (for describe()) */
+  private importError?: string;
   private sessionBytes: number;
   readonly logitsPtr: number;
   /** the session whose last logits row is still only in LOGITS/ARG (forward deferLast) */
@@ -104,8 +78,9 @@ export class VkEngine implements Engine {
     let fd = -1;
     try {
       this.fd = fd = fs.openSync(options.model, 'r');
-      this.checkBudget();
-      this.loadWeights();
+      const mode = this.weightMode();
+      this.checkBudget(mode);
+      this.loadWeights(mode);
       this.allocScratch();
     } catch (e) {
       this.dev.dispose();
@@ -123,17 +98,26 @@ export class VkEngine implements Engine {
     return b;
   }
 
+  /**
+   * Zero-copy import of the file (weights.ts) where the GPU shares host memory and the driver can
+   * import it; upload to device-local memory otherwise (on a discrete GPU imported memory would be
+   * read across PCIe every token). --vk-weights / Q36_VK_WEIGHTS overrides.
+   */
+  private weightMode(): WeightMode {
+    const want = this.options.vkWeights ?? (process.env.Q36_VK_WEIGHTS as EngineOptions['vkWeights']) ?? 'auto';
+    if (!['auto', 'import', 'upload'].includes(want)) throw new Error(`Q36_VK_WEIGHTS must be auto, import or upload (got "${want}")`);
+    const canImport = this.info.externalMemoryHost && this.info.importAlignment > 0;
+    if (want === 'import' && !canImport) throw new Error(`--vk-weights import: ${this.info.name} does not support VK_EXT_external_memory_host`);
+    if (want === 'auto') return canImport && this.info.unifiedMemory ? 'import' : 'upload';
+    return want;
+  }
+
   /** Refuses, with numbers, a configuration that cannot fit the device. */
-  private checkBudget(): void {
+  private checkBudget(mode: WeightMode): void {
     const info = this.info;
     if (!info.subgroupOps) throw new Error(`${info.name}: the Vulkan backend needs subgroup arithmetic and vote operations in compute shaders (Vulkan 1.1 subgroup features); this device does not report them (use --cpu)`);
-    let w = 0;
-    for (const r of requiredTensors(this.shape)) {
-      if (r.name === 'token_embd.weight') continue;
-      const t = this.file.tensorByName.get(r.name)!;
-      w += r.types === 'float' ? t.rows * t.rowElems * 4 : t.nbytes;
-      if (t.nbytes > info.maxStorageBufferRange) throw new Error(`${r.name} (${t.nbytes} bytes) exceeds this device's maxStorageBufferRange (${info.maxStorageBufferRange}); windowed binding is not implemented yet`);
-    }
+    // imported weights live in the page cache, not in device allocations
+    const w = copiedBytesEstimate(this.file, this.shape, mode);
     const scratch = this.scratchEstimate();
     const total = w + scratch + this.sessionBytes;
     if (total > info.deviceLocalBytes * 0.95) {
@@ -148,110 +132,27 @@ export class VkEngine implements Engine {
       T * s.nHead * this.options.ctx + attnPartialFloats(s, T, this.options.ctx) + T * s.nExpert + 2 * T * K + 2 * T * K * s.nFfExp + T * K * s.nEmbd + 2 * T * s.nFfShexp + T * s.nEmbd + T + this.logitsRows * s.nVocab) + 64;
   }
 
-  private upload(name: string, t: TensorInfo, asF32: boolean): DevTensor {
-    const fd = this.fd;
-    let type = t.type, rb = t.rowBytes;
-    const bytes = asF32 ? t.rows * t.rowElems * 4 : t.nbytes;
-    const buf = this.dev.createBuffer(bytes, false);
-    if (asF32 && t.type !== GgmlType.F32) {
-      this.dev.write(buf, 0, this.f32Bytes(t));
-      type = GgmlType.F32;
-      rb = t.rowElems * 4;
-    } else {
-      for (let o = 0; o < t.nbytes; o += 64 << 20) this.dev.write(buf, o, readBytes(fd, t, o, Math.min(64 << 20, t.nbytes - o)));
-    }
-    this.weightBytes += bytes;
-    return { buf, type, rowBytes: rb, ne0: t.rowElems, rows: t.rows, bytes };
-  }
-
-  /** A float-class tensor's values as F32 bytes (the shaders read norms, routers, conv as F32). */
-  private f32Bytes(t: TensorInfo): Uint8Array {
-    return new Uint8Array(this.q.dequantize(t.type, readBytes(this.fd, t, 0, t.nbytes), t.rows * t.rowElems).buffer);
-  }
-
-  private loadWeights(): void {
-    const required = requiredTensors(this.shape);
-    const floats = new Set(required.filter((r) => r.types === 'float').map((r) => r.name));
-    const glu = new Set<string>();
-    for (let l = 0; l < this.shape.nLayer; l++) {
-      for (const kind of ['exps', 'shexp']) if (this.loadGlu(l, kind)) glu.add(`blk.${l}.ffn_gate_${kind}.weight`).add(`blk.${l}.ffn_up_${kind}.weight`);
-      for (const st of STACKS) {
-        if (st.layers !== 'all' && (st.layers === 'recurrent') !== this.shape.recurrent[l]) continue;
-        const names = st.parts.map((p) => `blk.${l}.${p}.weight`);
-        if (this.loadStack(`blk.${l}.${st.key}`, names, floats)) names.forEach((n) => glu.add(n));
-      }
-    }
-    for (const r of required) {
-      if (r.name === 'token_embd.weight' || glu.has(r.name)) continue;
-      const t = this.file.tensorByName.get(r.name)!;
-      const asF32 = r.types === 'float';
-      if (!asF32 && !MATVEC[t.type]) throw new Error(`${r.name}: type ${typeName(t.type)} is not supported by the Vulkan backend yet (use --cpu)`);
-      this.t.set(r.name, this.upload(r.name, t, asF32));
+  /** Loads the weights; an automatic import that the driver refuses falls back to upload. */
+  private loadWeights(mode: WeightMode): void {
+    const load = (m: WeightMode) => {
+      const w = new VkWeights({ dev: this.dev, file: this.file, fd: this.fd, shape: this.shape, q: this.q, mode: m, maxBinding: this.maxBinding() });
+      try { w.load(); } catch (e) { w.free(); throw e; }
+      return w;
+    };
+    try {
+      this.w = load(mode);
+    } catch (e) {
+      const auto = (this.options.vkWeights ?? process.env.Q36_VK_WEIGHTS ?? 'auto') === 'auto';
+      if (mode !== 'import' || !auto || !/importFile|external|mmap/i.test((e as Error).message)) throw e;
+      this.importError = (e as Error).message;
+      this.w = load('upload');
     }
   }
 
-  /**
-   * Uploads weights of the same type and row length as one buffer of stacked rows (float weights
-   * as F32, like upload()). Returns false (uploaded separately then) when they differ, the stack
-   * exceeds the largest binding, or a part's output would start off the view alignment.
-   */
-  private loadStack(key: string, names: string[], floats: Set<string>): boolean {
-    const ts = names.map((n) => this.file.tensorByName.get(n));
-    if (ts.some((t) => !t)) return false;
-    const info = this.info;
-    const asF32 = names.map((n) => floats.has(n));
-    const types = ts.map((t, i) => (asF32[i] ? GgmlType.F32 : t!.type));
-    if (types.some((t) => t !== types[0] || !MATVEC[t]) || ts.some((t) => t!.rowElems !== ts[0]!.rowElems)) return false;
-    const rb = rowBytes(types[0], ts[0]!.rowElems);
-    const rows = ts.map((t) => t!.rows);
-    const total = rows.reduce((a, b) => a + b, 0);
-    let start = 0;
-    for (const r of rows) {
-      if ((start * 4) % info.minStorageBufferOffsetAlignment !== 0) return false;
-      start += r;
-    }
-    if (total * rb > info.maxStorageBufferRange) return false;
-    const buf = this.dev.createBuffer(total * rb, false);
-    let row = 0;
-    ts.forEach((t, i) => {
-      const data = asF32[i] && t!.type !== GgmlType.F32 ? this.f32Bytes(t!) : readBytes(this.fd, t!, 0, t!.nbytes);
-      this.dev.write(buf, row * rb, data);
-      this.t.set(names[i], { buf, type: types[0], rowBytes: rb, ne0: t!.rowElems, rows: t!.rows, bytes: data.byteLength, rowOffset: row });
-      row += t!.rows;
-    });
-    this.weightBytes += total * rb;
-    const w: DevTensor = { buf, type: types[0], rowBytes: rb, ne0: ts[0]!.rowElems, rows: total, bytes: total * rb };
-    this.stacks.set(key, { w, parts: rows, views: [] });
-    return true;
-  }
-
-  /**
-   * Uploads a layer's gate and up projections (routed experts or shared expert) as one buffer of
-   * [gate rows; up rows] per expert, so one fused matvec computes silu(gate·x)·(up·x). Returns false
-   * (they are then uploaded separately) when the two differ in type or shape or the pair would
-   * exceed the device's largest binding.
-   */
-  private loadGlu(l: number, kind: string): boolean {
-    const g = this.file.tensorByName.get(`blk.${l}.ffn_gate_${kind}.weight`), u = this.file.tensorByName.get(`blk.${l}.ffn_up_${kind}.weight`);
-    if (!g || !u || g.type !== u.type || g.rowElems !== u.rowElems || g.rows !== u.rows || !MATVEC[g.type]) return false;
-    if (g.nbytes + u.nbytes > this.info.maxStorageBufferRange) return false;
-    const experts = kind === 'exps' ? this.shape.nExpert : 1;
-    const part = g.nbytes / experts; // one expert's gate (or up) rows
-    const buf = this.dev.createBuffer(2 * g.nbytes, false);
-    // stage whole experts in ≤ 64 MiB pieces: [gate_e; up_e] for each expert e
-    const per = Math.max(1, Math.floor((64 << 20) / (2 * part)));
-    for (let e0 = 0; e0 < experts; e0 += per) {
-      const n = Math.min(per, experts - e0);
-      const stage = new Uint8Array(2 * part * n);
-      for (let i = 0; i < n; i++) {
-        readTensorBytes(this.fd, g, stage.subarray(2 * part * i, 2 * part * i + part), (e0 + i) * part, part);
-        readTensorBytes(this.fd, u, stage.subarray(2 * part * i + part, 2 * part * (i + 1)), (e0 + i) * part, part);
-      }
-      this.dev.write(buf, 2 * part * e0, stage);
-    }
-    this.weightBytes += 2 * g.nbytes;
-    this.t.set(`blk.${l}.ffn_gate_up_${kind}.weight`, { buf, type: g.type, rowBytes: g.rowBytes, ne0: g.rowElems, rows: 2 * g.rows, bytes: 2 * g.nbytes, glu: true });
-    return true;
+  /** The largest binding: the device's, or less (vkMaxBinding: tests exercise windowed weights). */
+  private maxBinding(): number {
+    const m = this.info.maxStorageBufferRange;
+    return Math.min(m, this.options.vkMaxBinding ?? m);
   }
 
   private allocScratch(): void {
@@ -272,9 +173,9 @@ export class VkEngine implements Engine {
     f('GS', T * s.nFfShexp); f('US', T * s.nFfShexp); f('DS', T * s.nEmbd); f('SG', T);
     // the decode output of every stack, and views of it at each part's rows (one view per distinct
     // range: the layers' stacks of one kind share theirs)
-    f('STK', Math.max(1, ...[...this.stacks.values()].map((st) => st.w.rows)));
+    f('STK', Math.max(1, ...[...this.w.stacks.values()].map((st) => st.w.rows)));
     const views = new Map<string, number>();
-    for (const st of this.stacks.values()) {
+    for (const st of this.w.stacks.values()) {
       let o = 0;
       st.views = st.parts.map((r) => {
         const k = `${o}:${r}`;
@@ -327,24 +228,28 @@ export class VkEngine implements Engine {
   }
 
   matvec(ops: OpList, name: string, x: number, y: number, nRows: number, o: MatvecOpts = {}): void {
-    this.matvecOf(ops, this.t.get(name)!, name.replace(/^blk\.\d+\./, '').replace(/\.weight$/, ''), x, y, nRows, o);
+    this.matvecOf(ops, this.w.t.get(name)!, name.replace(/^blk\.\d+\./, '').replace(/\.weight$/, ''), x, y, nRows, o);
   }
 
   /** Decode (one token): the stacked projections of `blk.L.key` as one matvec into STK; the part views, or undefined without a stack. */
   stacked(ops: OpList, l: number, key: string, x: number, barrier = true): number[] | undefined {
-    const st = this.stacks.get(`blk.${l}.${key}`);
+    const st = this.w.stacks.get(`blk.${l}.${key}`);
     if (!st) return undefined;
     this.matvecOf(ops, st.w, key, x, this.buf.STK, 1, { barrier });
     return st.views;
   }
 
+  /** One matvec dispatch per window of the weight (one for most weights), all into the same Y. */
   private matvecOf(ops: OpList, w: DevTensor, label: string, x: number, y: number, nRows: number, o: MatvecOpts): void {
-    // output rows: per expert for routed experts, half of a [gate; up] pair
-    const rows = (o.expert ? w.rows / this.shape.nExpert : w.rows) / (w.glu ? 2 : 1);
-    matvecOp(ops, {
-      type: MATVEC[w.type], buffers: [w.buf, x, y, this.buf.IDS, this.buf.GRID], rows, n: w.ne0, rowBytes: w.rowBytes, nRows,
-      xStride: o.xStride, yStride: o.yStride, xOffset: o.xOffset, flags: (o.flags ?? 0) | (w.glu ? 4 : 0), K: this.shape.nExpertUsed,
-      expertBytes: o.expert ? (w.glu ? 2 : 1) * rows * w.rowBytes : 0, barrier: o.barrier, wOffset: (w.rowOffset ?? 0) * w.rowBytes, label,
+    const expert = w.expertBytes > 0;
+    w.windows.forEach((win, i) => {
+      matvecOp(ops, {
+        type: MATVEC[w.type], buffers: [win.buf, x, y, this.buf.IDS, this.buf.GRID], rows: expert ? w.rows : win.count, n: w.ne0, rowBytes: w.rowBytes, nRows,
+        xStride: o.xStride, yStride: o.yStride ?? w.rows, xOffset: o.xOffset, yOffset: expert ? 0 : win.first, flags: (o.flags ?? 0) | (w.glu ? 4 : 0), K: this.shape.nExpertUsed,
+        expertBytes: w.expertBytes, e0: expert ? win.first : 0, ne: expert ? win.count : undefined, upBytes: win.upBytes, wOffset: win.wOffset,
+        // the windows write disjoint outputs: only the last one needs the barrier
+        barrier: i === w.windows.length - 1 ? o.barrier : false, label,
+      });
     });
   }
 
@@ -357,7 +262,9 @@ export class VkEngine implements Engine {
     const kvTok = kvBytesPerToken(this.shape, this.kv);
     return [
       `backend   vulkan: ${i.name} (${i.type}), ${i.driver}, subgroup ${i.subgroupSize}, ${i.unifiedMemory ? 'unified' : 'discrete'} memory, ${(i.deviceLocalBytes / 2 ** 30).toFixed(1)} GiB device-local`,
-      `weights   ${(this.weightBytes / 2 ** 20).toFixed(1)} MiB on the device`,
+      `weights   ${(this.w.copiedBytes / 2 ** 20).toFixed(1)} MiB copied to the device` +
+        (this.w.importedBytes ? `, ${(this.w.importedBytes / 2 ** 20).toFixed(1)} MiB of the file bound in place (zero-copy)` : '') +
+        (this.importError ? ` (zero-copy import failed: ${this.importError})` : ''),
       `kv cache  ${this.kv.k}/${this.kv.v}: ${kvTok} B/token, ${(kvTok * this.options.ctx / 2 ** 20).toFixed(1)} MiB for ctx ${this.options.ctx}`,
       `deltanet  state ${(recurrentStateBytes(this.shape) / 2 ** 20).toFixed(1)} MiB per session; scratch ${(this.scratchBytes / 2 ** 20).toFixed(1)} MiB`,
     ].join('\n');
@@ -409,13 +316,6 @@ function transposeHeads(bytes: Uint8Array, dk: number): Uint8Array {
   return new Uint8Array(dst.buffer);
 }
 
-/** A fresh copy of bytes [start, start+len) of a tensor. */
-function readBytes(fd: number, t: TensorInfo, start: number, len: number): Uint8Array {
-  const b = new Uint8Array(len);
-  readTensorBytes(fd, t, b, start, len);
-  return b;
-}
-
 /** Per-session device state (KV cache, DeltaNet states) and its recorded steps. */
 class VkBackend extends BackendSettings implements SessionBackend {
   private layers: { a: number; b: number }[] = [];
@@ -454,7 +354,7 @@ class VkBackend extends BackendSettings implements SessionBackend {
       owed = { mode: 0, r: B.A2, sg: B.A2 };
     };
     for (let l = 0; l < s.nLayer; l++) {
-      const w = (n: string) => e.t.get(`blk.${l}.${n}`)!.buf;
+      const w = (n: string) => e.w.buf(`blk.${l}.${n}`);
       // independent ops are issued back to back without a barrier between them (barrier = false)
       const mv = (n: string, x: number, y: number, rows: number, o: MatvecOpts = {}) => e.matvec(ops, `blk.${l}.${n}`, x, y, rows, o);
       norm(w('attn_norm.weight'), 0, T);
@@ -504,7 +404,7 @@ class VkBackend extends BackendSettings implements SessionBackend {
         // the shared-expert gate is a 1-row F32 matvec over the same normed input
         mv('ffn_gate_inp_shexp.weight', B.A, SG, T, { yStride: 1, barrier: false });
       }
-      if (e.t.has(`blk.${l}.ffn_gate_up_shexp.weight`)) {
+      if (e.w.t.has(`blk.${l}.ffn_gate_up_shexp.weight`)) {
         mv('ffn_gate_up_shexp.weight', B.A, B.GS, T);
       } else {
         mv('ffn_gate_shexp.weight', B.A, B.GS, T, { barrier: false });
@@ -512,14 +412,14 @@ class VkBackend extends BackendSettings implements SessionBackend {
         ops.op('swiglu', [B.GS, B.US], [T * s.nFfShexp], [Math.ceil((T * s.nFfShexp) / 256)], false);
       }
       ops.op('router', [R, B.IDS, B.WTS], [s.nExpert, K], [T]);
-      if (e.t.has(`blk.${l}.ffn_gate_up_exps.weight`)) {
-        mv('ffn_gate_up_exps.weight', B.A, B.GE, T * K, { flags: 1, expert: true });
+      if (e.w.t.has(`blk.${l}.ffn_gate_up_exps.weight`)) {
+        mv('ffn_gate_up_exps.weight', B.A, B.GE, T * K, { flags: 1 });
       } else {
-        mv('ffn_gate_exps.weight', B.A, B.GE, T * K, { flags: 1, expert: true, barrier: false });
-        mv('ffn_up_exps.weight', B.A, B.UE, T * K, { flags: 1, expert: true });
+        mv('ffn_gate_exps.weight', B.A, B.GE, T * K, { flags: 1, barrier: false });
+        mv('ffn_up_exps.weight', B.A, B.UE, T * K, { flags: 1 });
         ops.op('swiglu', [B.GE, B.UE], [T * K * s.nFfExp], [Math.ceil((T * K * s.nFfExp) / 256)]);
       }
-      mv('ffn_down_exps.weight', B.GE, B.DE, T * K, { flags: 3, expert: true, barrier: false });
+      mv('ffn_down_exps.weight', B.GE, B.DE, T * K, { flags: 3, barrier: false });
       mv('ffn_down_shexp.weight', B.GS, B.DS, T);
       if (steer && steer.ffnScale !== 0) {
         // FFN steering edits the MoE output before the residual add
@@ -533,7 +433,7 @@ class VkBackend extends BackendSettings implements SessionBackend {
     // rows before logitsFrom are never read again, so their last residual update is skipped
     const n = T - logitsFrom;
     if (n > 0) {
-      norm(e.t.get('output_norm.weight')!.buf, logitsFrom, n);
+      norm(e.w.buf('output_norm.weight'), logitsFrom, n);
       e.matvec(ops, 'output.weight', B.A, B.LOGITS, n);
       // greedy decoding reads this instead of the logits row (see forward's deferLast)
       ops.op('argmax', [B.LOGITS, B.ARG], [s.nVocab, (n - 1) * s.nVocab], [1]);
