@@ -190,6 +190,12 @@ Recorder::Recorder(Context& ctx, uint32_t maxSets, bool profile) : ctx_(ctx) {
     VK_CALL(vkCreateFence(ctx.device(), &fi, nullptr, &fence_));
     VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
     VK_CALL(vkBeginCommandBuffer(cmd_, &bi));
+    // what earlier submissions wrote (KV cache, states, logits, staging copies) must be visible
+    // here: a barrier's first scope covers every command submitted before it on this queue
+    VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+    vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
     if (queries_) {
       vkCmdResetQueryPool(cmd_, queries_, 0, maxQueries_);
       vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_, usedQueries_++);

@@ -28,6 +28,11 @@ export interface SessionBackend {
   readLast?(): Float32Array;
   /** the deferred row's arg-max (lowest index on ties), or undefined when it cannot tell (NaN, all −∞) */
   lastArgmax?(): number | undefined;
+  /**
+   * The deferred row's k best logits with their ids, in ascending id order (the sampler's top-k
+   * set: larger first, ties to the lower id), or undefined (k unsupported, NaN in the row).
+   */
+  lastTopK?(k: number): { ids: number[]; logits: Float32Array } | undefined;
   /** DeltaNet conv + recurrent states of all recurrent layers, in layer order */
   readRecurrent(): Uint8Array;
   writeRecurrent(state: Uint8Array | null): void;
@@ -257,6 +262,14 @@ export class BaseSession implements Session {
     if (this.lastOnDevice && o.temperature <= 0) {
       const id = this.b.lastArgmax?.();
       if (id !== undefined) return id;
+    }
+    // top-k sampling from the device's k best: the sampler run over just those (in id order, so
+    // ties break alike) draws the same token with the same random number as over the whole row —
+    // its max, min-p cut, top-k set, order, top-p prefix and weights are all inside the k
+    const k = o.topK ?? 0;
+    if (this.lastOnDevice && o.temperature > 0 && k > 0 && k < this.b.shape.nVocab) {
+      const top = this.b.lastTopK?.(k);
+      if (top && top.ids.length === k) return top.ids[this.b.sample(top.logits, o)];
     }
     return this.b.sample(this.logits(), o);
   }

@@ -123,4 +123,5 @@ export const PIPELINES: Record<string, PipelineDef> = {
   moe_combine: { bindings: 5, push: 12 },
   steer: { bindings: 2, push: 16 },
   argmax: { bindings: 2, push: 8 },
+  topk: { bindings: 3, push: 16 },
 };

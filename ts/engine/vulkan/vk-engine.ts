@@ -48,6 +48,8 @@ export class VkEngine implements Engine {
   /** the model file, open for the engine's lifetime (weight uploads, then embedding rows) */
   private readonly fd: number;
   private scratchBytes = 0;
+  /** recorded top-k commands by k */
+  private topkCmds = new Map<number, number>();
   /** why an automatic zero-copy import fell back to upload (for describe()) */
   private importError?: string;
   private sessionBytes: number;
@@ -188,6 +190,9 @@ export class VkEngine implements Engine {
     f('LOGITS', this.logitsRows * s.nVocab, true);
     f('PARAMS', 4, true);
     f('ARG', 2, true);
+    // top-k stages (topk.comp): ping-pong pairs, the last stage's k pairs host-visible
+    const tkPairs = Math.ceil(s.nVocab / TOPK_ITEMS) * TOPK_MAX;
+    f('TKA', 2 * tkPairs); f('TKB', 2 * tkPairs); f('TKH', 2 * TOPK_MAX, true);
     // RoPE table (cos, sin) per position and frequency, computed in f64
     const half = s.nRot / 2, ctx = this.options.ctx;
     const rope = new Float32Array(ctx * half * 2);
@@ -237,6 +242,32 @@ export class VkEngine implements Engine {
     if (!st) return undefined;
     this.matvecOf(ops, st.w, key, x, this.buf.STK, 1, { barrier });
     return st.views;
+  }
+
+  /**
+   * The k best (logit, id) pairs of LOGITS row 0 (the deferred decode row), best first, ties to
+   * the lower id: topk.comp stages, recorded once per k, run on demand (only sampling with a
+   * temperature needs them). k ≤ TOPK_MAX.
+   */
+  topK(k: number): Uint32Array {
+    let cmd = this.topkCmds.get(k);
+    if (cmd === undefined) {
+      const ops = new OpList(this.pipes);
+      let n = this.shape.nVocab, stage = 0, src = this.buf.TKB, dst = this.buf.TKA;
+      for (;;) {
+        const groups = Math.ceil(n / TOPK_ITEMS);
+        const out = groups === 1 ? this.buf.TKH : dst;
+        ops.op('topk', [this.buf.LOGITS, src, out], [n, k, 0, stage], [groups]);
+        if (groups === 1) break;
+        n = groups * k;
+        stage++;
+        [src, dst] = [dst, src];
+      }
+      cmd = this.dev.record(ops.build());
+      this.topkCmds.set(k, cmd);
+    }
+    this.dev.runSync(cmd);
+    return new Uint32Array(this.dev.read(this.buf.TKH, 0, 8 * k));
   }
 
   /** One matvec dispatch per window of the weight (one for most weights), all into the same Y. */
@@ -291,6 +322,10 @@ export class VkEngine implements Engine {
     this.dev.dispose();
   }
 }
+
+/** Largest k the GPU top-k serves (a larger one reads the whole row); items per topk workgroup. */
+export const TOPK_MAX = 64;
+const TOPK_ITEMS = 1024;
 
 /** Key positions per attn_values workgroup: short blocks for one token (parallelism), long for prefill (bounds P). */
 function attnValueBlock(T: number): number {
@@ -485,6 +520,18 @@ class VkBackend extends BackendSettings implements SessionBackend {
   lastArgmax(): number | undefined {
     const [id, flags] = this.kept?.arg ?? this.readArg();
     return flags !== 0 || id >= this.shape.nVocab ? undefined : id;
+  }
+
+  lastTopK(k: number): { ids: number[]; logits: Float32Array } | undefined {
+    // a row saved by keep() is on the host already; a NaN row follows the host sampler's rules
+    if (this.kept || this.e.deferredBy !== this || !(k > 0 && k <= TOPK_MAX && k < this.shape.nVocab)) return undefined;
+    if (this.readArg()[1] !== 0) return undefined;
+    const pairs = this.e.topK(k);
+    const f = new Float32Array(pairs.buffer);
+    const top: [number, number][] = [];
+    for (let i = 0; i < k; i++) if (pairs[2 * i + 1] !== 0xffffffff) top.push([pairs[2 * i + 1], f[2 * i]]);
+    top.sort((a, b) => a[0] - b[0]);
+    return { ids: top.map((x) => x[0]), logits: Float32Array.from(top, (x) => x[1]) };
   }
 
   readRecurrent(): Uint8Array {

@@ -1,0 +1,77 @@
+/**
+ * GPU top-k for sampling with a temperature (shaders/topk.comp): the device's k best must be the
+ * sampler's top-k set in its order (larger logit first, ties to the lower id), and sampling from
+ * them must draw exactly the token the WASM sampler draws from the whole row with the same seed.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openEngine } from '../ts/engine/index.js';
+import type { VkEngine } from '../ts/engine/vulkan/vk-engine.js';
+import { TOPK_MAX } from '../ts/engine/vulkan/vk-engine.js';
+import { Rng } from '../ts/model/synth.js';
+import { fixture } from './helpers.js';
+
+/** The reference order: logit descending, id ascending on ties; NaN never kept. */
+function hostTopK(row: Float32Array, k: number): [number, number][] {
+  const ids = [...row.keys()].filter((i) => !Number.isNaN(row[i]));
+  ids.sort((a, b) => (row[b] - row[a]) || (a - b));
+  return ids.slice(0, k).map((i) => [i, row[i]]);
+}
+
+describe('GPU top-k', () => {
+  let e: VkEngine;
+  beforeAll(async () => { e = (await openEngine({ model: fixture('tinyR/tinyR-q2.gguf'), backend: 'vulkan', ctx: 256 })) as VkEngine; });
+  afterAll(() => e.dispose());
+
+  it('finds the k best of crafted rows: ties at the boundary, −∞, repeated values, every k', () => {
+    const n = e.shape.nVocab, r = new Rng(5);
+    const rows: Float32Array[] = [];
+    // few distinct values: long runs of ties everywhere, including across the k-th place
+    rows.push(Float32Array.from({ length: n }, () => r.int(0, 6) * 0.5));
+    // random values with −∞ entries and a block of equal maxima
+    const b = Float32Array.from({ length: n }, () => r.normal() * 3);
+    for (let i = 0; i < n; i += 7) b[i] = -Infinity;
+    for (let i = n - 40; i < n; i++) b[i] = 100;
+    rows.push(b);
+    // all equal: the k lowest ids
+    rows.push(new Float32Array(n).fill(-1.25));
+    for (const row of rows) {
+      e.dev.write(e.buf.LOGITS, 0, new Uint8Array(row.buffer));
+      for (const k of [1, 2, 20, 33, TOPK_MAX]) {
+        const got = e.topK(k), f = new Float32Array(got.buffer);
+        const want = hostTopK(row, k);
+        expect(Array.from({ length: k }, (_, i) => [got[2 * i + 1], f[2 * i]])).toEqual(want);
+      }
+    }
+  });
+
+  it('sampling with a temperature draws what the host sampler draws from the whole row (same seed)', async () => {
+    const s = e.newSession();
+    let gpu = 0;
+    const topK = e.topK.bind(e);
+    e.topK = (k: number) => { gpu++; return topK(k); };
+    try {
+      const opts = [
+        { temperature: 0.6, topK: 20, topP: 0.95, minP: 0 },
+        { temperature: 1.5, topK: 40, topP: 1, minP: 0.05 },
+        { temperature: 0.9, topK: 1, topP: 0.5, minP: 0 },
+      ];
+      const rng = e.core.alloc(8);
+      let prompt = [5, 17, 300, 42, 9];
+      for (let step = 0; step < 6; step++) {
+        await s.eval(prompt);
+        // every draw while the row is still on the device (the GPU top-k path), then the host's
+        const ids = opts.map((o, i) => { s.seed(1000 * step + i); return s.sample(o); });
+        const row = s.logits();
+        opts.forEach((o, i) => {
+          new DataView(e.core.memory.buffer).setBigUint64(rng, BigInt(1000 * step + i), true);
+          expect(ids[i]).toBe(e.sampleWith(row, o, rng));
+        });
+        prompt = [(prompt[0] * 31 + step) % e.shape.nVocab];
+      }
+      expect(gpu).toBe(6 * opts.length);
+    } finally {
+      e.topK = topK;
+      s.dispose();
+    }
+  });
+});
