@@ -3,6 +3,7 @@
  * as a fraction of the memory-bandwidth floor (bytes a step must read / measured bandwidth).
  *
  *   node dist/scripts/bench-vk.js -m /tmp/full-q2.gguf --frontiers 2048,10240,32768 --gen 32 [--bandwidth 4.3e12]
+ *     [--temp 0.6 --top-k 20 --top-p 0.95]   (decode sampling; default greedy)
  */
 import * as os from 'node:os';
 import { parseArgs } from 'node:util';
@@ -16,8 +17,10 @@ import { decodeBytes } from './bytes-per-token.js';
 const { values: a } = parseArgs({ options: {
   model: { type: 'string', short: 'm' }, frontiers: { type: 'string', default: '2048' }, gen: { type: 'string', default: '32' },
   prefill: { type: 'string', default: '512,2048' }, bandwidth: { type: 'string', default: '4.3e12' }, ctk: { type: 'string', default: 'q8_0' }, ctv: { type: 'string', default: 'q4_0' },
-  chunk: { type: 'string', default: '64' },
+  chunk: { type: 'string', default: '64' }, temp: { type: 'string', default: '0' }, 'top-k': { type: 'string', default: '20' },
+  'top-p': { type: 'string', default: '0.95' },
 } });
+const sampling = { temperature: Number(a.temp), topK: Number(a['top-k']), topP: Number(a['top-p']), minP: 0 };
 if (!a.model) { console.error('bench-vk: -m MODEL is required'); process.exit(2); }
 const frontiers = a.frontiers!.split(',').map(Number);
 const ctx = Math.max(...frontiers, ...a.prefill!.split(',').map(Number)) + Number(a.gen) + 8;
@@ -26,7 +29,7 @@ const t0 = performance.now();
 const e = await openEngine({ model: a.model, backend: 'vulkan', ctx, kvTypes: kv, chunk: Number(a.chunk) });
 console.log(`# bench-vk ${a.model}; ${new Date().toISOString()}; host ${os.cpus()[0].model}; node ${process.version}`);
 console.log(e.describe());
-console.log(`load ${((performance.now() - t0) / 1000).toFixed(1)} s, ctx ${ctx}, chunk ${a.chunk}`);
+console.log(`load ${((performance.now() - t0) / 1000).toFixed(1)} s, ctx ${ctx}, chunk ${a.chunk}; decode sampling ${sampling.temperature > 0 ? `temp ${sampling.temperature} top-k ${sampling.topK} top-p ${sampling.topP}` : 'greedy'}`);
 const f = readGguf(a.model);
 const rng = new Rng(3);
 const tokens = Array.from({ length: ctx }, () => rng.int(0, Math.min(e.shape.nVocab, 200000) - 1));
@@ -60,7 +63,8 @@ for (const fr of frontiers) {
   const gen = Number(a.gen);
   t = performance.now();
   const run0 = vk.runMs;
-  for (let i = 0; i < gen; i++) await s.eval([s.sample({ temperature: 0 })]);
+  s.seed(1);
+  for (let i = 0; i < gen; i++) await s.eval([s.sample(sampling)]);
   const dec = (performance.now() - t) / 1000;
   const inRun = (vk.runMs - run0) / gen;
   const b = decodeBytes(f, e.shape, fr + gen / 2, kv);

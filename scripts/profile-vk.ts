@@ -24,4 +24,16 @@ const show = (title: string) => {
 show(`last prefill step (up to 64 tokens)`);
 for (let i = 0; i < 3; i++) await s.eval([s.sample({ temperature: 0 })]);
 show('decode step (1 token)');
+// host-side sampling costs with the row still on the device (each call re-runs the device work)
+const time = (label: string, f: () => void) => {
+  f();
+  const t = performance.now();
+  for (let i = 0; i < 20; i++) f();
+  console.log(`${label}: ${((performance.now() - t) / 20).toFixed(3)} ms per call`);
+};
+time('sample greedy (device arg-max)', () => s.sample({ temperature: 0 }));
+time('GPU top-k 20 (submit, wait, read 20 pairs)', () => e.topK(20));
+time('sample temp 0.6 top-k 20 top-p 0.95 (GPU top-k + sampler over 20)', () => s.sample({ temperature: 0.6, topK: 20, topP: 0.95 }));
+const row = s.logits(), rng = e.core.alloc(8);
+time('sample temp 0.6 top-k 20 top-p 0.95 over the read-back row (host)', () => e.sampleWith(row, { temperature: 0.6, topK: 20, topP: 0.95 }, rng));
 e.dispose();

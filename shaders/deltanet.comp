@@ -3,17 +3,21 @@
 // and the gated output norm fused in).
 //   S ← e^g S;  r = Sᵀk;  δ = β(v − r);  S ← S + k δᵀ;  o = Sᵀq
 // with β = σ(b), g = A·softplus(α + dt), q/k of key head h mod hk (GGUF tiling).
-// State layout on the GPU: S[(h·dk + i)·dk + j] = S_h[i][j] (key-index major, so the 128 threads
-// of a head load and store each key row as one coalesced line; the session payload keeps the CPU
+// State layout on the GPU: S[(h·dk + i)·dk + j] = S_h[i][j] (key-index major, so the threads of
+// a head load and store each key row as coalesced lines; the session payload keeps the CPU
 // engine's value-column-major layout and VkBackend transposes on save/load).
-// Thread mapping: thread j owns value column j, held in registers for the whole chunk (loaded once,
-// stored once: the per-token work has no dependent global-memory round trips); q and k staged in
-// shared memory. The gated norm of the output is fused in: o_h ← rms(o_h) ⊙ w ⊙ silu(z_h) (the
-// head's 128 outputs are all in this workgroup). Dispatch: (hv, 1, 1). dk ≤ 128.
+// Thread mapping: 512 threads, thread (p, j) = p·128 + j owns rows [32p, 32p + 32) of value column
+// j, held in registers for the whole chunk (loaded once, stored once). Four row quarters instead
+// of one thread per whole column: 4× the loads in flight per head (the decode step is a single
+// load-compute-store of the 64 KiB state, latency-bound with 128 threads) and 32-long instead of
+// 128-long dependent FMA chains per token; the quarters' partial sums of r and o meet in shared
+// memory. q and k are staged in shared memory. The gated norm of the output is fused in:
+// o_h ← rms(o_h) ⊙ w ⊙ silu(z_h) (the head's outputs are all in this workgroup).
+// Dispatch: (hv, 1, 1). dk ≤ 128.
 #extension GL_GOOGLE_include_directive : enable
 #extension GL_KHR_shader_subgroup_arithmetic : enable
 #include "common.glsl"
-layout(local_size_x = 128) in;
+layout(local_size_x = 512) in;
 layout(std430, binding = 0) readonly buffer UB { float U[]; };
 layout(std430, binding = 1) readonly buffer BB { float Bt[]; };
 layout(std430, binding = 2) readonly buffer AB { float AL[]; };
@@ -28,47 +32,59 @@ shared float q[128];
 shared float k[128];
 shared float red[128];
 shared float red2[128];
+shared float part[4][128];
 
 float softplusf(float x) { return x > 20.0 ? x : log(1.0 + exp(x)); }
 
 void main() {
-  uint h = gl_WorkGroupID.x, j = gl_LocalInvocationID.x;
+  uint h = gl_WorkGroupID.x, tid = gl_LocalInvocationID.x;
+  uint j = tid & 127u, p = tid >> 7, i0 = 32u * p;
+  // the first quarter's threads (whole subgroups: 128 is a multiple of every subgroup size) do
+  // the per-column work: q/k loads, the output and its norm
+  bool lead = p == 0u;
+  uint nLead = 128u / gl_SubgroupSize;
   uint kh = h % pc.hk;
   uint base = h * pc.dk * pc.dk + j;
-  float col[128];
+  float col[32];
   // constant, unrolled bounds keep col[] in registers (a dynamic index would spill it)
-  [[unroll]] for (uint i = 0u; i < 128u; i++) col[i] = (j < pc.dk && i < pc.dk) ? S[base + i * pc.dk] : 0.0;
+  [[unroll]] for (uint i = 0u; i < 32u; i++) col[i] = (j < pc.dk && i0 + i < pc.dk) ? S[base + (i0 + i) * pc.dk] : 0.0;
   for (uint t = 0u; t < pc.T; t++) {
     uint ub = t * pc.convCh;
     // q, k ← x / sqrt(Σx² + 1e-6), q also × 1/sqrt(dk): the L2 norm is fused in (both value heads
     // of a key head normalise the same q/k; cheaper than a dispatch and a barrier level)
-    float qv = j < pc.dk ? U[ub + kh * pc.dk + j] : 0.0, kv = j < pc.dk ? U[ub + pc.hk * pc.dk + kh * pc.dk + j] : 0.0;
+    float qv = lead && j < pc.dk ? U[ub + kh * pc.dk + j] : 0.0, kv = lead && j < pc.dk ? U[ub + pc.hk * pc.dk + kh * pc.dk + j] : 0.0;
     float sq = subgroupAdd(qv * qv), sk = subgroupAdd(kv * kv);
-    if (subgroupElect()) { red[gl_SubgroupID] = sq; red2[gl_SubgroupID] = sk; }
+    if (lead && subgroupElect()) { red[gl_SubgroupID] = sq; red2[gl_SubgroupID] = sk; }
     barrier();
     sq = 0.0; sk = 0.0;
-    for (uint sg = 0u; sg < gl_NumSubgroups; sg++) { sq += red[sg]; sk += red2[sg]; }
-    if (j < pc.dk) { q[j] = qv * (inversesqrt(sq + 1e-6) * pc.qScale); k[j] = kv * inversesqrt(sk + 1e-6); }
+    for (uint sg = 0u; sg < nLead; sg++) { sq += red[sg]; sk += red2[sg]; }
+    if (lead && j < pc.dk) { q[j] = qv * (inversesqrt(sq + 1e-6) * pc.qScale); k[j] = kv * inversesqrt(sk + 1e-6); }
     barrier();
     float beta = sigmoidf(Bt[t * pc.hv + h]);
     float decay = exp(A[h] * softplusf(AL[t * pc.hv + h] + DT[h]));
-    float o = 0.0;
-    if (j < pc.dk) {
-      float r = 0.0;
-      [[unroll]] for (uint i = 0u; i < 128u; i++) if (i < pc.dk) { col[i] *= decay; r += col[i] * k[i]; }
-      float v = U[ub + 2u * pc.hk * pc.dk + h * pc.dk + j];
-      float delta = beta * (v - r);
-      [[unroll]] for (uint i = 0u; i < 128u; i++) if (i < pc.dk) { col[i] += delta * k[i]; o += col[i] * q[i]; }
-    }
-    // gated norm over the head: subgroup sums of o², then across subgroups in shared memory
+    // r = Sᵀk: each quarter's partial, summed over the quarters in shared memory
+    float rp = 0.0;
+    [[unroll]] for (uint i = 0u; i < 32u; i++) if (i0 + i < pc.dk) { col[i] *= decay; rp += col[i] * k[i0 + i]; }
+    part[p][j] = rp;
+    barrier();
+    float r = part[0][j] + part[1][j] + part[2][j] + part[3][j];
+    float v = j < pc.dk ? U[ub + 2u * pc.hk * pc.dk + h * pc.dk + j] : 0.0;
+    float delta = beta * (v - r);
+    float op = 0.0;
+    [[unroll]] for (uint i = 0u; i < 32u; i++) if (i0 + i < pc.dk) { col[i] += delta * k[i0 + i]; op += col[i] * q[i0 + i]; }
+    barrier();  // every quarter has read part[·][j] for r
+    part[p][j] = op;
+    barrier();
+    float o = lead && j < pc.dk ? part[0][j] + part[1][j] + part[2][j] + part[3][j] : 0.0;
+    // gated norm over the head: subgroup sums of o², then across the lead subgroups in shared memory
     float ss = subgroupAdd(o * o);
-    if (subgroupElect()) red[gl_SubgroupID] = ss;
+    if (lead && subgroupElect()) red[gl_SubgroupID] = ss;
     barrier();
     float tot = 0.0;
-    for (uint sg = 0u; sg < gl_NumSubgroups; sg++) tot += red[sg];
+    for (uint sg = 0u; sg < nLead; sg++) tot += red[sg];
     uint oo = t * pc.hv * pc.dk + h * pc.dk + j;
-    if (j < pc.dk) O[oo] = o * inversesqrt(tot / float(pc.dk) + pc.eps) * NW[j] * siluf(Z[oo]);
+    if (lead && j < pc.dk) O[oo] = o * inversesqrt(tot / float(pc.dk) + pc.eps) * NW[j] * siluf(Z[oo]);
     barrier();
   }
-  if (j < pc.dk) [[unroll]] for (uint i = 0u; i < 128u; i++) if (i < pc.dk) S[base + i * pc.dk] = col[i];
+  if (j < pc.dk) [[unroll]] for (uint i = 0u; i < 32u; i++) if (i0 + i < pc.dk) S[base + (i0 + i) * pc.dk] = col[i];
 }

@@ -67,10 +67,13 @@ describe('matvec shaders vs the WASM reference (random blocks of every Vulkan ty
   it('argmax: first maximum on ties, NaN flagged, offset row', () => {
     const n = 70001, rng = new Rng(5);
     const rows = new Float32Array(2 * n).map(() => rng.normal());
+    const groups = Math.ceil(n / 1024);
     const b = dev.createBuffer(rows.byteLength, false), arg = dev.createBuffer(8, true);
+    const part = dev.createBuffer(8 * groups, false), flags = dev.createBuffer(4 * groups, false);
     const run = () => {
       dev.write(b, 0, new Uint8Array(rows.buffer));
-      const cmd = dev.record(new OpList(pipes).op('argmax', [b, arg], [n, n], [1]).build(), false);
+      const ops = new OpList(pipes).op('argmax', [b, part, flags, arg], [n, n, 0, groups], [groups]).op('argmax', [b, part, flags, arg], [n, 0, 1, groups], [1]);
+      const cmd = dev.record(ops.build(), false);
       dev.runSync(cmd);
       dev.freeCommand(cmd);
       return Array.from(new Uint32Array(dev.read(arg, 0, 8)));
@@ -82,7 +85,12 @@ describe('matvec shaders vs the WASM reference (random blocks of every Vulkan ty
     expect(run()).toEqual([123, 0]);
     rows[n + 7] = NaN;
     expect(run()[1]).toBe(1);
-    dev.freeBuffer(b); dev.freeBuffer(arg);
+    // every value −∞: no index (the host decides)
+    rows.fill(-Infinity, n);
+    expect(run()).toEqual([0xffffffff, 0]);
+    rows[n + n - 1] = -1e30;
+    expect(run()).toEqual([n - 1, 0]);
+    [b, arg, part, flags].forEach((x) => dev.freeBuffer(x));
   });
 
   it('routed-expert gather (matvec flags 1 and 3) picks the expert of each row', () => {

@@ -122,6 +122,6 @@ export const PIPELINES: Record<string, PipelineDef> = {
   router: { bindings: 3, push: 8 },
   moe_combine: { bindings: 5, push: 12 },
   steer: { bindings: 2, push: 16 },
-  argmax: { bindings: 2, push: 8 },
+  argmax: { bindings: 4, push: 16 },
   topk: { bindings: 3, push: 16 },
 };

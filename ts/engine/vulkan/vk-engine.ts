@@ -471,7 +471,9 @@ class VkBackend extends BackendSettings implements SessionBackend {
       norm(e.w.buf('output_norm.weight'), logitsFrom, n);
       e.matvec(ops, 'output.weight', B.A, B.LOGITS, n);
       // greedy decoding reads this instead of the logits row (see forward's deferLast)
-      ops.op('argmax', [B.LOGITS, B.ARG], [s.nVocab, (n - 1) * s.nVocab], [1]);
+      const groups = Math.ceil(s.nVocab / 1024);
+      ops.op('argmax', [B.LOGITS, B.TKA, B.TKB, B.ARG], [s.nVocab, (n - 1) * s.nVocab, 0, groups], [groups]);
+      ops.op('argmax', [B.LOGITS, B.TKA, B.TKB, B.ARG], [s.nVocab, 0, 1, groups], [1]);
     }
     const cmd = e.dev.record(ops.build(), e.options.vkProfile === true);
     this.stepNames.set(cmd, ops.names);
