@@ -124,4 +124,5 @@ export const PIPELINES: Record<string, PipelineDef> = {
   steer: { bindings: 2, push: 16 },
   argmax: { bindings: 4, push: 16 },
   topk: { bindings: 3, push: 16 },
+  step_in: { bindings: 4, push: 4 },
 };

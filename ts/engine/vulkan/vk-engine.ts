@@ -130,7 +130,7 @@ export class VkEngine implements Engine {
   private scratchEstimate(): number {
     const s = this.shape, T = this.chunk, st = stateSizes(s);
     const K = s.nExpertUsed;
-    return 4 * (T * s.nEmbd * 3 + T * Math.max(st.convCh, 2 * s.nHead * s.headDim) + T * s.ssmInner * 2 + T * s.ssmVHeads * 2 + T * st.kvDim * 2 +
+    return 4 * (T * s.nEmbd * 4 + T * Math.max(st.convCh, 2 * s.nHead * s.headDim) + T * s.ssmInner * 2 + T * s.ssmVHeads * 2 + T * st.kvDim * 2 +
       T * s.nHead * this.options.ctx + attnPartialFloats(s, T, this.options.ctx) + T * s.nExpert + 2 * T * K + 2 * T * K * s.nFfExp + T * K * s.nEmbd + 2 * T * s.nFfShexp + T * s.nEmbd + T + this.logitsRows * s.nVocab) + 64;
   }
 
@@ -163,7 +163,14 @@ export class VkEngine implements Engine {
       this.buf[name] = this.dev.createBuffer(Math.max(4, floats * 4), host);
       this.scratchBytes += floats * 4;
     };
-    f('X', T * s.nEmbd, true);
+    // host-written step inputs (embeddings, parameters) land in small host-visible buffers and
+    // step_in.comp copies them to device-local X and PARAMS; LOGITS is host-visible (read in
+    // place) only where host-visible memory is the device's own (unified memory): on a discrete
+    // GPU the output matvec would write it across PCIe every step, and most steps never read it
+    // (greedy and top-k sampling read ARG/TKH)
+    const unified = this.info.unifiedMemory;
+    f('XIN', T * s.nEmbd, true);
+    f('X', T * s.nEmbd);
     f('A', T * s.nEmbd); f('A2', T * s.nEmbd);
     f('QG', T * 2 * s.nHead * s.headDim); f('Kb', T * st.kvDim); f('Vb', T * st.kvDim);
     f('U', T * st.convCh); f('Z', T * s.ssmInner); f('B', T * s.ssmVHeads); f('AL', T * s.ssmVHeads);
@@ -187,8 +194,9 @@ export class VkEngine implements Engine {
         return v;
       });
     }
-    f('LOGITS', this.logitsRows * s.nVocab, true);
-    f('PARAMS', 4, true);
+    f('LOGITS', this.logitsRows * s.nVocab, unified);
+    f('PIN', 4, true);
+    f('PARAMS', 4);
     f('ARG', 2, true);
     // top-k stages (topk.comp): ping-pong pairs, the last stage's k pairs host-visible
     const tkPairs = Math.ceil(s.nVocab / TOPK_ITEMS) * TOPK_MAX;
@@ -388,6 +396,7 @@ class VkBackend extends BackendSettings implements SessionBackend {
       ops.op('rmsnorm', [B.X, B.A, weight, owed.r, B.DE, B.WTS, B.DS, owed.sg], [s.nEmbd, row0, eps, owed.mode, K, 0, 0, 0], [rows]);
       owed = { mode: 0, r: B.A2, sg: B.A2 };
     };
+    ops.op('step_in', [B.XIN, B.X, B.PIN, B.PARAMS], [T * s.nEmbd], [Math.ceil((T * s.nEmbd) / 256)]);
     for (let l = 0; l < s.nLayer; l++) {
       const w = (n: string) => e.w.buf(`blk.${l}.${n}`);
       // independent ops are issued back to back without a barrier between them (barrier = false)
@@ -490,8 +499,8 @@ class VkBackend extends BackendSettings implements SessionBackend {
     const key = `${T}:${logitsFrom}`;
     let cmd = this.steps.get(key);
     if (cmd === undefined) { cmd = this.record(T, logitsFrom); this.steps.set(key, cmd); }
-    e.dev.write(e.buf.X, 0, new Uint8Array(e.embed(tokens).buffer));
-    e.dev.write(e.buf.PARAMS, 0, new Uint8Array(Uint32Array.of(pos, T, 0, 0).buffer));
+    e.dev.write(e.buf.XIN, 0, new Uint8Array(e.embed(tokens).buffer));
+    e.dev.write(e.buf.PIN, 0, new Uint8Array(Uint32Array.of(pos, T, 0, 0).buffer));
     const t0 = performance.now();
     await e.dev.run(cmd);
     e.runMs += performance.now() - t0;
