@@ -1,6 +1,9 @@
 #version 450
-// rmsnorm: Y[t] = X[xRow0 + t] / sqrt(mean(x²) + eps) ⊙ W. Workgroup per row, 256 threads,
-// subgroupAdd then a sum over the subgroups in shared memory (one barrier). Dispatch: (rows, 1, 1).
+// rmsnorm: Y[t] = X[xRow0 + t] / sqrt(mean(x²) + eps) ⊙ W. Workgroup per row, 1024 threads (2
+// elements each at 2048: with 256 threads the fused MoE combine's ~18 loads per element ran as 8
+// dependent rounds per thread, and the one-workgroup decode norm is on the critical path 81 times
+// a step), subgroupAdd then a sum over the subgroups in shared memory (one barrier).
+// Dispatch: (rows, 1, 1).
 // Residual updates fused in front of the norm (one dispatch and barrier instead of two), written
 // back to X first: mode 1: X[t] += R[t] (attention output); mode 2: X[t] += Σ_k w_tk·D[t,k] +
 // σ(SG[t])·DS[t] (the MoE combine of the previous layer, moe.glsl). Each thread
@@ -8,7 +11,8 @@
 #extension GL_GOOGLE_include_directive : enable
 #extension GL_KHR_shader_subgroup_arithmetic : enable
 #include "common.glsl"
-layout(local_size_x = 256) in;
+layout(local_size_x = 1024) in;
+const uint NT = 1024u;
 layout(std430, binding = 0) buffer XB { float X[]; };
 layout(std430, binding = 1) buffer YB { float Y[]; };
 layout(std430, binding = 2) readonly buffer WB { float Wt[]; };
@@ -18,7 +22,7 @@ layout(std430, binding = 5) readonly buffer WTB { float WTS[]; };
 layout(std430, binding = 6) readonly buffer DSB { float DS[]; };
 layout(std430, binding = 7) readonly buffer SGB { float SG[]; };
 layout(push_constant) uniform PC { uint n; uint xRow0; float eps; uint mode; uint K; uint pad0; uint pad1; uint pad2; } pc;
-shared float red[256];
+shared float red[1024];
 #include "moe.glsl"
 
 void main() {
@@ -26,15 +30,15 @@ void main() {
   uint xo = (pc.xRow0 + t) * pc.n, yo = t * pc.n;
   float ss = 0.0;
   if (pc.mode == 1u) {
-    for (uint i = tid; i < pc.n; i += 256u) { float v = X[xo + i] + R[xo + i]; X[xo + i] = v; ss += v * v; }
+    for (uint i = tid; i < pc.n; i += NT) { float v = X[xo + i] + R[xo + i]; X[xo + i] = v; ss += v * v; }
   } else if (pc.mode == 2u) {
-    for (uint i = tid; i < pc.n; i += 256u) {
+    for (uint i = tid; i < pc.n; i += NT) {
       float v = X[xo + i] + moe_out(pc.xRow0 + t, i, pc.n, pc.K);
       X[xo + i] = v;
       ss += v * v;
     }
   } else {
-    for (uint i = tid; i < pc.n; i += 256u) { float v = X[xo + i]; ss += v * v; }
+    for (uint i = tid; i < pc.n; i += NT) { float v = X[xo + i]; ss += v * v; }
   }
   float v = subgroupAdd(ss);
   if (subgroupElect()) red[gl_SubgroupID] = v;
@@ -42,5 +46,5 @@ void main() {
   float tot = 0.0;
   for (uint s = 0u; s < gl_NumSubgroups; s++) tot += red[s];
   float r = inversesqrt(tot / float(pc.n) + pc.eps);
-  for (uint i = tid; i < pc.n; i += 256u) Y[yo + i] = X[xo + i] * r * Wt[i];
+  for (uint i = tid; i < pc.n; i += NT) Y[yo + i] = X[xo + i] * r * Wt[i];
 }

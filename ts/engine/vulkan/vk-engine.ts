@@ -118,6 +118,8 @@ export class VkEngine implements Engine {
   private checkBudget(mode: WeightMode): void {
     const info = this.info;
     if (!info.subgroupOps) throw new Error(`${info.name}: the Vulkan backend needs subgroup arithmetic and vote operations in compute shaders (Vulkan 1.1 subgroup features); this device does not report them (use --cpu)`);
+    // router.comp keeps a token's expert logits in one subgroup's registers, 32 per lane
+    if (this.shape.nExpert > 32 * info.subgroupSize) throw new Error(`${info.name}: ${this.shape.nExpert} experts exceed the router's 32 per subgroup lane (subgroup size ${info.subgroupSize})`);
     // imported weights live in the page cache, not in device allocations
     const w = copiedBytesEstimate(this.file, this.shape, mode);
     const scratch = this.scratchEstimate();
