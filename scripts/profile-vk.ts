@@ -34,6 +34,24 @@ const time = (label: string, f: () => void) => {
 time('sample greedy (device arg-max)', () => s.sample({ temperature: 0 }));
 time('GPU top-k 20 (submit, wait, read 20 pairs)', () => e.topK(20));
 time('sample temp 0.6 top-k 20 top-p 0.95 (GPU top-k + sampler over 20)', () => s.sample({ temperature: 0.6, topK: 20, topP: 0.95 }));
+// where a decode step's host time goes: embedding, the awaited run (GPU + thread hop), sampling
+{
+  const acc = { embed: 0, run: 0, sample: 0, total: 0 };
+  const embed = e.embed.bind(e), run0 = e.runMs;
+  e.embed = (t: number[]) => { const t0 = performance.now(); const r = embed(t); acc.embed += performance.now() - t0; return r; };
+  const N = 30;
+  for (let i = 0; i < N; i++) {
+    const t0 = performance.now();
+    const id = s.sample({ temperature: 0 });
+    acc.sample += performance.now() - t0;
+    await s.eval([id]);
+    acc.total += performance.now() - t0;
+  }
+  e.embed = embed;
+  acc.run = e.runMs - run0; // VkEngine.runMs: submit to fence, measured around dev.run
+  const ms = (x: number) => (x / N).toFixed(3);
+  console.log(`decode step host split (ms/token over ${N}): total ${ms(acc.total)}, dev.run ${ms(acc.run)}, embed ${ms(acc.embed)}, sample ${ms(acc.sample)}, other ${ms(acc.total - acc.run - acc.embed - acc.sample)}`);
+}
 const row = s.logits(), rng = e.core.alloc(8);
 time('sample temp 0.6 top-k 20 top-p 0.95 over the read-back row (host)', () => e.sampleWith(row, { temperature: 0.6, topK: 20, topP: 0.95 }, rng));
 e.dispose();

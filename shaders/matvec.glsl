@@ -23,7 +23,12 @@ const uint TOKENS = TOKENS_N;
 layout(local_size_x = 64) in;
 layout(std430, binding = 0) readonly buffer WB { uint W[]; };
 layout(std430, binding = 1) readonly buffer XB { float X[]; };
+#ifdef EPILOGUE_ROUTER
+// the last workgroup reads the other workgroups' outputs: they must reach it past the L1 caches
+layout(std430, binding = 2) coherent buffer YB { float Y[]; };
+#else
 layout(std430, binding = 2) buffer YB { float Y[]; };
+#endif
 layout(std430, binding = 3) readonly buffer IB { uint IDS[]; };
 // the IQ2_XXS grid (256 entries × 8 magnitude bytes) from a buffer: a dynamically indexed constant
 // array would be copied to per-thread local memory on some drivers (NVIDIA: 3× slower kernels)
@@ -32,10 +37,35 @@ layout(push_constant) uniform PC {
   uint rows; uint n; uint rowBytes; uint xStride;
   uint yStride; uint flags; uint K; uint expertBytes;
   uint wOffset; uint xOffset; uint yOffset; uint nRows;
-  uint upBytes; uint e0; uint ne; uint pad;
+  uint upBytes; uint e0; uint ne; uint aux;  // aux: the epilogue's parameter (router: nExpert)
 } pc;
 
 shared float red[ROWS * TOKENS][64];
+
+#ifdef EPILOGUE_ROUTER
+// Epilogue: Y rows [0, nExpert) are the token's router logits (pc.aux: nExpert). Every workgroup
+// publishes its rows and counts itself in CNT[0]; the last one routes (router.glsl) and resets
+// the counter for the next layer.
+layout(std430, binding = 5) writeonly buffer IDB { uint RIDS[]; };
+layout(std430, binding = 6) buffer WTB { float RWTS[]; };
+layout(std430, binding = 7) coherent buffer CB { uint CNT[]; };
+#define ROUTER_LOGIT(e) Y[pc.yOffset + (e)]
+#define OUT_IDS RIDS
+#define OUT_WTS RWTS
+#include "router.glsl"
+shared bool isLast;
+void epilogue() {
+  memoryBarrierBuffer();
+  barrier();
+  if (gl_LocalInvocationID.x == 0u) isLast = atomicAdd(CNT[0], 1u) == gl_NumWorkGroups.x * gl_NumWorkGroups.y - 1u;
+  barrier();
+  if (isLast) {
+    memoryBarrierBuffer();
+    if (gl_LocalInvocationID.x == 0u) CNT[0] = 0u;
+    route(0u, pc.aux, pc.K);
+  }
+}
+#endif
 
 // decode(o, g, w): the 8 values of group g of the row starting at byte o.
 #if defined(TYPE_F32)
@@ -214,4 +244,7 @@ void main() {
     if (glu) y = siluf(y) * yu;
     if (r < pc.rows && j < pc.nRows) Y[pc.yOffset + j * pc.yStride + r] = y;
   }
+#ifdef EPILOGUE_ROUTER
+  epilogue();
+#endif
 }

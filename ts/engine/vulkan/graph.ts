@@ -78,6 +78,11 @@ export interface MatvecDispatch {
   upBytes?: number;
   /** routed experts: the experts [e0, e0 + ne) this binding holds (a window); default all */
   e0?: number; ne?: number;
+  /**
+   * A matvec with an epilogue run by its last workgroup (matvec_router: routing, needs extra =
+   * [IDS, WTS, CNT] and aux = nExpert); decode only (one activation row).
+   */
+  epilogue?: { shader: 'matvec_router'; extra: number[]; aux: number };
   barrier?: boolean;
   /** for profiles: the weight's name */
   label?: string;
@@ -93,9 +98,11 @@ export function matvecOp(ops: OpList, d: MatvecDispatch): void {
   // the shaders read activations 8 floats at a time from group boundaries
   if (d.n % 8 !== 0 || (d.xOffset ?? 0) % 8 !== 0 || (d.xStride ?? d.n) % 8 !== 0) throw new Error(`matvec_${d.type}: n, xOffset and xStride must be multiples of 8`);
   const tokens = d.nRows > 1 && (flags & 1) === 0 ? MATMUL_TOKENS : 1;
-  ops.op(`${tokens > 1 ? 'matmul' : 'matvec'}_${d.type}`, d.buffers, [
+  if (d.epilogue && (tokens > 1 || d.nRows !== 1)) throw new Error(`${d.epilogue.shader}: one activation row only`);
+  const shader = d.epilogue ? d.epilogue.shader : tokens > 1 ? 'matmul' : 'matvec';
+  ops.op(`${shader}_${d.type}`, [...d.buffers, ...(d.epilogue?.extra ?? [])], [
     d.rows, d.n, d.rowBytes, d.xStride ?? d.n, d.yStride ?? d.rows, flags, d.K ?? 1, d.expertBytes ?? 0, d.wOffset ?? 0, d.xOffset ?? 0, d.yOffset ?? 0, d.nRows,
-    (d.upBytes ?? 0) >>> 0, d.e0 ?? 0, d.ne ?? 0xffffffff, 0,
+    (d.upBytes ?? 0) >>> 0, d.e0 ?? 0, d.ne ?? 0xffffffff, d.epilogue?.aux ?? 0,
   ], [Math.ceil(d.rows / (flags & 4 ? MATVEC_ROWS / 2 : MATVEC_ROWS)), Math.ceil(d.nRows / tokens)], d.barrier ?? true, d.label);
 }
 
@@ -109,6 +116,7 @@ export function iq2xxsGrid(core: Core): Uint8Array {
 export const PIPELINES: Record<string, PipelineDef> = {
   matvec: { bindings: 5, push: 64 },
   matmul: { bindings: 5, push: 64 },
+  matvec_router: { bindings: 8, push: 64 },
   rmsnorm: { bindings: 8, push: 32 },
   swiglu: { bindings: 2, push: 4 },
   qk_prep: { bindings: 6, push: 32 },

@@ -4,7 +4,7 @@
  * BaseSession). The forward pass below mirrors core-as/engine/forward.ts op for op.
  */
 import * as fs from 'node:fs';
-import { rowBytes, type GgufFile, type TensorInfo } from '../../gguf/index.js';
+import { GgmlType, rowBytes, type GgufFile, type TensorInfo } from '../../gguf/index.js';
 import { Core } from '../../core/wasm.js';
 import { QuantKernels } from '../../core/quant.js';
 import type { ModelShape } from '../../model/shape.js';
@@ -15,12 +15,12 @@ import { openModel } from '../open-model.js';
 import { kvBytesPerToken, recurrentStateBytes, stateSizes } from '../payload.js';
 import { BackendSettings, BaseSession, type SessionBackend } from '../session-base.js';
 import type { Engine, EngineOptions, KvType, SampleOptions, Session } from '../types.js';
-import { OpList, PIPELINES, Pipelines, fbits, iq2xxsGrid, matvecOp } from './graph.js';
+import { OpList, PIPELINES, Pipelines, fbits, iq2xxsGrid, matvecOp, type MatvecDispatch } from './graph.js';
 import { MATVEC, VkWeights, copiedBytesEstimate, readBytes, type DevTensor, type WeightMode } from './weights.js';
 
 const KV_SHADER: Record<KvType, string> = { f32: 'f32', f16: 'f16', q8_0: 'q8_0', q4_0: 'q4_0' };
 
-interface MatvecOpts { flags?: number; xStride?: number; yStride?: number; xOffset?: number; barrier?: boolean }
+interface MatvecOpts { flags?: number; xStride?: number; yStride?: number; xOffset?: number; barrier?: boolean; epilogue?: MatvecDispatch['epilogue'] }
 
 interface SamplerExports {
   sample(logits: number, n: number, temp: number, topK: number, topP: number, minP: number, rng: number): number;
@@ -180,6 +180,9 @@ export class VkEngine implements Engine {
     f('S', T * s.nHead * this.options.ctx);
     f('P', attnPartialFloats(s, T, this.options.ctx));
     f('R', T * s.nExpert); f('IDS', T * K); f('WTS', T * K);
+    // the workgroup counter of matvec epilogues (each resets it when done): starts at zero
+    f('CNT', 1);
+    this.dev.write(this.buf.CNT, 0, new Uint8Array(4));
     f('GE', T * K * s.nFfExp); f('UE', T * K * s.nFfExp); f('DE', T * K * s.nEmbd);
     f('GS', T * s.nFfShexp); f('US', T * s.nFfShexp); f('DS', T * s.nEmbd); f('SG', T);
     // the decode output of every stack, and views of it at each part's rows (one view per distinct
@@ -250,8 +253,20 @@ export class VkEngine implements Engine {
   stacked(ops: OpList, l: number, key: string, x: number, barrier = true): number[] | undefined {
     const st = this.w.stacks.get(`blk.${l}.${key}`);
     if (!st) return undefined;
-    this.matvecOf(ops, st.w, key, x, this.buf.STK, 1, { barrier });
+    const route = key === 'router_in' && this.routesInMatvec(l);
+    const epilogue = route ? { shader: 'matvec_router' as const, extra: [this.buf.IDS, this.buf.WTS, this.buf.CNT], aux: this.shape.nExpert } : undefined;
+    this.matvecOf(ops, st.w, route ? 'router_in+route' : key, x, this.buf.STK, 1, { barrier, epilogue });
     return st.views;
+  }
+
+  /**
+   * Whether decode routes layer l's token in the last workgroup of its router matvec
+   * (matvec_router.comp): when the router stack exists and starts with the router's F32 rows in
+   * one binding (always, unless a test caps bindings very low).
+   */
+  routesInMatvec(l: number): boolean {
+    const st = this.w.stacks.get(`blk.${l}.router_in`);
+    return !!st && st.w.type === GgmlType.F32 && st.w.windows.length === 1 && st.parts[0] === this.shape.nExpert;
   }
 
   /**
@@ -289,7 +304,7 @@ export class VkEngine implements Engine {
         xStride: o.xStride, yStride: o.yStride ?? w.rows, xOffset: o.xOffset, yOffset: expert ? 0 : win.first, flags: (o.flags ?? 0) | (w.glu ? 4 : 0), K: this.shape.nExpertUsed,
         expertBytes: w.expertBytes, e0: expert ? win.first : 0, ne: expert ? win.count : undefined, upBytes: win.upBytes, wOffset: win.wOffset,
         // the windows write disjoint outputs: only the last one needs the barrier
-        barrier: i === w.windows.length - 1 ? o.barrier : false, label,
+        barrier: i === w.windows.length - 1 ? o.barrier : false, label, epilogue: o.epilogue,
       });
     });
   }
@@ -457,7 +472,8 @@ class VkBackend extends BackendSettings implements SessionBackend {
         mv('ffn_up_shexp.weight', B.A, B.US, T);
         ops.op('swiglu', [B.GS, B.US], [T * s.nFfShexp], [Math.ceil((T * s.nFfShexp) / 256)], false);
       }
-      ops.op('router', [R, B.IDS, B.WTS], [s.nExpert, K], [T]);
+      // routing: done by the decode router matvec's last workgroup (stacked() says so), else here
+      if (!(rv && e.routesInMatvec(l))) ops.op('router', [R, B.IDS, B.WTS], [s.nExpert, K], [T]);
       if (e.w.t.has(`blk.${l}.ffn_gate_up_exps.weight`)) {
         mv('ffn_gate_up_exps.weight', B.A, B.GE, T * K, { flags: 1 });
       } else {
