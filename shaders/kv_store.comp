@@ -26,11 +26,11 @@ void main() {
   for (uint w = tid; w < words; w += 64u) row[w] = 0u;
   barrier();
   for (uint b = tid; b < pc.kvDim / 32u; b += 64u) {
-#if defined(KV_F32)
+#if KV_T == 0
     for (uint j = 0u; j < 32u; j++) row[32u * b + j] = floatBitsToUint(K[base + 32u * b + j]);
-#elif defined(KV_F16)
+#elif KV_T == 1
     for (uint j = 0u; j < 32u; j += 2u) row[16u * b + j / 2u] = packHalf2x16(vec2(K[base + 32u * b + j], K[base + 32u * b + j + 1u]));
-#elif defined(KV_Q8_0)
+#elif KV_T == 2
     float amax = 0.0;
     for (uint j = 0u; j < 32u; j++) amax = max(amax, abs(K[base + 32u * b + j]));
     float d = amax / 127.0;
@@ -41,7 +41,7 @@ void main() {
       float x = K[base + 32u * b + j] * id;
       put_byte(o + 2u + j, uint(int(sign(x) * floor(abs(x) + 0.5))) & 0xFFu);
     }
-#elif defined(KV_Q4_0)
+#elif KV_T == 3
     float amax = 0.0, mx = 0.0;
     for (uint j = 0u; j < 32u; j++) { float v = K[base + 32u * b + j]; if (abs(v) > amax) { amax = abs(v); mx = v; } }
     float d = mx / -8.0;

@@ -22,7 +22,9 @@ export class Pipelines {
   get(name: string): number {
     let id = this.ids.get(name);
     if (id === undefined) {
-      const base = name.replace(/_(f32|f16|bf16|q8_0|q4_0|q2_k|q4_k|q5_k|q6_k|iq2_xxs)$/, '');
+      // the definition is the base name's: type suffixes (one, or K and V types) stripped
+      let base = name;
+      while (!this.defs[base] && /_(f32|f16|bf16|q8_0|q4_0|q2_k|q4_k|q5_k|q6_k|iq2_xxs)$/.test(base)) base = base.replace(/_(f32|f16|bf16|q8_0|q4_0|q2_k|q4_k|q5_k|q6_k|iq2_xxs)$/, '');
       const d = this.defs[base];
       if (!d) throw new Error(`no pipeline definition for shader ${name}`);
       id = this.dev.createPipeline(name, d.bindings, d.push);
@@ -121,10 +123,8 @@ export const PIPELINES: Record<string, PipelineDef> = {
   swiglu: { bindings: 2, push: 4 },
   qk_prep: { bindings: 6, push: 32 },
   kv_store: { bindings: 5, push: 8 },
-  attn_scores: { bindings: 4, push: 32 },
-  attn_values: { bindings: 4, push: 32 },
-  attn_softmax: { bindings: 2, push: 8 },
-  attn_reduce: { bindings: 4, push: 20 },
+  attn_flash: { bindings: 6, push: 48 },
+  attn_merge: { bindings: 5, push: 32 },
   ssm_conv: { bindings: 3, push: 16 },
   deltanet: { bindings: 9, push: 32 },
   router: { bindings: 3, push: 8 },

@@ -133,7 +133,7 @@ export class VkEngine implements Engine {
     const s = this.shape, T = this.chunk, st = stateSizes(s);
     const K = s.nExpertUsed;
     return 4 * (T * s.nEmbd * 4 + T * Math.max(st.convCh, 2 * s.nHead * s.headDim) + T * s.ssmInner * 2 + T * s.ssmVHeads * 2 + T * st.kvDim * 2 +
-      T * s.nHead * this.options.ctx + attnPartialFloats(s, T, this.options.ctx) + T * s.nExpert + 2 * T * K + 2 * T * K * s.nFfExp + T * K * s.nEmbd + 2 * T * s.nFfShexp + T * s.nEmbd + T + this.logitsRows * s.nVocab) + 64;
+      attnPartialFloats(s, T, this.options.ctx) * (1 + 2 / s.headDim) + T * s.nExpert + 2 * T * K + 2 * T * K * s.nFfExp + T * K * s.nEmbd + 2 * T * s.nFfShexp + T * s.nEmbd + T + this.logitsRows * s.nVocab) + 64;
   }
 
   /** Loads the weights; an automatic import that the driver refuses falls back to upload. */
@@ -162,6 +162,9 @@ export class VkEngine implements Engine {
   private allocScratch(): void {
     const s = this.shape, T = this.chunk, st = stateSizes(s), K = s.nExpertUsed;
     const f = (name: string, floats: number, host = false) => {
+      if (floats * 4 > this.info.maxStorageBufferRange) {
+        throw new Error(`scratch buffer ${name} (${(floats * 4 / 2 ** 20).toFixed(0)} MiB for ${T}-token steps at ctx ${this.options.ctx}) exceeds this device's largest binding (${(this.info.maxStorageBufferRange / 2 ** 20).toFixed(0)} MiB): lower --ctx or the prefill chunk`);
+      }
       this.buf[name] = this.dev.createBuffer(Math.max(4, floats * 4), host);
       this.scratchBytes += floats * 4;
     };
@@ -177,8 +180,9 @@ export class VkEngine implements Engine {
     f('QG', T * 2 * s.nHead * s.headDim); f('Kb', T * st.kvDim); f('Vb', T * st.kvDim);
     f('U', T * st.convCh); f('Z', T * s.ssmInner); f('B', T * s.ssmVHeads); f('AL', T * s.ssmVHeads);
     f('O', T * Math.max(s.nHead * s.headDim, s.ssmInner));
-    f('S', T * s.nHead * this.options.ctx);
     f('P', attnPartialFloats(s, T, this.options.ctx));
+    // attn_flash's per-block (max, sum) pairs
+    f('ML', 2 * Math.max(...[1, T].map((t) => t * s.nHead * Math.ceil(this.options.ctx / attnBlock(t)))));
     f('R', T * s.nExpert); f('IDS', T * K); f('WTS', T * K);
     // the workgroup counter of matvec epilogues (each resets it when done): starts at zero
     f('CNT', 1);
@@ -352,14 +356,14 @@ export class VkEngine implements Engine {
 export const TOPK_MAX = 64;
 const TOPK_ITEMS = 1024;
 
-/** Key positions per attn_values workgroup: short blocks for one token (parallelism), long for prefill (bounds P). */
-function attnValueBlock(T: number): number {
+/** Key positions per attn_flash workgroup: short blocks for one token (parallelism), long for prefill (bounds P). */
+function attnBlock(T: number): number {
   return T === 1 ? 64 : 512;
 }
 
 /** Floats of the attention partial sums P: the larger of the decode and the chunk shapes. */
 function attnPartialFloats(s: ModelShape, T: number, ctx: number): number {
-  return Math.max(...[1, T].map((t) => t * s.nHead * Math.ceil(ctx / attnValueBlock(t)) * s.headDim));
+  return Math.max(...[1, T].map((t) => t * s.nHead * Math.ceil(ctx / attnBlock(t)) * s.headDim));
 }
 
 /**
@@ -445,11 +449,10 @@ class VkBackend extends BackendSettings implements SessionBackend {
         ops.op('qk_prep', [QG, Kb, w('attn_q_norm.weight'), w('attn_k_norm.weight'), B.ROPE, B.PARAMS], [s.nHead, s.nHeadKv, s.headDim, s.nRot, qStride, st.kvDim, eps, 0], [T, s.nHead + s.nHeadKv]);
         ops.op(`kv_store_${KV_SHADER[this.kvTypes.k]}`, [Kb, Kb, a, a, B.PARAMS], [st.kvDim, rowBytes(kT, st.kvDim)], [T, 1], false);
         ops.op(`kv_store_${KV_SHADER[this.kvTypes.v]}`, [Vb, Vb, b, b, B.PARAMS], [st.kvDim, rowBytes(vT, st.kvDim)], [T, 1]);
-        const vBlk = attnValueBlock(T), nBlk = Math.ceil(this.ctx / vBlk);
-        ops.op(`attn_scores_${KV_SHADER[this.kvTypes.k]}`, [QG, a, B.S, B.PARAMS], [s.nHead, s.nHeadKv, s.headDim, this.ctx, rowBytes(kT, st.kvDim), qStride, fbits(1 / Math.sqrt(s.headDim)), 0], [T, s.nHead, Math.ceil(this.ctx / 256)]);
-        ops.op('attn_softmax', [B.S, B.PARAMS], [s.nHead, this.ctx], [T, s.nHead]);
-        ops.op(`attn_values_${KV_SHADER[this.kvTypes.v]}`, [B.S, b, B.P, B.PARAMS], [s.nHead, s.nHeadKv, s.headDim, this.ctx, rowBytes(vT, st.kvDim), nBlk, vBlk, 0], [T, s.nHead, nBlk]);
-        ops.op('attn_reduce', [B.P, QG, B.O, B.PARAMS], [s.nHead, s.headDim, nBlk, qStride, vBlk], [T, s.nHead]);
+        const blk = attnBlock(T), nBlk = Math.ceil(this.ctx / blk);
+        ops.op(`attn_flash_${KV_SHADER[this.kvTypes.k]}_${KV_SHADER[this.kvTypes.v]}`, [QG, a, b, B.P, B.ML, B.PARAMS],
+          [s.nHead, s.nHeadKv, s.headDim, rowBytes(kT, st.kvDim), rowBytes(vT, st.kvDim), qStride, fbits(1 / Math.sqrt(s.headDim)), nBlk, blk, 0, 0, 0], [T, s.nHead, nBlk]);
+        ops.op('attn_merge', [B.P, B.ML, QG, B.O, B.PARAMS], [s.nHead, s.headDim, nBlk, qStride, blk, 0, 0, 0], [T, s.nHead]);
         mv('attn_output.weight', B.O, B.A2, T);
       }
       const steer = e.options.steering;
