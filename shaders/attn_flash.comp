@@ -1,14 +1,16 @@
 #version 450
-// attn_flash: attention of one query head over one block of key positions in a single pass
-// (flash-decoding): scores s_u = q_h·k_u/√hd for u ∈ [u0, u1) (causal: u ≤ pos + t), the block's
-// max m and l = Σ e^(s_u − m), and P = Σ e^(s_u − m) v_u; attn_merge combines the blocks. Replaces
-// a score pass, a softmax pass and a value pass with their full-context score rows (and two
-// barrier levels). GQA: kv head h / (nHead / nHeadKv).
-// Thread mapping: scores: one subgroup per position (lanes over dimensions, so a K row is read
-// as coalesced lines; subgroupAdd), the subgroups striding over the block; values: one thread
-// per dimension (V rows read as coalesced lines). The block's scores live in shared memory.
-// Blocks: 64 positions for one token (a short context still spreads over many workgroups), 512
-// for prefill (bounds the partials). Dispatch: (T, nHead, ⌈ctx / blk⌉). Variant per K × V type.
+// attn_flash: attention of the G = nHead/nHeadKv query heads of one KV head over one block of key
+// positions, in a single pass (flash-decoding): scores s_u = q_h·k_u/√hd for u ∈ [u0, u1)
+// (causal: u ≤ pos + t), each head's block max m and l = Σ e^(s_u − m), and P = Σ e^(s_u − m) v_u;
+// attn_merge combines the blocks. One workgroup per KV head, not per query head: each K and V
+// element is decoded once for all G heads sharing it (GQA), instead of G times.
+// Thread mapping: scores: one subgroup per position (lanes over dimensions: a K row is read as
+// coalesced lines; G partial dots per lane, subgroupAdd each); softmax: one subgroup per head
+// (no barriers); values: one thread per dimension (V rows read as coalesced lines), G sums each.
+// Shared memory: the G query rows and the G·blk scores (≤ 2048 floats each: G ≤ 8, G·hd ≤ 2048,
+// G·blk ≤ 2048, checked by the engine). Blocks: 64 positions for one token (a short context still
+// spreads over many workgroups), up to 512 for prefill (bounds the partials).
+// Dispatch: (T, nHeadKv, ⌈ctx / blk⌉). Variant per K × V cache type.
 #extension GL_GOOGLE_include_directive : enable
 #extension GL_KHR_shader_subgroup_arithmetic : enable
 #include "common.glsl"
@@ -35,50 +37,53 @@ layout(push_constant) uniform PC {
 #define KVBUF VC
 #define KV_T VT
 #include "kv.glsl"
-shared float q[256];
-shared float sc[512];
-shared float red[256];
+const uint MAXG = 8u;
+shared float q[2048];
+shared float sc[2048];
 
 void main() {
-  uint t = gl_WorkGroupID.x, h = gl_WorkGroupID.y, b = gl_WorkGroupID.z, tid = gl_LocalInvocationID.x;
+  uint t = gl_WorkGroupID.x, kvh = gl_WorkGroupID.y, b = gl_WorkGroupID.z, tid = gl_LocalInvocationID.x;
+  uint G = pc.nHead / pc.nHeadKv, hd = pc.hd;
   uint p = PARAMS[0] + t;
   uint u0 = b * pc.blk;
   if (u0 > p) return;  // the whole block is in the future (attn_merge skips it)
   uint n = min(p + 1u, u0 + pc.blk) - u0;
-  uint kvh = h / (pc.nHead / pc.nHeadKv), ko = kvh * pc.hd;
-  if (tid < pc.hd) q[tid] = QG[t * pc.qStride + h * 2u * pc.hd + tid];
+  uint ko = kvh * hd;
+  for (uint i = tid; i < G * hd; i += 256u) q[i] = QG[t * pc.qStride + (kvh * G + i / hd) * 2u * hd + i % hd];
   barrier();
   for (uint i = gl_SubgroupID; i < n; i += gl_NumSubgroups) {
     uint ro = (u0 + i) * pc.kRowBytes;
-    float s = 0.0;
-    for (uint d = gl_SubgroupInvocationID; d < pc.hd; d += gl_SubgroupSize) s += q[d] * k_get(ro, ko + d);
-    s = subgroupAdd(s);
-    if (subgroupElect()) sc[i] = s * pc.scale;
+    float s[MAXG];
+    [[unroll]] for (uint g = 0u; g < MAXG; g++) s[g] = 0.0;
+    for (uint d = gl_SubgroupInvocationID; d < hd; d += gl_SubgroupSize) {
+      float k = k_get(ro, ko + d);
+      [[unroll]] for (uint g = 0u; g < MAXG; g++) if (g < G) s[g] += q[g * hd + d] * k;
+    }
+    [[unroll]] for (uint g = 0u; g < MAXG; g++) if (g < G) {
+      float v = subgroupAdd(s[g]);
+      if (subgroupElect()) sc[g * pc.blk + i] = v * pc.scale;
+    }
   }
   barrier();
-  // the block's max, then e^(s − m) in place and their sum (subgroups, then shared memory)
-  float m = -3.0e38;
-  for (uint i = tid; i < n; i += 256u) m = max(m, sc[i]);
-  m = subgroupMax(m);
-  if (subgroupElect()) red[gl_SubgroupID] = m;
-  barrier();
-  m = red[0];
-  for (uint s = 1u; s < gl_NumSubgroups; s++) m = max(m, red[s]);
-  barrier();
-  float l = 0.0;
-  for (uint i = tid; i < n; i += 256u) { float e = exp(sc[i] - m); sc[i] = e; l += e; }
-  l = subgroupAdd(l);
-  if (subgroupElect()) red[gl_SubgroupID] = l;
-  barrier();
-  uint slot = (t * pc.nHead + h) * pc.nBlk + b;
-  if (tid < pc.hd) {
-    float o = 0.0;
-    for (uint i = 0u; i < n; i++) o += sc[i] * v_get((u0 + i) * pc.vRowBytes, ko + tid);
-    P[slot * pc.hd + tid] = o;
+  // each head's max, e^(s − m) in place and their sum: one subgroup per head
+  uint slot0 = (t * pc.nHead + kvh * G) * pc.nBlk + b;
+  for (uint g = gl_SubgroupID; g < G; g += gl_NumSubgroups) {
+    float m = -3.0e38;
+    for (uint i = gl_SubgroupInvocationID; i < n; i += gl_SubgroupSize) m = max(m, sc[g * pc.blk + i]);
+    m = subgroupMax(m);
+    float l = 0.0;
+    for (uint i = gl_SubgroupInvocationID; i < n; i += gl_SubgroupSize) { float e = exp(sc[g * pc.blk + i] - m); sc[g * pc.blk + i] = e; l += e; }
+    l = subgroupAdd(l);
+    if (subgroupElect()) ML[slot0 + g * pc.nBlk] = vec2(m, l);
   }
-  if (tid == 0u) {
-    float tot = 0.0;
-    for (uint s = 0u; s < gl_NumSubgroups; s++) tot += red[s];
-    ML[slot] = vec2(m, tot);
+  barrier();
+  if (tid < hd) {
+    float o[MAXG];
+    [[unroll]] for (uint g = 0u; g < MAXG; g++) o[g] = 0.0;
+    for (uint i = 0u; i < n; i++) {
+      float v = v_get((u0 + i) * pc.vRowBytes, ko + tid);
+      [[unroll]] for (uint g = 0u; g < MAXG; g++) if (g < G) o[g] += sc[g * pc.blk + i] * v;
+    }
+    [[unroll]] for (uint g = 0u; g < MAXG; g++) if (g < G) P[(slot0 + g * pc.nBlk) * hd + tid] = o[g];
   }
 }

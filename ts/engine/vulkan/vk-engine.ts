@@ -67,6 +67,9 @@ export class VkEngine implements Engine {
     this.chunk = options.chunk ?? 64;
     this.kv = options.kvTypes ?? { k: 'q8_0', v: 'q4_0' };
     if (s.headDim > 256 || s.ssmHeadDim > 128 || s.nRot > s.headDim) throw new Error('Vulkan backend: head sizes above 256 (attention) / 128 (DeltaNet) are not supported');
+    // attn_flash keeps the query rows of one KV head's G query heads in shared memory
+    const G = s.nHead / s.nHeadKv;
+    if (!Number.isInteger(G) || G > 8 || G * s.headDim > 2048) throw new Error(`Vulkan backend: ${G} query heads of ${s.headDim} per KV head are not supported (at most 8, 2048 values)`);
     this.core = new Core();
     this.q = new QuantKernels(this.core);
     this.logitsPtr = this.core.alloc(s.nVocab * 4);
@@ -182,7 +185,7 @@ export class VkEngine implements Engine {
     f('O', T * Math.max(s.nHead * s.headDim, s.ssmInner));
     f('P', attnPartialFloats(s, T, this.options.ctx));
     // attn_flash's per-block (max, sum) pairs
-    f('ML', 2 * Math.max(...[1, T].map((t) => t * s.nHead * Math.ceil(this.options.ctx / attnBlock(t)))));
+    f('ML', 2 * Math.max(...[1, T].map((t) => t * s.nHead * Math.ceil(this.options.ctx / attnBlock(s, t)))));
     f('R', T * s.nExpert); f('IDS', T * K); f('WTS', T * K);
     // the workgroup counter of matvec epilogues (each resets it when done): starts at zero
     f('CNT', 1);
@@ -356,14 +359,17 @@ export class VkEngine implements Engine {
 export const TOPK_MAX = 64;
 const TOPK_ITEMS = 1024;
 
-/** Key positions per attn_flash workgroup: short blocks for one token (parallelism), long for prefill (bounds P). */
-function attnBlock(T: number): number {
-  return T === 1 ? 64 : 512;
+/**
+ * Key positions per attn_flash workgroup: short blocks for one token (parallelism), long for
+ * prefill (bounds P), within the shader's 2048 shared scores for the G heads of a KV head.
+ */
+function attnBlock(s: ModelShape, T: number): number {
+  return T === 1 ? 64 : Math.min(512, 2048 / (s.nHead / s.nHeadKv));
 }
 
 /** Floats of the attention partial sums P: the larger of the decode and the chunk shapes. */
 function attnPartialFloats(s: ModelShape, T: number, ctx: number): number {
-  return Math.max(...[1, T].map((t) => t * s.nHead * Math.ceil(ctx / attnBlock(t)) * s.headDim));
+  return Math.max(...[1, T].map((t) => t * s.nHead * Math.ceil(ctx / attnBlock(s, t)) * s.headDim));
 }
 
 /**
@@ -449,9 +455,9 @@ class VkBackend extends BackendSettings implements SessionBackend {
         ops.op('qk_prep', [QG, Kb, w('attn_q_norm.weight'), w('attn_k_norm.weight'), B.ROPE, B.PARAMS], [s.nHead, s.nHeadKv, s.headDim, s.nRot, qStride, st.kvDim, eps, 0], [T, s.nHead + s.nHeadKv]);
         ops.op(`kv_store_${KV_SHADER[this.kvTypes.k]}`, [Kb, Kb, a, a, B.PARAMS], [st.kvDim, rowBytes(kT, st.kvDim)], [T, 1], false);
         ops.op(`kv_store_${KV_SHADER[this.kvTypes.v]}`, [Vb, Vb, b, b, B.PARAMS], [st.kvDim, rowBytes(vT, st.kvDim)], [T, 1]);
-        const blk = attnBlock(T), nBlk = Math.ceil(this.ctx / blk);
+        const blk = attnBlock(s, T), nBlk = Math.ceil(this.ctx / blk);
         ops.op(`attn_flash_${KV_SHADER[this.kvTypes.k]}_${KV_SHADER[this.kvTypes.v]}`, [QG, a, b, B.P, B.ML, B.PARAMS],
-          [s.nHead, s.nHeadKv, s.headDim, rowBytes(kT, st.kvDim), rowBytes(vT, st.kvDim), qStride, fbits(1 / Math.sqrt(s.headDim)), nBlk, blk, 0, 0, 0], [T, s.nHead, nBlk]);
+          [s.nHead, s.nHeadKv, s.headDim, rowBytes(kT, st.kvDim), rowBytes(vT, st.kvDim), qStride, fbits(1 / Math.sqrt(s.headDim)), nBlk, blk, 0, 0, 0], [T, s.nHeadKv, nBlk]);
         ops.op('attn_merge', [B.P, B.ML, QG, B.O, B.PARAMS], [s.nHead, s.headDim, nBlk, qStride, blk, 0, 0, 0], [T, s.nHead]);
         mv('attn_output.weight', B.O, B.A2, T);
       }
