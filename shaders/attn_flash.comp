@@ -55,7 +55,15 @@ void main() {
     uint ro = (u0 + i) * pc.kRowBytes;
     float s[MAXG];
     [[unroll]] for (uint g = 0u; g < MAXG; g++) s[g] = 0.0;
-    for (uint d = gl_SubgroupInvocationID; d < hd; d += gl_SubgroupSize) {
+    // 4 K elements per trip, loaded together (hd / subgroup size is a multiple of 4: 256/32,
+    // 256/64, 64/8 …; the tail loop covers the rest)
+    uint d = gl_SubgroupInvocationID, S = gl_SubgroupSize;
+    for (; d + 3u * S < hd; d += 4u * S) {
+      float k[4];
+      [[unroll]] for (uint j = 0u; j < 4u; j++) k[j] = k_get(ro, ko + d + j * S);
+      [[unroll]] for (uint j = 0u; j < 4u; j++) [[unroll]] for (uint g = 0u; g < MAXG; g++) if (g < G) s[g] += q[g * hd + d + j * S] * k[j];
+    }
+    for (; d < hd; d += S) {
       float k = k_get(ro, ko + d);
       [[unroll]] for (uint g = 0u; g < MAXG; g++) if (g < G) s[g] += q[g * hd + d] * k;
     }
@@ -80,7 +88,15 @@ void main() {
   if (tid < hd) {
     float o[MAXG];
     [[unroll]] for (uint g = 0u; g < MAXG; g++) o[g] = 0.0;
-    for (uint i = 0u; i < n; i++) {
+    // 8 positions per trip: their V loads are issued together (one at a time, the loop waited
+    // out a memory latency per position)
+    uint i = 0u;
+    for (; i + 8u <= n; i += 8u) {
+      float v[8];
+      [[unroll]] for (uint j = 0u; j < 8u; j++) v[j] = v_get((u0 + i + j) * pc.vRowBytes, ko + tid);
+      [[unroll]] for (uint j = 0u; j < 8u; j++) [[unroll]] for (uint g = 0u; g < MAXG; g++) if (g < G) o[g] += sc[g * pc.blk + i + j] * v[j];
+    }
+    for (; i < n; i++) {
       float v = v_get((u0 + i) * pc.vRowBytes, ko + tid);
       [[unroll]] for (uint g = 0u; g < MAXG; g++) if (g < G) o[g] += sc[g * pc.blk + i] * v;
     }
