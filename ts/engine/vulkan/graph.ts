@@ -4,6 +4,7 @@
  * buffers, so a recorded step is replayed for every token without re-recording.
  */
 import type { Core } from '../../core/wasm.js';
+import type { ModelShape } from '../../model/shape.js';
 import type { VkDevice } from '../../vk/addon.js';
 
 const f2u = new Float32Array(1);
@@ -134,3 +135,20 @@ export const PIPELINES: Record<string, PipelineDef> = {
   topk: { bindings: 3, push: 16 },
   step_in: { bindings: 4, push: 4 },
 };
+
+/** Largest k the GPU top-k serves (a larger one reads the whole row); items per topk workgroup. */
+export const TOPK_MAX = 64;
+export const TOPK_ITEMS = 1024;
+
+/**
+ * Key positions per attn_flash workgroup: short blocks for one token (parallelism), long for
+ * prefill (bounds P), within the shader's 2048 shared scores for the G heads of a KV head.
+ */
+export function attnBlock(s: ModelShape, T: number): number {
+  return T === 1 ? 64 : Math.min(512, 2048 / (s.nHead / s.nHeadKv));
+}
+
+/** Floats of the attention partial sums P: the larger of the decode and the chunk shapes. */
+export function attnPartialFloats(s: ModelShape, T: number, ctx: number): number {
+  return Math.max(...[1, T].map((t) => t * s.nHead * Math.ceil(ctx / attnBlock(s, t)) * s.headDim));
+}
