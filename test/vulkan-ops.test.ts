@@ -1,8 +1,8 @@
 /**
- * Op-level checks of the attention and router shaders against plain JS statements of the math
+ * Op-level checks of the attention, router and DeltaNet shaders against plain JS statements of the math
  * (the KV rows go through the WASM quantizers and dequantizers, the CPU engine's reference):
  * attn_flash + attn_merge over several blocks, GQA, decode and prefill shapes, every cache type;
- * router top-k with ties.
+ * router top-k with ties; the DeltaNet recurrence with its fused norms.
  */
 import { describe, expect, it } from 'vitest';
 import { GgmlType, rowBytes } from '../ts/gguf/index.js';
@@ -100,5 +100,59 @@ describe('router vs a plain softmax top-k (ties to the lower id)', () => {
     }
     dev.freeCommand(cmd);
     [R, IDS, WTS].forEach((b) => dev.freeBuffer(b));
+  });
+});
+
+describe('deltanet vs a plain gated delta rule', () => {
+  const softplus = (x: number) => (x > 20 ? x : Math.log(1 + Math.exp(x)));
+  const silu = (x: number) => x * sigmoid(x);
+  it.each([[128, 2, 4, 5], [32, 1, 2, 3], [128, 4, 4, 1]] as const)('dk %i, %i key heads, %i value heads, %i tokens', (dk, hk, hv, T) => {
+    const r = new Rng(dk + hk * 10 + T);
+    const convCh = 2 * hk * dk + hv * dk, eps = 1e-6, qScale = 1 / Math.sqrt(dk);
+    const U = Float32Array.from({ length: T * convCh }, () => r.normal());
+    const Bt = Float32Array.from({ length: T * hv }, () => r.normal());
+    const AL = Float32Array.from({ length: T * hv }, () => r.normal());
+    const DT = Float32Array.from({ length: hv }, () => r.normal() * 0.5);
+    const A = Float32Array.from({ length: hv }, () => -Math.exp(r.normal() * 0.5));
+    const S0 = Float32Array.from({ length: hv * dk * dk }, () => r.normal() * 0.1); // key-row-major per head
+    const Z = Float32Array.from({ length: T * hv * dk }, () => r.normal());
+    const NW = Float32Array.from({ length: dk }, () => 1 + r.normal() * 0.1);
+    const b = { U: buffer(U), Bt: buffer(Bt), AL: buffer(AL), DT: buffer(DT), A: buffer(A), S: buffer(S0), O: dev.createBuffer(T * hv * dk * 4, true), Z: buffer(Z), NW: buffer(NW) };
+    const cmd = dev.record(new OpList(pipes).op('deltanet', [b.U, b.Bt, b.AL, b.DT, b.A, b.S, b.O, b.Z, b.NW], [T, dk, hk, hv, convCh, fbits(eps), fbits(qScale), 0], [hv]).build(), false);
+    dev.runSync(cmd);
+    const O = new Float32Array(dev.read(b.O, 0, T * hv * dk * 4)), S = new Float32Array(dev.read(b.S, 0, hv * dk * dk * 4));
+    let worstO = 0, worstS = 0;
+    for (let h = 0; h < hv; h++) {
+      const kh = h % hk;
+      const st = Array.from({ length: dk }, (_, i) => Array.from({ length: dk }, (_, j) => S0[(h * dk + i) * dk + j]));
+      for (let t = 0; t < T; t++) {
+        const u = U.subarray(t * convCh);
+        const qv = Array.from(u.subarray(kh * dk, kh * dk + dk)), kv = Array.from(u.subarray(hk * dk + kh * dk, hk * dk + kh * dk + dk));
+        const v = u.subarray(2 * hk * dk + h * dk, 2 * hk * dk + h * dk + dk);
+        const nq = 1 / Math.sqrt(qv.reduce((a, x) => a + x * x, 0) + 1e-6), nk = 1 / Math.sqrt(kv.reduce((a, x) => a + x * x, 0) + 1e-6);
+        const qn = qv.map((x) => x * nq * qScale), kn = kv.map((x) => x * nk);
+        const beta = sigmoid(Bt[t * hv + h]), g = Math.exp(A[h] * softplus(AL[t * hv + h] + DT[h]));
+        const o: number[] = [];
+        for (let j = 0; j < dk; j++) {
+          let rj = 0;
+          for (let i = 0; i < dk; i++) { st[i][j] *= g; rj += st[i][j] * kn[i]; }
+          const delta = beta * (v[j] - rj);
+          let oj = 0;
+          for (let i = 0; i < dk; i++) { st[i][j] += kn[i] * delta; oj += st[i][j] * qn[i]; }
+          o.push(oj);
+        }
+        const rms = 1 / Math.sqrt(o.reduce((a, x) => a + x * x, 0) / dk + eps);
+        for (let j = 0; j < dk; j++) {
+          const idx = t * hv * dk + h * dk + j;
+          const want = o[j] * rms * NW[j] * silu(Z[idx]);
+          worstO = Math.max(worstO, Math.abs(O[idx] - want) / (Math.abs(want) + 1));
+        }
+      }
+      for (let i = 0; i < dk; i++) for (let j = 0; j < dk; j++) worstS = Math.max(worstS, Math.abs(S[(h * dk + i) * dk + j] - st[i][j]));
+    }
+    expect(worstO).toBeLessThan(1e-4);
+    expect(worstS).toBeLessThan(1e-5);
+    dev.freeCommand(cmd);
+    Object.values(b).forEach((x) => dev.freeBuffer(x));
   });
 });
