@@ -1,8 +1,9 @@
 /**
- * Op-level checks of the attention, router and DeltaNet shaders against plain JS statements of the math
+ * Op-level checks of the attention, router, DeltaNet, KV-store, norm, RoPE and conv shaders against plain JS statements of the math
  * (the KV rows go through the WASM quantizers and dequantizers, the CPU engine's reference):
  * attn_flash + attn_merge over several blocks, GQA, decode and prefill shapes, every cache type;
- * router top-k with ties; the DeltaNet recurrence with its fused norms.
+ * router top-k with ties; the DeltaNet recurrence with its fused norms; kv_store (bit for bit
+ * against the WASM quantizers), rmsnorm modes, qk_prep and ssm_conv.
  */
 import { describe, expect, it } from 'vitest';
 import { GgmlType, rowBytes } from '../ts/gguf/index.js';
@@ -152,6 +153,113 @@ describe('deltanet vs a plain gated delta rule', () => {
     }
     expect(worstO).toBeLessThan(1e-4);
     expect(worstS).toBeLessThan(1e-5);
+    dev.freeCommand(cmd);
+    Object.values(b).forEach((x) => dev.freeBuffer(x));
+  });
+});
+
+describe('kv_store vs the WASM quantizers', () => {
+  it.each(KV_TYPES)('%s rows land at pos + t, equal to the reference encoding', (name, t) => {
+    const kvDim = 256, T = 3, pos = 5, ctx = 12, r = new Rng(t + 1);
+    const rows = Float32Array.from({ length: T * kvDim }, () => r.normal() * 3);
+    rows[7] = 0; rows.fill(0, kvDim, kvDim + 32); // an all-zero block (d = 0)
+    const rb = rowBytes(t, kvDim);
+    const K = buffer(rows), C = buffer(new Uint8Array(ctx * rb).fill(0xab)), P = buffer(Uint32Array.of(pos, T, 0, 0));
+    const cmd = dev.record(new OpList(pipes).op(`kv_store_${name}`, [K, K, C, C, P], [kvDim, rb], [T, 1]).build(), false);
+    dev.runSync(cmd);
+    const got = new Uint8Array(dev.read(C, 0, ctx * rb));
+    for (let i = 0; i < T; i++) expect(got.subarray((pos + i) * rb, (pos + i + 1) * rb)).toEqual(q.quantize(t, rows.subarray(i * kvDim, (i + 1) * kvDim)));
+    // rows outside [pos, pos + T) untouched
+    expect(got.subarray(0, pos * rb).every((x) => x === 0xab)).toBe(true);
+    expect(got.subarray((pos + T) * rb).every((x) => x === 0xab)).toBe(true);
+    dev.freeCommand(cmd);
+    [K, C, P].forEach((b) => dev.freeBuffer(b));
+  });
+});
+
+describe('rmsnorm (with the fused residual add and MoE combine), qk_prep, ssm_conv vs plain math', () => {
+  it('rmsnorm modes 0, 1, 2', () => {
+    const n = 2048, K = 8, T = 2, eps = 1e-6, r = new Rng(11);
+    const rand = (len: number) => Float32Array.from({ length: len }, () => r.normal());
+    const X0 = rand(T * n), W = rand(n), R = rand(T * n), D = rand(T * K * n), WTS = rand(T * K), DS = rand(T * n), SG = rand(T);
+    for (const mode of [0, 1, 2]) {
+      const b = { X: buffer(X0), Y: dev.createBuffer(T * n * 4, true), W: buffer(W), R: buffer(R), D: buffer(D), WTS: buffer(WTS), DS: buffer(DS), SG: buffer(SG) };
+      const cmd = dev.record(new OpList(pipes).op('rmsnorm', [b.X, b.Y, b.W, b.R, b.D, b.WTS, b.DS, b.SG], [n, 0, fbits(eps), mode, K, 0, 0, 0], [T]).build(), false);
+      dev.runSync(cmd);
+      const Y = new Float32Array(dev.read(b.Y, 0, T * n * 4)), X = new Float32Array(dev.read(b.X, 0, T * n * 4));
+      let worst = 0;
+      for (let t = 0; t < T; t++) {
+        const x = Array.from({ length: n }, (_, i) => {
+          let v = X0[t * n + i];
+          if (mode === 1) v += R[t * n + i];
+          if (mode === 2) { for (let k = 0; k < K; k++) v += WTS[t * K + k] * D[(t * K + k) * n + i]; v += sigmoid(SG[t]) * DS[t * n + i]; }
+          return v;
+        });
+        const s = 1 / Math.sqrt(x.reduce((a, v) => a + v * v, 0) / n + eps);
+        x.forEach((v, i) => {
+          worst = Math.max(worst, Math.abs(X[t * n + i] - v) / (Math.abs(v) + 1), Math.abs(Y[t * n + i] - v * s * W[i]) / (Math.abs(v * s * W[i]) + 1));
+        });
+      }
+      expect(worst, `mode ${mode}`).toBeLessThan(2e-6);
+      dev.freeCommand(cmd);
+      Object.values(b).forEach((x) => dev.freeBuffer(x));
+    }
+  });
+
+  it('qk_prep: per-head norm then NeoX RoPE on the first nRot dimensions', () => {
+    const nHead = 4, nHeadKv = 2, hd = 256, nRot = 64, T = 2, pos = 37, eps = 1e-6, theta = 1e7, r = new Rng(12);
+    const qStride = 2 * nHead * hd, kStride = nHeadKv * hd, half = nRot / 2, ctx = 64;
+    const QG0 = Float32Array.from({ length: T * qStride }, () => r.normal()), K0 = Float32Array.from({ length: T * kStride }, () => r.normal());
+    const QN = Float32Array.from({ length: hd }, () => 1 + r.normal() * 0.1), KN = Float32Array.from({ length: hd }, () => 1 + r.normal() * 0.1);
+    const rope = new Float32Array(ctx * half * 2);
+    for (let p = 0; p < ctx; p++) for (let i = 0; i < half; i++) { const a = p * Math.pow(theta, (-2 * i) / nRot); rope[(p * half + i) * 2] = Math.cos(a); rope[(p * half + i) * 2 + 1] = Math.sin(a); }
+    const b = { QG: buffer(QG0), K: buffer(K0), QN: buffer(QN), KN: buffer(KN), ROPE: buffer(rope), P: buffer(Uint32Array.of(pos, T, 0, 0)) };
+    const cmd = dev.record(new OpList(pipes).op('qk_prep', [b.QG, b.K, b.QN, b.KN, b.ROPE, b.P], [nHead, nHeadKv, hd, nRot, qStride, kStride, fbits(eps), 0], [T, nHead + nHeadKv]).build(), false);
+    dev.runSync(cmd);
+    const QG = new Float32Array(dev.read(b.QG, 0, T * qStride * 4)), K = new Float32Array(dev.read(b.K, 0, T * kStride * 4));
+    let worst = 0;
+    const check = (src: Float32Array, got: Float32Array, base: number, w: Float32Array, p: number) => {
+      const x = Array.from(src.subarray(base, base + hd));
+      const s = 1 / Math.sqrt(x.reduce((a, v) => a + v * v, 0) / hd + eps);
+      const v = x.map((e, i) => e * s * w[i]);
+      for (let d = 0; d < hd; d++) {
+        let y = v[d];
+        if (d < half) { const a = p * Math.pow(theta, (-2 * d) / nRot); y = v[d] * Math.cos(a) - v[d + half] * Math.sin(a); }
+        else if (d < nRot) { const a = p * Math.pow(theta, (-2 * (d - half)) / nRot); y = v[d] * Math.cos(a) + v[d - half] * Math.sin(a); }
+        worst = Math.max(worst, Math.abs(got[base + d] - y));
+      }
+    };
+    for (let t = 0; t < T; t++) {
+      for (let h = 0; h < nHead; h++) {
+        check(QG0, QG, t * qStride + h * 2 * hd, QN, pos + t);
+        // the gate half of the slice is left alone
+        for (let d = 0; d < hd; d++) expect(QG[t * qStride + h * 2 * hd + hd + d]).toBe(QG0[t * qStride + h * 2 * hd + hd + d]);
+      }
+      for (let h = 0; h < nHeadKv; h++) check(K0, K, t * kStride + h * hd, KN, pos + t);
+    }
+    expect(worst).toBeLessThan(1e-5);
+    dev.freeCommand(cmd);
+    Object.values(b).forEach((x) => dev.freeBuffer(x));
+  });
+
+  it('ssm_conv: causal width-4 depthwise conv + SiLU across a chunk, history carried', () => {
+    const ch = 300, T = 5, w = 4, r = new Rng(13);
+    const U0 = Float32Array.from({ length: T * ch }, () => r.normal()), CW = Float32Array.from({ length: ch * w }, () => r.normal()), H0 = Float32Array.from({ length: ch * (w - 1) }, () => r.normal());
+    const b = { U: buffer(U0), CW: buffer(CW), H: buffer(H0) };
+    const cmd = dev.record(new OpList(pipes).op('ssm_conv', [b.U, b.CW, b.H], [ch, T, w, 0], [Math.ceil(ch / 256)]).build(), false);
+    dev.runSync(cmd);
+    const U = new Float32Array(dev.read(b.U, 0, T * ch * 4)), H = new Float32Array(dev.read(b.H, 0, ch * (w - 1) * 4));
+    let worst = 0;
+    for (let c = 0; c < ch; c++) {
+      const seq = [...Array.from(H0.subarray(c * (w - 1), (c + 1) * (w - 1))), ...Array.from({ length: T }, (_, t) => U0[t * ch + c])];
+      for (let t = 0; t < T; t++) {
+        let acc = 0;
+        for (let i = 0; i < w; i++) acc += CW[c * w + i] * seq[t + i];
+        worst = Math.max(worst, Math.abs(U[t * ch + c] - acc * sigmoid(acc)));
+      }
+      expect(Array.from(H.subarray(c * (w - 1), (c + 1) * (w - 1)))).toEqual(seq.slice(T).map((x) => Math.fround(x)));
+    }
+    expect(worst).toBeLessThan(1e-5);
     dev.freeCommand(cmd);
     Object.values(b).forEach((x) => dev.freeBuffer(x));
   });
