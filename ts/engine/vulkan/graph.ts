@@ -16,6 +16,9 @@ export function fbits(x: number): number {
 
 interface PipelineDef { bindings: number; push: number }
 
+/** A weight- or cache-type suffix of a shader variant's name (matvec_q8_0, attn_flash_q8_0_q4_0). */
+const TYPE_SUFFIX = /_(f32|f16|bf16|q8_0|q4_0|q2_k|q4_k|q5_k|q6_k|iq2_xxs)$/;
+
 /** Pipeline ids by shader name, created on first use with their binding/push sizes. */
 export class Pipelines {
   private ids = new Map<string, number>();
@@ -25,7 +28,7 @@ export class Pipelines {
     if (id === undefined) {
       // the definition is the base name's: type suffixes (one, or K and V types) stripped
       let base = name;
-      while (!this.defs[base] && /_(f32|f16|bf16|q8_0|q4_0|q2_k|q4_k|q5_k|q6_k|iq2_xxs)$/.test(base)) base = base.replace(/_(f32|f16|bf16|q8_0|q4_0|q2_k|q4_k|q5_k|q6_k|iq2_xxs)$/, '');
+      while (!this.defs[base] && TYPE_SUFFIX.test(base)) base = base.replace(TYPE_SUFFIX, '');
       const d = this.defs[base];
       if (!d) throw new Error(`no pipeline definition for shader ${name}`);
       id = this.dev.createPipeline(name, d.bindings, d.push);
@@ -148,7 +151,10 @@ export function attnBlock(s: ModelShape, T: number): number {
   return T === 1 ? 64 : Math.min(512, 2048 / (s.nHead / s.nHeadKv));
 }
 
-/** Floats of the attention partial sums P: the larger of the decode and the chunk shapes. */
-export function attnPartialFloats(s: ModelShape, T: number, ctx: number): number {
-  return Math.max(...[1, T].map((t) => t * s.nHead * Math.ceil(ctx / attnBlock(s, t)) * s.headDim));
+/**
+ * attn_flash's (token, query head, block) slots: the larger of the decode and the chunk shapes.
+ * Each slot has a partial sum of headDim floats (P) and a (max, sum) pair (ML).
+ */
+export function attnSlots(s: ModelShape, T: number, ctx: number): number {
+  return Math.max(...[1, T].map((t) => t * s.nHead * Math.ceil(ctx / attnBlock(s, t))));
 }

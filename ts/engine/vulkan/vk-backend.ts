@@ -7,11 +7,9 @@ import { rowBytes } from '../../gguf/index.js';
 import { KV_TYPE_IDS, attentionLayer } from '../common.js';
 import { stateSizes } from '../payload.js';
 import { BackendSettings, type SessionBackend } from '../session-base.js';
-import type { KvType, SampleOptions } from '../types.js';
+import type { SampleOptions } from '../types.js';
 import { OpList, TOPK_MAX, attnBlock, fbits } from './graph.js';
 import type { MatvecOpts, VkEngine } from './vk-engine.js';
-
-const KV_SHADER: Record<KvType, string> = { f32: 'f32', f16: 'f16', q8_0: 'q8_0', q4_0: 'q4_0' };
 
 /**
  * Each head's dk × dk DeltaNet state transposed (a fresh copy): between the payload's
@@ -94,10 +92,11 @@ export class VkBackend extends BackendSettings implements SessionBackend {
           mv('attn_v.weight', B.A, Vb, T);
         }
         ops.op('qk_prep', [QG, Kb, w('attn_q_norm.weight'), w('attn_k_norm.weight'), B.ROPE, B.PARAMS], [s.nHead, s.nHeadKv, s.headDim, s.nRot, qStride, st.kvDim, eps, 0], [T, s.nHead + s.nHeadKv]);
-        ops.op(`kv_store_${KV_SHADER[this.kvTypes.k]}`, [Kb, Kb, a, a, B.PARAMS], [st.kvDim, rowBytes(kT, st.kvDim)], [T, 1], false);
-        ops.op(`kv_store_${KV_SHADER[this.kvTypes.v]}`, [Vb, Vb, b, b, B.PARAMS], [st.kvDim, rowBytes(vT, st.kvDim)], [T, 1]);
+        ops.op(`kv_store_${this.kvTypes.k}`, [Kb, Kb, a, a, B.PARAMS], [st.kvDim, rowBytes(kT, st.kvDim)], [T, 1], false);
+        ops.op(`kv_store_${this.kvTypes.v}`, [Vb, Vb, b, b, B.PARAMS], [st.kvDim, rowBytes(vT, st.kvDim)], [T, 1]);
         const blk = attnBlock(s, T), nBlk = Math.ceil(this.ctx / blk);
-        ops.op(`attn_flash_${KV_SHADER[this.kvTypes.k]}_${KV_SHADER[this.kvTypes.v]}`, [QG, a, b, B.P, B.ML, B.PARAMS],
+        // cache type names are the shader variant suffixes (shaders/variants.json)
+        ops.op(`attn_flash_${this.kvTypes.k}_${this.kvTypes.v}`, [QG, a, b, B.P, B.ML, B.PARAMS],
           [s.nHead, s.nHeadKv, s.headDim, rowBytes(kT, st.kvDim), rowBytes(vT, st.kvDim), qStride, fbits(1 / Math.sqrt(s.headDim)), nBlk, blk, 0, 0, 0], [T, s.nHeadKv, nBlk]);
         ops.op('attn_merge', [B.P, B.ML, QG, B.O, B.PARAMS], [s.nHead, s.headDim, nBlk, qStride, blk, 0, 0, 0], [T, s.nHead]);
         mv('attn_output.weight', B.O, B.A2, T);

@@ -17,7 +17,7 @@ import { kvBytesPerToken, recurrentStateBytes, stateSizes } from '../payload.js'
 import { BaseSession } from '../session-base.js';
 import type { Engine, EngineOptions, KvType, SampleOptions, Session } from '../types.js';
 import { VkBackend } from './vk-backend.js';
-import { OpList, PIPELINES, Pipelines, TOPK_ITEMS, TOPK_MAX, attnBlock, attnPartialFloats, iq2xxsGrid, matvecOp, type MatvecDispatch } from './graph.js';
+import { OpList, PIPELINES, Pipelines, TOPK_ITEMS, TOPK_MAX, attnSlots, iq2xxsGrid, matvecOp, type MatvecDispatch } from './graph.js';
 import { MATVEC, VkWeights, copiedBytesEstimate, readBytes, type DevTensor, type WeightMode } from './weights.js';
 
 export { TOPK_MAX };
@@ -85,9 +85,9 @@ export class VkEngine implements Engine {
     let fd = -1;
     try {
       this.fd = fd = fs.openSync(options.model, 'r');
-      const mode = this.weightMode();
+      const { mode, auto } = this.weightMode();
       this.checkBudget(mode);
-      this.loadWeights(mode);
+      this.loadWeights(mode, auto);
       this.allocScratch();
     } catch (e) {
       this.dev.dispose();
@@ -108,15 +108,15 @@ export class VkEngine implements Engine {
   /**
    * Zero-copy import of the file (weights.ts) where the GPU shares host memory and the driver can
    * import it; upload to device-local memory otherwise (on a discrete GPU imported memory would be
-   * read across PCIe every token). --vk-weights / Q36_VK_WEIGHTS overrides.
+   * read across PCIe every token). --vk-weights / Q36_VK_WEIGHTS overrides; auto: nobody chose.
    */
-  private weightMode(): WeightMode {
+  private weightMode(): { mode: WeightMode; auto: boolean } {
     const want = this.options.vkWeights ?? (process.env.Q36_VK_WEIGHTS as EngineOptions['vkWeights']) ?? 'auto';
     if (!['auto', 'import', 'upload'].includes(want)) throw new Error(`Q36_VK_WEIGHTS must be auto, import or upload (got "${want}")`);
     const canImport = this.info.externalMemoryHost && this.info.importAlignment > 0;
     if (want === 'import' && !canImport) throw new Error(`--vk-weights import: ${this.info.name} does not support VK_EXT_external_memory_host`);
-    if (want === 'auto') return canImport && this.info.unifiedMemory ? 'import' : 'upload';
-    return want;
+    if (want === 'auto') return { mode: canImport && this.info.unifiedMemory ? 'import' : 'upload', auto: true };
+    return { mode: want, auto: false };
   }
 
   /** Refuses, with numbers, a configuration that cannot fit the device. */
@@ -138,11 +138,11 @@ export class VkEngine implements Engine {
     const s = this.shape, T = this.chunk, st = stateSizes(s);
     const K = s.nExpertUsed;
     return 4 * (T * s.nEmbd * 4 + T * Math.max(st.convCh, 2 * s.nHead * s.headDim) + T * s.ssmInner * 2 + T * s.ssmVHeads * 2 + T * st.kvDim * 2 +
-      attnPartialFloats(s, T, this.options.ctx) * (1 + 2 / s.headDim) + T * s.nExpert + 2 * T * K + 2 * T * K * s.nFfExp + T * K * s.nEmbd + 2 * T * s.nFfShexp + T * s.nEmbd + T + this.logitsRows * s.nVocab) + 64;
+      attnSlots(s, T, this.options.ctx) * (s.headDim + 2) + T * s.nExpert + 2 * T * K + 2 * T * K * s.nFfExp + T * K * s.nEmbd + 2 * T * s.nFfShexp + T * s.nEmbd + T + this.logitsRows * s.nVocab) + 64;
   }
 
   /** Loads the weights; an automatic import that the driver refuses falls back to upload. */
-  private loadWeights(mode: WeightMode): void {
+  private loadWeights(mode: WeightMode, auto: boolean): void {
     const load = (m: WeightMode) => {
       const w = new VkWeights({ dev: this.dev, file: this.file, fd: this.fd, shape: this.shape, q: this.q, mode: m, maxBinding: this.maxBinding() });
       try { w.load(); } catch (e) { w.free(); throw e; }
@@ -151,7 +151,6 @@ export class VkEngine implements Engine {
     try {
       this.w = load(mode);
     } catch (e) {
-      const auto = (this.options.vkWeights ?? process.env.Q36_VK_WEIGHTS ?? 'auto') === 'auto';
       if (mode !== 'import' || !auto || !/importFile|external|mmap/i.test((e as Error).message)) throw e;
       this.importError = (e as Error).message;
       this.w = load('upload');
@@ -185,9 +184,9 @@ export class VkEngine implements Engine {
     f('QG', T * 2 * s.nHead * s.headDim); f('Kb', T * st.kvDim); f('Vb', T * st.kvDim);
     f('U', T * st.convCh); f('Z', T * s.ssmInner); f('B', T * s.ssmVHeads); f('AL', T * s.ssmVHeads);
     f('O', T * Math.max(s.nHead * s.headDim, s.ssmInner));
-    f('P', attnPartialFloats(s, T, this.options.ctx));
-    // attn_flash's per-block (max, sum) pairs
-    f('ML', 2 * Math.max(...[1, T].map((t) => t * s.nHead * Math.ceil(this.options.ctx / attnBlock(s, t)))));
+    // attn_flash's per-block partial sums and (max, sum) pairs
+    f('P', attnSlots(s, T, this.options.ctx) * s.headDim);
+    f('ML', attnSlots(s, T, this.options.ctx) * 2);
     f('R', T * s.nExpert); f('IDS', T * K); f('WTS', T * K);
     // the workgroup counter of matvec epilogues (each resets it when done): starts at zero
     f('CNT', 1);

@@ -99,14 +99,14 @@ export class VkWeights {
   /** Loads every weight the forward pass reads except token_embd (embedded on the host). */
   load(): void {
     const { shape, file } = this.o;
-    const required = requiredTensors(shape);
+    const required = deviceTensors(shape);
     const floats = new Set(required.filter((r) => r.types === 'float').map((r) => r.name));
-    for (const r of required) {
-      if (r.name === 'token_embd.weight' || floats.has(r.name)) continue;
-      const t = file.tensorByName.get(r.name)!;
-      if (!MATVEC[t.type]) throw new Error(`${r.name}: type ${typeName(t.type)} is not supported by the Vulkan backend yet (use --cpu)`);
+    const matrices = required.map((r) => r.name).filter((n) => !floats.has(n));
+    for (const n of matrices) {
+      const t = file.tensorByName.get(n)!;
+      if (!MATVEC[t.type]) throw new Error(`${n}: type ${typeName(t.type)} is not supported by the Vulkan backend yet (use --cpu)`);
     }
-    if (this.o.mode === 'import') this.planRegions(required.map((r) => r.name).filter((n) => !floats.has(n) && n !== 'token_embd.weight'));
+    if (this.o.mode === 'import') this.planRegions(matrices);
     const done = new Set<string>();
     for (let l = 0; l < shape.nLayer; l++) {
       for (const kind of ['exps', 'shexp']) {
@@ -120,7 +120,7 @@ export class VkWeights {
       }
     }
     for (const r of required) {
-      if (r.name === 'token_embd.weight' || done.has(r.name)) continue;
+      if (done.has(r.name)) continue;
       const t = file.tensorByName.get(r.name)!;
       this.t.set(r.name, floats.has(r.name) ? this.loadFloat(t) : this.loadMatrix(t, /_exps\.weight$/.test(r.name)));
     }
@@ -169,11 +169,8 @@ export class VkWeights {
     const unit = expert ? t.nbytes / nE : t.rowBytes;
     const units = expert ? nE : t.rows;
     const base: Omit<DevTensor, 'windows'> = { type: t.type, rowBytes: t.rowBytes, ne0: t.rowElems, rows: t.rows / nE, expertBytes: expert ? unit : 0, glu: false };
-    if (this.o.mode === 'import') {
-      const windows = this.plan(t.name, units, unit, 0).map(([first, count]) => this.view(t.offset + first * unit, count * unit, first, count));
-      return { ...base, windows };
-    }
     const windows = this.plan(t.name, units, unit, 0).map(([first, count]) => {
+      if (this.o.mode === 'import') return this.view(t.offset + first * unit, count * unit, first, count);
       const buf = this.create(count * unit);
       for (let o = 0; o < count * unit; o += PIECE) this.o.dev.write(buf, o, readBytes(this.o.fd, t, first * unit + o, Math.min(PIECE, count * unit - o)));
       this.copiedBytes += count * unit;
@@ -334,6 +331,11 @@ export class VkWeights {
   }
 }
 
+/** The tensors the device holds: every required one except token_embd (embedded on the host). */
+function deviceTensors(shape: ModelShape) {
+  return requiredTensors(shape).filter((r) => r.name !== 'token_embd.weight');
+}
+
 /** A fresh copy of bytes [start, start+len) of a tensor. */
 export function readBytes(fd: number, t: TensorInfo, start: number, len: number): Uint8Array {
   const b = new Uint8Array(len);
@@ -348,8 +350,7 @@ export function readBytes(fd: number, t: TensorInfo, start: number, len: number)
 export function copiedBytesEstimate(file: GgufFile, shape: ModelShape, mode: WeightMode): number {
   const stacked = new Set(STACKS.flatMap((st) => st.parts));
   let w = 0;
-  for (const r of requiredTensors(shape)) {
-    if (r.name === 'token_embd.weight') continue;
+  for (const r of deviceTensors(shape)) {
     const t = file.tensorByName.get(r.name)!;
     const float = r.types === 'float';
     if (mode === 'import' && !float && !stacked.has(r.name.replace(/^blk\.\d+\./, '').replace(/\.weight$/, ''))) continue;
