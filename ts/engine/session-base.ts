@@ -9,15 +9,8 @@ import { AbortError, KV_TYPE_IDS, commonPrefix, topLogprobs } from './common.js'
 import { decodePayload, encodePayload, PayloadError, stateSizes } from './payload.js';
 import type { EngineOptions, EvalOptions, KvType, SampleOptions, Session, Snapshot, TokenLogprob } from './types.js';
 
-export interface SessionBackend {
-  readonly shape: ModelShape;
-  readonly ctx: number;
-  readonly chunk: number;
-  readonly kvTypes: { k: KvType; v: KvType };
-  /** most tokens one forward call can return all-position logits for */
-  readonly logitsRows: number;
-  readonly snapshotInterval: number;
-  readonly maxSnapshots: number;
+/** What a backend supplies: its settings (BackendSettings' fields) and these primitives. */
+export interface SessionBackend extends BackendSettings {
   /**
    * Runs tokens at positions pos… ; returns logits rows for rows from `logitsFrom` on. With
    * `deferLast` (only asked when a backend has readLast and exactly the last row is wanted) the
@@ -53,6 +46,7 @@ export abstract class BackendSettings {
   readonly ctx: number;
   readonly chunk: number;
   readonly kvTypes: { k: KvType; v: KvType };
+  /** most tokens one forward call can return all-position logits for */
   readonly logitsRows: number;
   readonly snapshotInterval: number;
   readonly maxSnapshots: number;
