@@ -8,7 +8,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { openEngine } from '../ts/engine/index.js';
-import { Rng } from '../ts/model/synth.js';
+import { prefillVsDecode } from './prefill-check.js';
 
 const dir = process.argv[2] ?? 'fixtures';
 let failures = 0;
@@ -56,17 +56,10 @@ const gguf = path.join(dir, 'tinyR', 'tinyR-q2.gguf');
 if (fs.existsSync(gguf)) {
   const e = await openEngine({ model: gguf, backend: 'vulkan', ctx: 2100, kvTypes: { k: 'q8_0', v: 'q4_0' } });
   for (const n of [1, 63, 64, 65, 512, 2048]) {
-    const r = new Rng(n + 5);
-    const toks = Array.from({ length: n }, () => r.int(0, 1032));
-    const a = e.newSession(), b = e.newSession();
-    await a.eval(toks);
-    for (const t of toks) await b.eval([t]);
-    let m = 0;
-    for (let i = 0; i < a.logits().length; i++) m = Math.max(m, Math.abs(a.logits()[i] - b.logits()[i]));
+    const m = await prefillVsDecode(e, n);
     const ok = m <= 1e-3;
     if (!ok) failures++;
     console.log(`${ok ? 'ok  ' : 'FAIL'} prefill ${n}: max |chunked − token-by-token| = ${m.toExponential(2)}`);
-    a.dispose(); b.dispose();
   }
   e.dispose();
 }

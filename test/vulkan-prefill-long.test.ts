@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { openEngine } from '../ts/engine/index.js';
-import { Rng } from '../ts/model/synth.js';
+import { prefillVsDecode } from '../scripts/prefill-check.js';
 import { fixture } from './helpers.js';
 
 const FULL = process.env.Q36_VK_FULL === '1';
@@ -16,17 +16,9 @@ describe(`Vulkan prefill equals token-by-token decode at 512 and 2048 tokens (${
   it.each([512, 2048])('%i tokens', async (n) => {
     const e = await openEngine({ model: fixture(`${model}/${model}-q2.gguf`), backend: 'vulkan', ctx: 2100, kvTypes: { k: 'q8_0', v: 'q4_0' } });
     try {
-      const r = new Rng(n + 5);
-      const toks = Array.from({ length: n }, () => r.int(0, 1032));
-      const a = e.newSession(), b = e.newSession();
-      await a.eval(toks);
-      for (const t of toks) await b.eval([t]);
-      let m = 0;
-      const la = a.logits(), lb = b.logits();
-      for (let i = 0; i < la.length; i++) m = Math.max(m, Math.abs(la[i] - lb[i]));
+      const m = await prefillVsDecode(e, n);
       console.log(`vulkan prefill ${n} (${model}): max |chunked − token-by-token| = ${m.toExponential(2)}`);
       expect(m).toBeLessThanOrEqual(1e-3);
-      a.dispose(); b.dispose();
     } finally {
       e.dispose();
     }

@@ -13,6 +13,7 @@ import { Core } from '../ts/core/wasm.js';
 import { loadAddon } from '../ts/vk/addon.js';
 import { Rng } from '../ts/model/synth.js';
 import { fixture, oracleLogitErrors } from './helpers.js';
+import { prefillVsDecode } from '../scripts/prefill-check.js';
 
 const FULL = process.env.Q36_VK_FULL === '1';
 const q = new QuantKernels();
@@ -168,17 +169,9 @@ describe('Vulkan prefill equals token-by-token decode; payloads move between bac
   });
   // 512 and 2048: test/vulkan-prefill-long.test.ts (its own fork: minutes of lavapipe)
   it.each([1, 63, 64, 65])('%i tokens', async (n) => {
-    const r = new Rng(n + 5);
-    const toks = Array.from({ length: n }, () => r.int(0, 1032));
-    const a = vk.newSession(), b = vk.newSession();
-    await a.eval(toks);
-    for (const t of toks) await b.eval([t]);
-    let m = 0;
-    const la = a.logits(), lb = b.logits();
-    for (let i = 0; i < la.length; i++) m = Math.max(m, Math.abs(la[i] - lb[i]));
+    const m = await prefillVsDecode(vk, n);
     console.log(`vulkan prefill ${n}: max |chunked − token-by-token| = ${m.toExponential(2)}`);
     expect(m).toBeLessThanOrEqual(1e-3);
-    a.dispose(); b.dispose();
   });
 
   it('greedy sampling takes the device arg-max, equal to the first maximum of the read-back row, across interleaved sessions', async () => {
