@@ -17,7 +17,7 @@ import { decodeBytes } from './bytes-per-token.js';
 const { values: a } = parseArgs({ options: {
   model: { type: 'string', short: 'm' }, frontiers: { type: 'string', default: '2048' }, gen: { type: 'string', default: '32' },
   prefill: { type: 'string', default: '512,2048' }, bandwidth: { type: 'string', default: '4.3e12' }, ctk: { type: 'string', default: 'q8_0' }, ctv: { type: 'string', default: 'q4_0' },
-  chunk: { type: 'string', default: '64' }, temp: { type: 'string', default: '0' }, 'top-k': { type: 'string', default: '20' },
+  chunk: { type: 'string' }, temp: { type: 'string', default: '0' }, 'top-k': { type: 'string', default: '20' },
   'top-p': { type: 'string', default: '0.95' },
 } });
 const sampling = { temperature: Number(a.temp), topK: Number(a['top-k']), topP: Number(a['top-p']), minP: 0 };
@@ -26,10 +26,10 @@ const frontiers = a.frontiers!.split(',').map(Number);
 const ctx = Math.max(...frontiers, ...a.prefill!.split(',').map(Number)) + Number(a.gen) + 8;
 const kv = { k: a.ctk as KvType, v: a.ctv as KvType };
 const t0 = performance.now();
-const e = await openEngine({ model: a.model, backend: 'vulkan', ctx, kvTypes: kv, chunk: Number(a.chunk) });
+const e = await openEngine({ model: a.model, backend: 'vulkan', ctx, kvTypes: kv, chunk: a.chunk ? Number(a.chunk) : undefined });
 console.log(`# bench-vk ${a.model}; ${new Date().toISOString()}; host ${os.cpus()[0].model}; node ${process.version}`);
 console.log(e.describe());
-console.log(`load ${((performance.now() - t0) / 1000).toFixed(1)} s, ctx ${ctx}, chunk ${a.chunk}; decode sampling ${sampling.temperature > 0 ? `temp ${sampling.temperature} top-k ${sampling.topK} top-p ${sampling.topP}` : 'greedy'}`);
+console.log(`load ${((performance.now() - t0) / 1000).toFixed(1)} s, ctx ${ctx}, chunk ${(e as unknown as { chunk: number }).chunk}; decode sampling ${sampling.temperature > 0 ? `temp ${sampling.temperature} top-k ${sampling.topK} top-p ${sampling.topP}` : 'greedy'}`);
 const f = readGguf(a.model);
 const rng = new Rng(3);
 const tokens = Array.from({ length: ctx }, () => rng.int(0, Math.min(e.shape.nVocab, 200000) - 1));

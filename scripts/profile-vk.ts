@@ -2,15 +2,15 @@
  * profile-vk: GPU time per shader for one prefill chunk and one decode step (Vulkan timestamps
  * after every dispatch), to see where a step's time goes.
  *
- *   node dist/scripts/profile-vk.js -m /tmp/full-q2.gguf [--ctx 4096] [--prefill 256]
+ *   node dist/scripts/profile-vk.js -m /tmp/full-q2.gguf [--ctx 4096] [--prefill 1024] [--chunk N]
  */
 import { parseArgs } from 'node:util';
 import { openEngine } from '../ts/engine/index.js';
 import type { VkEngine } from '../ts/engine/vulkan/vk-engine.js';
 
-const { values: a } = parseArgs({ options: { model: { type: 'string', short: 'm' }, ctx: { type: 'string', default: '4096' }, prefill: { type: 'string', default: '256' } } });
+const { values: a } = parseArgs({ options: { model: { type: 'string', short: 'm' }, ctx: { type: 'string', default: '4096' }, prefill: { type: 'string', default: '1024' }, chunk: { type: 'string' } } });
 if (!a.model) { console.error('profile-vk: -m MODEL is required'); process.exit(2); }
-const e = await openEngine({ model: a.model, backend: 'vulkan', ctx: Number(a.ctx), vkProfile: true }) as VkEngine;
+const e = await openEngine({ model: a.model, backend: 'vulkan', ctx: Number(a.ctx), vkProfile: true, chunk: a.chunk ? Number(a.chunk) : undefined }) as VkEngine;
 const s = e.newSession();
 const n = Number(a.prefill);
 const toks = Array.from({ length: n }, (_, i) => (i * 7919) % 1000);
@@ -21,7 +21,7 @@ const show = (title: string) => {
   console.log(`${title}: ${total.toFixed(3)} ms GPU in ${p.reduce((x, y) => x + y.count, 0)} dispatches`);
   for (const r of p) console.log(`  ${r.shader.padEnd(22)} ${r.ms.toFixed(3).padStart(9)} ms  ${String(r.count).padStart(5)}×  ${((100 * r.ms) / total).toFixed(1).padStart(5)}%`);
 };
-show(`last prefill step (up to 64 tokens)`);
+show(`last prefill step (up to ${e.chunk} tokens)`);
 for (let i = 0; i < 3; i++) await s.eval([s.sample({ temperature: 0 })]);
 show('decode step (1 token)');
 // host-side sampling costs with the row still on the device (each call re-runs the device work)

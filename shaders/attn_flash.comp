@@ -10,7 +10,8 @@
 // Shared memory: the G query rows and the G·blk scores (≤ 2048 floats each: G ≤ 8, G·hd ≤ 2048,
 // G·blk ≤ 2048, checked by the engine). Blocks: 64 positions for one token (a short context still
 // spreads over many workgroups), up to 512 for prefill (bounds the partials).
-// Dispatch: (T, nHeadKv, ⌈ctx / blk⌉). Variant per K × V cache type.
+// Dispatch: (tokens, nHeadKv, ⌈ctx / blk⌉) for the chunk's tokens t0 … (prefill runs a long chunk
+// as several such dispatches, so the partials stay the size of one). Variant per K × V cache type.
 #extension GL_GOOGLE_include_directive : enable
 #extension GL_KHR_shader_subgroup_arithmetic : enable
 #include "common.glsl"
@@ -24,7 +25,7 @@ layout(std430, binding = 5) readonly buffer PB { uint PARAMS[]; };
 layout(push_constant) uniform PC {
   uint nHead; uint nHeadKv; uint hd; uint kRowBytes;
   uint vRowBytes; uint qStride; float scale; uint nBlk;
-  uint blk; uint pad0; uint pad1; uint pad2;
+  uint blk; uint t0; uint pad1; uint pad2;
 } pc;
 #define KV_FN k_get
 #define KVBUF KC
@@ -42,7 +43,7 @@ shared float q[2048];
 shared float sc[2048];
 
 void main() {
-  uint t = gl_WorkGroupID.x, kvh = gl_WorkGroupID.y, b = gl_WorkGroupID.z, tid = gl_LocalInvocationID.x;
+  uint tl = gl_WorkGroupID.x, t = pc.t0 + tl, kvh = gl_WorkGroupID.y, b = gl_WorkGroupID.z, tid = gl_LocalInvocationID.x;
   uint G = pc.nHead / pc.nHeadKv, hd = pc.hd;
   uint p = PARAMS[0] + t;
   uint u0 = b * pc.blk;
@@ -74,7 +75,7 @@ void main() {
   }
   barrier();
   // each head's max, e^(s − m) in place and their sum: one subgroup per head
-  uint slot0 = (t * pc.nHead + kvh * G) * pc.nBlk + b;
+  uint slot0 = (tl * pc.nHead + kvh * G) * pc.nBlk + b;
   for (uint g = gl_SubgroupID; g < G; g += gl_NumSubgroups) {
     float m = -3.0e38;
     for (uint i = gl_SubgroupInvocationID; i < n; i += gl_SubgroupSize) m = max(m, sc[g * pc.blk + i]);

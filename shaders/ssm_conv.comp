@@ -1,7 +1,11 @@
 #version 450
-// ssm_conv: causal depthwise conv (width 4: 3 history + current) over the T tokens of a chunk, then
-// SiLU, in place on U (T × convCh); the history (pre-conv inputs, oldest first) is updated.
-// Thread per channel; tokens in order. Dispatch: ceil(convCh/256).
+// ssm_conv: causal depthwise conv (width w ≤ 8: w−1 history + current) over the T tokens of a
+// chunk, then SiLU, in place on U (T × convCh); the history (pre-conv inputs, oldest first) is
+// updated. Thread mapping: a workgroup owns 64 channels; its 256 threads are 64 channels × 4 token
+// lanes. Tokens go in tiles of 64: the tile's inputs (and the w−1 before it) are staged in shared
+// memory, so the in-place outputs cannot clobber an input another lane still needs, and the 4
+// lanes split the tile's tokens (a thread per channel walking all T tokens in order made a
+// 512-token chunk 0.37 ms a layer on the H200). Dispatch: (⌈convCh / 64⌉, 1, 1).
 #extension GL_GOOGLE_include_directive : enable
 #include "common.glsl"
 layout(local_size_x = 256) in;
@@ -9,16 +13,34 @@ layout(std430, binding = 0) buffer UB { float U[]; };
 layout(std430, binding = 1) readonly buffer CB { float CW[]; };
 layout(std430, binding = 2) buffer HB { float HIST[]; };
 layout(push_constant) uniform PC { uint convCh; uint T; uint width; uint pad; } pc;
+const uint TT = 64u, MAXW = 8u;
+shared float xs[TT + MAXW - 1u][64];
 void main() {
-  uint c = gl_GlobalInvocationID.x;
-  if (c >= pc.convCh) return;
+  uint c = gl_LocalInvocationID.x & 63u, lane = gl_LocalInvocationID.x >> 6;
+  uint ch = gl_WorkGroupID.x * 64u + c;
+  bool on = ch < pc.convCh;
   uint w = pc.width, hn = w - 1u;
-  for (uint t = 0u; t < pc.T; t++) {
-    float x = U[t * pc.convCh + c];
-    float acc = CW[c * w + hn] * x;
-    for (uint i = 0u; i < hn; i++) acc += CW[c * w + i] * HIST[c * hn + i];
-    for (uint i = 0u; i + 1u < hn; i++) HIST[c * hn + i] = HIST[c * hn + i + 1u];
-    HIST[c * hn + hn - 1u] = x;
-    U[t * pc.convCh + c] = siluf(acc);
+  float cw[MAXW];
+  [[unroll]] for (uint j = 0u; j < MAXW; j++) cw[j] = on && j < w ? CW[ch * w + j] : 0.0;
+  if (lane == 0u) for (uint j = 0u; j < hn; j++) xs[j][c] = on ? HIST[ch * hn + j] : 0.0;
+  for (uint t0 = 0u; t0 < pc.T; t0 += TT) {
+    uint n = min(TT, pc.T - t0);
+    for (uint i = lane; i < n; i += 4u) xs[hn + i][c] = on ? U[(t0 + i) * pc.convCh + ch] : 0.0;
+    barrier();
+    for (uint i = lane; i < n; i += 4u) {
+      // output t0 + i reads inputs t0 + i − hn … t0 + i: rows i … i + hn
+      float acc = 0.0;
+      [[unroll]] for (uint j = 0u; j < MAXW; j++) if (j < w) acc += cw[j] * xs[i + j][c];
+      if (on) U[(t0 + i) * pc.convCh + ch] = siluf(acc);
+    }
+    barrier();
+    // the last hn inputs (rows n … n + hn − 1) become the next tile's history rows
+    if (lane == 0u) {
+      float keep[MAXW];
+      [[unroll]] for (uint j = 0u; j < MAXW; j++) keep[j] = j < hn ? xs[n + j][c] : 0.0;
+      [[unroll]] for (uint j = 0u; j < MAXW; j++) if (j < hn) xs[j][c] = keep[j];
+    }
+    barrier();
   }
+  if (lane == 0u && on) for (uint j = 0u; j < hn; j++) HIST[ch * hn + j] = xs[j][c];
 }

@@ -242,11 +242,12 @@ describe('rmsnorm (with the fused residual add and MoE combine), qk_prep, ssm_co
     Object.values(b).forEach((x) => dev.freeBuffer(x));
   });
 
-  it('ssm_conv: causal width-4 depthwise conv + SiLU across a chunk, history carried', () => {
-    const ch = 300, T = 5, w = 4, r = new Rng(13);
+  // T = 2: shorter than the history; 5: one tile; 130: three 64-token tiles, the last of 2 tokens
+  it.each([2, 5, 130])('ssm_conv: causal width-4 depthwise conv + SiLU across a %i-token chunk, history carried', (T) => {
+    const ch = 300, w = 4, r = new Rng(13 + T);
     const U0 = Float32Array.from({ length: T * ch }, () => r.normal()), CW = Float32Array.from({ length: ch * w }, () => r.normal()), H0 = Float32Array.from({ length: ch * (w - 1) }, () => r.normal());
     const b = { U: buffer(U0), CW: buffer(CW), H: buffer(H0) };
-    const cmd = dev.record(new OpList(pipes).op('ssm_conv', [b.U, b.CW, b.H], [ch, T, w, 0], [Math.ceil(ch / 256)]).build(), false);
+    const cmd = dev.record(new OpList(pipes).op('ssm_conv', [b.U, b.CW, b.H], [ch, T, w, 0], [Math.ceil(ch / 64)]).build(), false);
     dev.runSync(cmd);
     const U = new Float32Array(dev.read(b.U, 0, T * ch * 4)), H = new Float32Array(dev.read(b.H, 0, ch * (w - 1) * 4));
     let worst = 0;

@@ -64,6 +64,18 @@ export class OpList {
 /** Output rows per matvec/matmul workgroup and activation rows per matmul workgroup (matvec.glsl). */
 export const MATVEC_ROWS = 4;
 export const MATMUL_TOKENS = 8;
+/** The tiled matmuls (mm.glsl): weight rows per tile, activation rows per tile (dense / experts), reduction step. */
+export const MM_ROWS = 64;
+export const MM_TOKENS = 64;
+export const MM_MOE_PAIRS = 32;
+export const MM_K = 32;
+/** Fewest activation rows for which the dense tiled matmul beats the 8-row matmul. */
+export const MM_MIN_ROWS = 16;
+
+/** Tiles of at most MM_MOE_PAIRS pairs that P (token, expert) pairs over nExpert experts can make. */
+export function moeMaxTiles(pairs: number, nExpert: number): number {
+  return Math.ceil(pairs / MM_MOE_PAIRS) + Math.min(nExpert, pairs);
+}
 
 export interface MatvecDispatch {
   /** weight type suffix: f32, q8_0, iq2_xxs, … */
@@ -92,6 +104,12 @@ export interface MatvecDispatch {
   barrier?: boolean;
   /** for profiles: the weight's name */
   label?: string;
+  /**
+   * Routed experts with the pairs grouped by expert (moe_tiles.comp): buffers[3] is LIST and
+   * this the TILES buffer and its capacity; the tiled mm_moe runs where the shape allows, else
+   * the matvec over IDS (ids).
+   */
+  moe?: { tiles: number; maxTiles: number; ids: number };
 }
 
 /**
@@ -103,13 +121,26 @@ export function matvecOp(ops: OpList, d: MatvecDispatch): void {
   const flags = d.flags ?? 0;
   // the shaders read activations 8 floats at a time from group boundaries
   if (d.n % 8 !== 0 || (d.xOffset ?? 0) % 8 !== 0 || (d.xStride ?? d.n) % 8 !== 0) throw new Error(`matvec_${d.type}: n, xOffset and xStride must be multiples of 8`);
+  const push = () => [
+    d.rows, d.n, d.rowBytes, d.xStride ?? d.n, d.yStride ?? d.rows, flags, d.K ?? 1, d.expertBytes ?? 0, d.wOffset ?? 0, d.xOffset ?? 0, d.yOffset ?? 0, d.nRows,
+    (d.upBytes ?? 0) >>> 0, d.e0 ?? 0, d.ne ?? 0xffffffff, d.epilogue?.aux ?? 0,
+  ];
+  // the tiled matmuls step through rows 32 values at a time
+  const tiled = d.n % MM_K === 0 && !d.epilogue;
+  if (d.moe) {
+    if (tiled) {
+      ops.op(`mm_moe_${d.type}`, [...d.buffers, d.moe.tiles], push(), [Math.ceil(d.rows / MM_ROWS), d.moe.maxTiles], d.barrier ?? true, d.label);
+      return;
+    }
+    d = { ...d, buffers: [d.buffers[0], d.buffers[1], d.buffers[2], d.moe.ids, d.buffers[4]], moe: undefined };
+  } else if (tiled && (flags & 1) === 0 && d.nRows >= MM_MIN_ROWS) {
+    ops.op(`mm_${d.type}`, d.buffers, push(), [Math.ceil(d.rows / MM_ROWS), Math.ceil(d.nRows / MM_TOKENS)], d.barrier ?? true, d.label);
+    return;
+  }
   const tokens = d.nRows > 1 && (flags & 1) === 0 ? MATMUL_TOKENS : 1;
   if (d.epilogue && (tokens > 1 || d.nRows !== 1)) throw new Error(`${d.epilogue.shader}: one activation row only`);
   const shader = d.epilogue ? d.epilogue.shader : tokens > 1 ? 'matmul' : 'matvec';
-  ops.op(`${shader}_${d.type}`, [...d.buffers, ...(d.epilogue?.extra ?? [])], [
-    d.rows, d.n, d.rowBytes, d.xStride ?? d.n, d.yStride ?? d.rows, flags, d.K ?? 1, d.expertBytes ?? 0, d.wOffset ?? 0, d.xOffset ?? 0, d.yOffset ?? 0, d.nRows,
-    (d.upBytes ?? 0) >>> 0, d.e0 ?? 0, d.ne ?? 0xffffffff, d.epilogue?.aux ?? 0,
-  ], [Math.ceil(d.rows / (flags & 4 ? MATVEC_ROWS / 2 : MATVEC_ROWS)), Math.ceil(d.nRows / tokens)], d.barrier ?? true, d.label);
+  ops.op(`${shader}_${d.type}`, [...d.buffers, ...(d.epilogue?.extra ?? [])], push(), [Math.ceil(d.rows / (flags & 4 ? MATVEC_ROWS / 2 : MATVEC_ROWS)), Math.ceil(d.nRows / tokens)], d.barrier ?? true, d.label);
 }
 
 /** The IQ2_XXS grid bytes (256 × 8) from the WASM core, for the matvec shaders' GRID binding. */
@@ -123,6 +154,9 @@ export const PIPELINES: Record<string, PipelineDef> = {
   matvec: { bindings: 5, push: 64 },
   matmul: { bindings: 5, push: 64 },
   matvec_router: { bindings: 8, push: 64 },
+  mm: { bindings: 5, push: 64 },
+  mm_moe: { bindings: 6, push: 64 },
+  moe_tiles: { bindings: 3, push: 16 },
   rmsnorm: { bindings: 8, push: 32 },
   swiglu: { bindings: 2, push: 4 },
   qk_prep: { bindings: 6, push: 32 },
@@ -152,9 +186,15 @@ export function attnBlock(s: ModelShape, T: number): number {
 }
 
 /**
+ * Tokens per attn_flash + attn_merge dispatch pair: a longer prefill chunk runs its attention as
+ * several pairs, so the partials (P, ML: tokens × heads × ⌈ctx / blk⌉) do not grow with the chunk.
+ */
+export const ATTN_TOKENS = 64;
+
+/**
  * attn_flash's (token, query head, block) slots: the larger of the decode and the chunk shapes.
  * Each slot has a partial sum of headDim floats (P) and a (max, sum) pair (ML).
  */
 export function attnSlots(s: ModelShape, T: number, ctx: number): number {
-  return Math.max(...[1, T].map((t) => t * s.nHead * Math.ceil(ctx / attnBlock(s, t))));
+  return Math.max(...[1, Math.min(T, ATTN_TOKENS)].map((t) => t * s.nHead * Math.ceil(ctx / attnBlock(s, t))));
 }

@@ -8,7 +8,7 @@ import { KV_TYPE_IDS, attentionLayer } from '../common.js';
 import { stateSizes } from '../payload.js';
 import { BackendSettings, type SessionBackend } from '../session-base.js';
 import type { SampleOptions } from '../types.js';
-import { OpList, TOPK_MAX, attnBlock, fbits } from './graph.js';
+import { ATTN_TOKENS, OpList, TOPK_MAX, attnBlock, fbits, MM_MOE_PAIRS, moeMaxTiles } from './graph.js';
 import type { MatvecOpts, VkEngine } from './vk-engine.js';
 
 /**
@@ -78,7 +78,7 @@ export class VkBackend extends BackendSettings implements SessionBackend {
           mv('ssm_beta.weight', B.A, Bt, T, { barrier: false });
           mv('ssm_alpha.weight', B.A, AL, T);
         }
-        ops.op('ssm_conv', [U, w('ssm_conv1d.weight'), a], [st.convCh, T, s.ssmConv, 0], [Math.ceil(st.convCh / 256)]);
+        ops.op('ssm_conv', [U, w('ssm_conv1d.weight'), a], [st.convCh, T, s.ssmConv, 0], [Math.ceil(st.convCh / 64)]);
         // the recurrence with the q/k L2 norm and the gated output norm fused in
         ops.op('deltanet', [U, Bt, AL, w('ssm_dt.bias'), w('ssm_a'), b, B.O, Z, w('ssm_norm.weight')], [T, s.ssmHeadDim, s.ssmKHeads, s.ssmVHeads, st.convCh, eps, fbits(1 / Math.sqrt(s.ssmHeadDim)), 0], [s.ssmVHeads]);
         mv('ssm_out.weight', B.O, B.A2, T);
@@ -95,10 +95,14 @@ export class VkBackend extends BackendSettings implements SessionBackend {
         ops.op(`kv_store_${this.kvTypes.k}`, [Kb, Kb, a, a, B.PARAMS], [st.kvDim, rowBytes(kT, st.kvDim)], [T, 1], false);
         ops.op(`kv_store_${this.kvTypes.v}`, [Vb, Vb, b, b, B.PARAMS], [st.kvDim, rowBytes(vT, st.kvDim)], [T, 1]);
         const blk = attnBlock(s, T), nBlk = Math.ceil(this.ctx / blk);
-        // cache type names are the shader variant suffixes (shaders/variants.json)
-        ops.op(`attn_flash_${this.kvTypes.k}_${this.kvTypes.v}`, [QG, a, b, B.P, B.ML, B.PARAMS],
-          [s.nHead, s.nHeadKv, s.headDim, rowBytes(kT, st.kvDim), rowBytes(vT, st.kvDim), qStride, fbits(1 / Math.sqrt(s.headDim)), nBlk, blk, 0, 0, 0], [T, s.nHeadKv, nBlk]);
-        ops.op('attn_merge', [B.P, B.ML, QG, B.O, B.PARAMS], [s.nHead, s.headDim, nBlk, qStride, blk, 0, 0, 0], [T, s.nHead]);
+        // ATTN_TOKENS tokens per dispatch pair (the partials P, ML hold that many)
+        for (let t0 = 0; t0 < T; t0 += ATTN_TOKENS) {
+          const n = Math.min(ATTN_TOKENS, T - t0);
+          // cache type names are the shader variant suffixes (shaders/variants.json)
+          ops.op(`attn_flash_${this.kvTypes.k}_${this.kvTypes.v}`, [QG, a, b, B.P, B.ML, B.PARAMS],
+            [s.nHead, s.nHeadKv, s.headDim, rowBytes(kT, st.kvDim), rowBytes(vT, st.kvDim), qStride, fbits(1 / Math.sqrt(s.headDim)), nBlk, blk, t0, 0, 0], [n, s.nHeadKv, nBlk]);
+          ops.op('attn_merge', [B.P, B.ML, QG, B.O, B.PARAMS], [s.nHead, s.headDim, nBlk, qStride, blk, t0, 0, 0], [n, s.nHead]);
+        }
         mv('attn_output.weight', B.O, B.A2, T);
       }
       const steer = e.options.steering;
@@ -123,14 +127,18 @@ export class VkBackend extends BackendSettings implements SessionBackend {
       }
       // routing: done by the decode router matvec's last workgroup (stacked() says so), else here
       if (!(rv && e.routesInMatvec(l))) ops.op('router', [R, B.IDS, B.WTS], [s.nExpert, K], [T]);
+      // several tokens: their (token, expert) pairs grouped by expert, so that each expert's
+      // weights are decoded once for all its tokens (mm_moe); one token: a matvec per expert
+      const moe = dec ? undefined : { tiles: B.TILES, maxTiles: moeMaxTiles(T * K, s.nExpert), ids: B.IDS };
+      if (moe) ops.op('moe_tiles', [B.IDS, B.LIST, B.TILES], [T * K, s.nExpert, MM_MOE_PAIRS, 0], [1]);
       if (e.w.t.has(`blk.${l}.ffn_gate_up_exps.weight`)) {
-        mv('ffn_gate_up_exps.weight', B.A, B.GE, T * K, { flags: 1 });
+        mv('ffn_gate_up_exps.weight', B.A, B.GE, T * K, { flags: 1, moe });
       } else {
-        mv('ffn_gate_exps.weight', B.A, B.GE, T * K, { flags: 1, barrier: false });
-        mv('ffn_up_exps.weight', B.A, B.UE, T * K, { flags: 1 });
+        mv('ffn_gate_exps.weight', B.A, B.GE, T * K, { flags: 1, barrier: false, moe });
+        mv('ffn_up_exps.weight', B.A, B.UE, T * K, { flags: 1, moe });
         ops.op('swiglu', [B.GE, B.UE], [T * K * s.nFfExp], [Math.ceil((T * K * s.nFfExp) / 256)]);
       }
-      mv('ffn_down_exps.weight', B.GE, B.DE, T * K, { flags: 3, barrier: false });
+      mv('ffn_down_exps.weight', B.GE, B.DE, T * K, { flags: 3, barrier: false, moe });
       mv('ffn_down_shexp.weight', B.GS, B.DS, T);
       if (steer && steer.ffnScale !== 0) {
         // FFN steering edits the MoE output before the residual add

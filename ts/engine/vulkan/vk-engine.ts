@@ -17,12 +17,12 @@ import { kvBytesPerToken, recurrentStateBytes, stateSizes } from '../payload.js'
 import { BaseSession } from '../session-base.js';
 import type { Engine, EngineOptions, KvType, SampleOptions, Session } from '../types.js';
 import { VkBackend } from './vk-backend.js';
-import { OpList, PIPELINES, Pipelines, TOPK_ITEMS, TOPK_MAX, attnSlots, iq2xxsGrid, matvecOp, type MatvecDispatch } from './graph.js';
+import { OpList, PIPELINES, Pipelines, TOPK_ITEMS, TOPK_MAX, attnSlots, iq2xxsGrid, matvecOp, moeMaxTiles, type MatvecDispatch } from './graph.js';
 import { MATVEC, VkWeights, copiedBytesEstimate, readBytes, type DevTensor, type WeightMode } from './weights.js';
 
 export { TOPK_MAX };
 
-export interface MatvecOpts { flags?: number; xStride?: number; yStride?: number; xOffset?: number; barrier?: boolean; epilogue?: MatvecDispatch['epilogue'] }
+export interface MatvecOpts { flags?: number; xStride?: number; yStride?: number; xOffset?: number; barrier?: boolean; epilogue?: MatvecDispatch['epilogue']; moe?: MatvecDispatch['moe'] }
 
 interface SamplerExports {
   sample(logits: number, n: number, temp: number, topK: number, topP: number, minP: number, rng: number): number;
@@ -66,9 +66,12 @@ export class VkEngine implements Engine {
   constructor(readonly options: EngineOptions) {
     ({ file: this.file, shape: this.shape, tokenizer: this.tokenizer } = openModel(options));
     const s = this.shape;
-    this.chunk = options.chunk ?? 64;
+    // 512-token prefill steps: enough (token, expert) pairs per expert (16 on average for 8 of 256)
+    // for the grouped expert matmul (mm_moe) to reuse each decoded weight tile
+    this.chunk = options.chunk ?? 512;
     this.kv = options.kvTypes ?? { k: 'q8_0', v: 'q4_0' };
     if (s.headDim > 256 || s.ssmHeadDim > 128 || s.nRot > s.headDim) throw new Error('Vulkan backend: head sizes above 256 (attention) / 128 (DeltaNet) are not supported');
+    if (s.ssmConv > 8) throw new Error(`Vulkan backend: a DeltaNet conv width of ${s.ssmConv} is not supported (at most 8)`);
     // attn_flash keeps the query rows of one KV head's G query heads in shared memory
     const G = s.nHead / s.nHeadKv;
     if (!Number.isInteger(G) || G > 8 || G * s.headDim > 2048) throw new Error(`Vulkan backend: ${G} query heads of ${s.headDim} per KV head are not supported (at most 8, 2048 values)`);
@@ -124,13 +127,15 @@ export class VkEngine implements Engine {
     const info = this.info;
     if (!info.subgroupOps) throw new Error(`${info.name}: the Vulkan backend needs subgroup arithmetic and vote operations in compute shaders (Vulkan 1.1 subgroup features); this device does not report them (use --cpu)`);
     // router.comp keeps a token's expert logits in one subgroup's registers, 32 per lane
+    // moe_tiles.comp counts the pairs of each expert in one workgroup's shared memory
+    if (this.shape.nExpert > 1024) throw new Error(`${info.name}: ${this.shape.nExpert} experts exceed the 1024 that moe_tiles groups`);
     if (this.shape.nExpert > 32 * info.subgroupSize) throw new Error(`${info.name}: ${this.shape.nExpert} experts exceed the router's 32 per subgroup lane (subgroup size ${info.subgroupSize})`);
     // imported weights live in the page cache, not in device allocations
     const w = copiedBytesEstimate(this.file, this.shape, mode);
     const scratch = this.scratchEstimate();
     const total = w + scratch + this.sessionBytes;
     if (total > info.deviceLocalBytes * 0.95) {
-      throw new Error(`model does not fit ${info.name}: weights ${(w / 2 ** 30).toFixed(2)} GiB + KV/state ${(this.sessionBytes / 2 ** 30).toFixed(2)} GiB (ctx ${this.options.ctx}) + scratch ${(scratch / 2 ** 30).toFixed(2)} GiB > ${(info.deviceLocalBytes / 2 ** 30).toFixed(2)} GiB device memory: lower --ctx or use -ctk q8_0 -ctv q4_0`);
+      throw new Error(`model does not fit ${info.name}: weights ${(w / 2 ** 30).toFixed(2)} GiB + KV/state ${(this.sessionBytes / 2 ** 30).toFixed(2)} GiB (ctx ${this.options.ctx}) + scratch ${(scratch / 2 ** 30).toFixed(2)} GiB > ${(info.deviceLocalBytes / 2 ** 30).toFixed(2)} GiB device memory: lower --ctx, use -ctk q8_0 -ctv q4_0${scratch > this.sessionBytes ? ` or a smaller prefill chunk (${this.chunk} tokens)` : ''}`);
     }
   }
 
@@ -138,7 +143,7 @@ export class VkEngine implements Engine {
     const s = this.shape, T = this.chunk, st = stateSizes(s);
     const K = s.nExpertUsed;
     return 4 * (T * s.nEmbd * 4 + T * Math.max(st.convCh, 2 * s.nHead * s.headDim) + T * s.ssmInner * 2 + T * s.ssmVHeads * 2 + T * st.kvDim * 2 +
-      attnSlots(s, T, this.options.ctx) * (s.headDim + 2) + T * s.nExpert + 2 * T * K + 2 * T * K * s.nFfExp + T * K * s.nEmbd + 2 * T * s.nFfShexp + T * s.nEmbd + T + this.logitsRows * s.nVocab) + 64;
+      attnSlots(s, T, this.options.ctx) * (s.headDim + 2) + T * s.nExpert + 3 * T * K + 4 * (1 + moeMaxTiles(T * K, s.nExpert)) + 2 * T * K * s.nFfExp + T * K * s.nEmbd + 2 * T * s.nFfShexp + T * s.nEmbd + T + this.logitsRows * s.nVocab) + 64;
   }
 
   /** Loads the weights; an automatic import that the driver refuses falls back to upload. */
@@ -188,6 +193,8 @@ export class VkEngine implements Engine {
     f('P', attnSlots(s, T, this.options.ctx) * s.headDim);
     f('ML', attnSlots(s, T, this.options.ctx) * 2);
     f('R', T * s.nExpert); f('IDS', T * K); f('WTS', T * K);
+    // the pairs grouped by expert and their tiles (moe_tiles.comp), for multi-token steps
+    f('LIST', T * K); f('TILES', 4 * (1 + moeMaxTiles(T * K, s.nExpert)));
     // the workgroup counter of matvec epilogues (each resets it when done): starts at zero
     f('CNT', 1);
     this.dev.write(this.buf.CNT, 0, new Uint8Array(4));
@@ -308,11 +315,12 @@ export class VkEngine implements Engine {
     const expert = w.expertBytes > 0;
     w.windows.forEach((win, i) => {
       matvecOp(ops, {
-        type: MATVEC[w.type], buffers: [win.buf, x, y, this.buf.IDS, this.buf.GRID], rows: expert ? w.rows : win.count, n: w.ne0, rowBytes: w.rowBytes, nRows,
+        // grouped experts read their pairs from LIST (matvecOp falls back to IDS where it must)
+        type: MATVEC[w.type], buffers: [win.buf, x, y, o.moe ? this.buf.LIST : this.buf.IDS, this.buf.GRID], rows: expert ? w.rows : win.count, n: w.ne0, rowBytes: w.rowBytes, nRows,
         xStride: o.xStride, yStride: o.yStride ?? w.rows, xOffset: o.xOffset, yOffset: expert ? 0 : win.first, flags: (o.flags ?? 0) | (w.glu ? 4 : 0), K: this.shape.nExpertUsed,
         expertBytes: w.expertBytes, e0: expert ? win.first : 0, ne: expert ? win.count : undefined, upBytes: win.upBytes, wOffset: win.wOffset,
         // the windows write disjoint outputs: only the last one needs the barrier
-        barrier: i === w.windows.length - 1 ? o.barrier : false, label, epilogue: o.epilogue,
+        barrier: i === w.windows.length - 1 ? o.barrier : false, label, epilogue: o.epilogue, moe: o.moe,
       });
     });
   }

@@ -1,0 +1,4 @@
+#version 450
+// mm: tiled prefill matmul, 64 weight rows × 64 activation rows per workgroup. See mm.glsl.
+#define BN 64u
+#include "mm.glsl"

@@ -1,0 +1,115 @@
+// Body of mm.comp (dense prefill matmul) and mm_moe.comp (routed experts, tokens grouped by
+// expert): a tiled matmul Y[j·yStride + r] = W_r · X_j that decodes each weight tile once into
+// shared memory and reuses it for BN activation rows (the matvec/matmul shaders decode every weight
+// group once per 1 or 8 rows straight from memory: at prefill sizes they were compute-bound on
+// decoding, ~90% of a prefill chunk).
+// Tiles: BM = 64 output rows × BN activation rows per workgroup; the reduction dimension walks in
+// steps of BK = 32 values (4 groups of 8, decode.glsl). Per step, 256 threads: thread t decodes
+// group t % 4 of row t / 4 into WS (and, GLU, the matching up row into US), and loads BN/8 floats
+// of the X tile into XS; after a barrier each thread accumulates a 4 × TN block (rows 4·(t % 16)…,
+// activation rows TN·(t / 16)…): per 32-value step 32·(4 + TN) shared loads feed 32·4·TN FMAs.
+// Shared arrays are [k][row] so the 4 rows / TN tokens a thread reads are adjacent.
+// The reduction order of one output (k ascending, one FMA chain per output) does not depend on
+// which tile slot its activation row occupies: grouping tokens by expert changes no bits.
+// Dense (mm.comp, BN = 64): dispatch (⌈rows / 64⌉, ⌈nRows / 64⌉); activation rows j0 + slot.
+// Experts (mm_moe.comp, BN = 32, MOE): dispatch (⌈rows / 64⌉, maxTiles); workgroup y takes tile
+//   y of TILES (moe_tiles.comp: expert e, first LIST entry, count; tiles past TILES[0].x exit):
+//   slot s is pair LIST[start + s] = token·K + k; X row = pair / K (or pair with flags bit 1, the
+//   down projection); Y row = pair; weight rows of expert e (only experts [e0, e0 + ne) are in
+//   this binding: a window). Flags bit 2 = GLU as in matvec.glsl: Y = silu(gate·x)·(up·x), the
+//   up row upBytes after its gate row. Needs n % 32 == 0 (the engine falls back to matmul).
+#extension GL_GOOGLE_include_directive : enable
+#include "common.glsl"
+
+const uint BM = 64u, BK = 32u, TN = BN / 16u, XL = BN / 8u;
+layout(local_size_x = 256) in;
+layout(std430, binding = 0) readonly buffer WB { uint W[]; };
+layout(std430, binding = 1) readonly buffer XB { float X[]; };
+layout(std430, binding = 2) writeonly buffer YB { float Y[]; };
+layout(std430, binding = 3) readonly buffer LB { uint LIST[]; };
+layout(std430, binding = 4) readonly buffer GB { uvec2 GRID[]; };
+#ifdef MOE
+layout(std430, binding = 5) readonly buffer TB { uvec4 TILES[]; };
+#endif
+layout(push_constant) uniform PC {
+  uint rows; uint n; uint rowBytes; uint xStride;
+  uint yStride; uint flags; uint K; uint expertBytes;
+  uint wOffset; uint xOffset; uint yOffset; uint nRows;
+  uint upBytes; uint e0; uint ne; uint aux;
+} pc;
+
+#include "decode.glsl"
+
+shared float WS[BK * BM];
+shared float US[BK * BM];
+shared float XS[BK * BN];
+shared uint rowOf[BN];   // activation row of each slot (X row; the Y row is yRow[])
+shared uint yRow[BN];
+
+void main() {
+  uint tid = gl_LocalInvocationID.x;
+  bool glu = (pc.flags & 4u) != 0u;
+  uint r0 = gl_WorkGroupID.x * BM;
+  uint wBase = pc.wOffset, count;
+#ifdef MOE
+  uvec4 tile = TILES[1u + gl_WorkGroupID.y];
+  // uniform per workgroup: leaving before any barrier is allowed
+  if (gl_WorkGroupID.y >= TILES[0].x) return;
+  uint ei = tile.x - pc.e0;
+  if (ei >= pc.ne) return;
+  wBase += ei * pc.expertBytes;
+  count = tile.z;
+  if (tid < BN) {
+    uint pair = LIST[tile.y + min(tid, count - 1u)];
+    rowOf[tid] = (pc.flags & 2u) != 0u ? pair : pair / pc.K;
+    yRow[tid] = pair;
+  }
+#else
+  uint j0 = gl_WorkGroupID.y * BN;
+  count = min(BN, pc.nRows - j0);
+  if (tid < BN) { rowOf[tid] = j0 + min(tid, count - 1u); yRow[tid] = j0 + tid; }
+#endif
+  barrier();
+  // this thread's decode job: group dg of row dr of the tile (clamped: rows past the end decode
+  // a real row, their outputs are not stored)
+  uint dr = tid >> 2, dg = tid & 3u;
+  uint wo = wBase + min(r0 + dr, pc.rows - 1u) * pc.rowBytes;
+  // X-tile job: XL floats of slot xs from k offset xk
+  uint xs = tid / (BK / XL), xk = (tid % (BK / XL)) * XL;
+  uint xo = pc.xOffset + rowOf[xs] * pc.xStride + xk;
+  uint tr = tid & 15u, tc = tid >> 4;
+  float acc[4][TN], accU[4][TN];
+  [[unroll]] for (uint i = 0u; i < 4u; i++) [[unroll]] for (uint j = 0u; j < TN; j++) { acc[i][j] = 0.0; accU[i][j] = 0.0; }
+  for (uint k0 = 0u; k0 < pc.n; k0 += BK) {
+    float w[8];
+    uint g = k0 / 8u + dg;
+    decode(wo, g, w);
+    [[unroll]] for (uint i = 0u; i < 8u; i++) WS[(dg * 8u + i) * BM + dr] = w[i];
+    if (glu) {
+      decode(wo + pc.upBytes, g, w);
+      [[unroll]] for (uint i = 0u; i < 8u; i++) US[(dg * 8u + i) * BM + dr] = w[i];
+    }
+    [[unroll]] for (uint i = 0u; i < XL; i++) XS[(xk + i) * BN + xs] = X[xo + k0 + i];
+    barrier();
+    [[unroll]] for (uint kk = 0u; kk < BK; kk++) {
+      float a[4], b[TN];
+      [[unroll]] for (uint i = 0u; i < 4u; i++) a[i] = WS[kk * BM + 4u * tr + i];
+      [[unroll]] for (uint j = 0u; j < TN; j++) b[j] = XS[kk * BN + TN * tc + j];
+      [[unroll]] for (uint i = 0u; i < 4u; i++) [[unroll]] for (uint j = 0u; j < TN; j++) acc[i][j] = fma(a[i], b[j], acc[i][j]);
+      if (glu) {
+        [[unroll]] for (uint i = 0u; i < 4u; i++) a[i] = US[kk * BM + 4u * tr + i];
+        [[unroll]] for (uint i = 0u; i < 4u; i++) [[unroll]] for (uint j = 0u; j < TN; j++) accU[i][j] = fma(a[i], b[j], accU[i][j]);
+      }
+    }
+    barrier();
+  }
+  [[unroll]] for (uint j = 0u; j < TN; j++) {
+    uint s = TN * tc + j;
+    if (s >= count) continue;
+    uint yo = pc.yOffset + yRow[s] * pc.yStride;
+    [[unroll]] for (uint i = 0u; i < 4u; i++) {
+      uint r = r0 + 4u * tr + i;
+      if (r < pc.rows) Y[yo + r] = glu ? siluf(acc[i][j]) * accU[i][j] : acc[i][j];
+    }
+  }
+}
