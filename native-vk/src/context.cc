@@ -84,10 +84,14 @@ DeviceInfo describe(VkPhysicalDevice pd, uint32_t index) {
   d.apiVersion = p.apiVersion;
   d.vendorId = p.vendorID;
   d.subgroupSize = sub.subgroupSize;
-  // the shaders reduce with subgroupAdd/Max/Min/Any in compute: arithmetic and vote operations
+  // the shaders reduce with subgroupAdd/Max/Min/Any in compute (arithmetic and vote operations) and
+  // deltanet_chunk sums lane quads with subgroupShuffleXor (shuffle)
   d.subgroupOps = (sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                   (sub.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
-                  (sub.supportedOperations & VK_SUBGROUP_FEATURE_VOTE_BIT);
+                  (sub.supportedOperations & VK_SUBGROUP_FEATURE_VOTE_BIT) &&
+                  (sub.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
+  d.subgroupFeatures = sub.supportedOperations;
+  d.maxComputeSharedMemorySize = p.limits.maxComputeSharedMemorySize;
   d.maxStorageBufferRange = p.limits.maxStorageBufferRange;
   d.maxComputeWorkGroupInvocations = p.limits.maxComputeWorkGroupInvocations;
   d.maxPushConstantsSize = p.limits.maxPushConstantsSize;

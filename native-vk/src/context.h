@@ -20,7 +20,9 @@ struct DeviceInfo {
   uint32_t apiVersion;
   uint32_t vendorId;
   uint32_t subgroupSize;
-  bool subgroupOps;  // compute-stage subgroup arithmetic + vote (the shaders need them)
+  bool subgroupOps;  // compute-stage subgroup arithmetic + vote + shuffle (the shaders need them)
+  uint32_t subgroupFeatures;  // VkSubgroupFeatureFlags
+  uint32_t maxComputeSharedMemorySize;
   uint64_t maxStorageBufferRange;
   uint32_t maxComputeWorkGroupInvocations;
   uint32_t maxPushConstantsSize;

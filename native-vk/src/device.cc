@@ -78,6 +78,8 @@ Napi::Value Device::Info(const Napi::CallbackInfo& info) {
   o.Set("driver", d.driver);
   o.Set("subgroupSize", d.subgroupSize);
   o.Set("subgroupOps", d.subgroupOps);
+  o.Set("subgroupFeatures", d.subgroupFeatures);
+  o.Set("maxComputeSharedMemorySize", d.maxComputeSharedMemorySize);
   o.Set("maxStorageBufferRange", static_cast<double>(d.maxStorageBufferRange));
   o.Set("unifiedMemory", d.unifiedMemory);
   o.Set("minStorageBufferOffsetAlignment", static_cast<double>(d.minStorageBufferOffsetAlignment));

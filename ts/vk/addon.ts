@@ -11,7 +11,7 @@ export interface VkDeviceInfo {
   apiVersion: string;
   vendorId: number;
   subgroupSize: number;
-  /** compute-stage subgroup arithmetic and vote operations (the shaders' reductions need them) */
+  /** compute-stage subgroup arithmetic, vote and shuffle operations (the shaders need them) */
   subgroupOps: boolean;
   maxStorageBufferRange: number;
   maxWorkGroupInvocations: number;
@@ -28,6 +28,8 @@ export interface VkDeviceInfo {
 export interface VkDevice {
   info(): {
     name: string; type: string; driver: string; subgroupSize: number; subgroupOps: boolean; maxStorageBufferRange: number;
+    /** VkSubgroupFeatureFlags of compute subgroups; bytes of shared memory per workgroup */
+    subgroupFeatures: number; maxComputeSharedMemorySize: number;
     minStorageBufferOffsetAlignment: number; unifiedMemory: boolean; deviceLocalBytes: number;
     /** VK_EXT_external_memory_host and its minImportedHostPointerAlignment (0 without it) */
     externalMemoryHost: boolean; importAlignment: number;

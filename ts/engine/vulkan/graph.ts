@@ -165,6 +165,7 @@ export const PIPELINES: Record<string, PipelineDef> = {
   attn_merge: { bindings: 5, push: 32 },
   ssm_conv: { bindings: 3, push: 16 },
   deltanet: { bindings: 9, push: 32 },
+  deltanet_chunk: { bindings: 9, push: 32 },
   router: { bindings: 3, push: 8 },
   moe_combine: { bindings: 5, push: 12 },
   steer: { bindings: 2, push: 16 },

@@ -79,8 +79,9 @@ export class VkBackend extends BackendSettings implements SessionBackend {
           mv('ssm_alpha.weight', B.A, AL, T);
         }
         ops.op('ssm_conv', [U, w('ssm_conv1d.weight'), a], [st.convCh, T, s.ssmConv, 0], [Math.ceil(st.convCh / 64)]);
-        // the recurrence with the q/k L2 norm and the gated output norm fused in
-        ops.op('deltanet', [U, Bt, AL, w('ssm_dt.bias'), w('ssm_a'), b, B.O, Z, w('ssm_norm.weight')], [T, s.ssmHeadDim, s.ssmKHeads, s.ssmVHeads, st.convCh, eps, fbits(1 / Math.sqrt(s.ssmHeadDim)), 0], [s.ssmVHeads]);
+        // the recurrence with the q/k L2 norm and the gated output norm fused in: token by token
+        // for one token, in the chunked form (blocks of 16 tokens) for several
+        ops.op(dec ? 'deltanet' : 'deltanet_chunk', [U, Bt, AL, w('ssm_dt.bias'), w('ssm_a'), b, B.O, Z, w('ssm_norm.weight')], [T, s.ssmHeadDim, s.ssmKHeads, s.ssmVHeads, st.convCh, eps, fbits(1 / Math.sqrt(s.ssmHeadDim)), 0], [s.ssmVHeads]);
         mv('ssm_out.weight', B.O, B.A2, T);
       } else {
         const qStride = 2 * s.nHead * s.headDim;

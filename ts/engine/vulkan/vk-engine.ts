@@ -125,7 +125,10 @@ export class VkEngine implements Engine {
   /** Refuses, with numbers, a configuration that cannot fit the device. */
   private checkBudget(mode: WeightMode): void {
     const info = this.info;
-    if (!info.subgroupOps) throw new Error(`${info.name}: the Vulkan backend needs subgroup arithmetic and vote operations in compute shaders (Vulkan 1.1 subgroup features); this device does not report them (use --cpu)`);
+    if (!info.subgroupOps) throw new Error(`${info.name}: the Vulkan backend needs subgroup arithmetic, vote and shuffle operations in compute shaders (Vulkan 1.1 subgroup features); this device does not report them (use --cpu)`);
+    // deltanet_chunk: lane quads and at most 64 subgroups per 512-thread workgroup
+    if (info.subgroupSize < 8) throw new Error(`${info.name}: subgroup size ${info.subgroupSize} is below the 8 the Vulkan backend needs`);
+    if (info.maxComputeSharedMemorySize < 32768) throw new Error(`${info.name}: ${info.maxComputeSharedMemorySize} bytes of compute shared memory, the Vulkan backend needs 32768`);
     // router.comp keeps a token's expert logits in one subgroup's registers, 32 per lane
     // moe_tiles.comp counts the pairs of each expert in one workgroup's shared memory
     if (this.shape.nExpert > 1024) throw new Error(`${info.name}: ${this.shape.nExpert} experts exceed the 1024 that moe_tiles groups`);
