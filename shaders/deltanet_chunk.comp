@@ -9,19 +9,18 @@
 // (unrolling S_t = e^{g_t} S_{t−1} + k_t δ_tᵀ, δ_t = β_t (v_t − (e^{g_t} S_{t−1})ᵀk_t): the same
 // values as the recurrence up to rounding; the triangular system for δ is solved by forward
 // substitution, each value column on its own).
-// Thread mapping: 512 threads, thread (j, p) = 4j + p owns value column j and key rows i = 4m + p
-// (m < 32) of the state, in registers for the whole chunk; the four row parts of a column are
-// adjacent lanes, so S₀ᵀk and S₀ᵀq are summed with subgroup shuffles (no barrier); the four
-// lanes then all compute the column's δ and o. Per block: q, k (L2-normed, q × 1/√dk) staged in
-// shared memory (rows padded to 129 floats: the C×C dot products read across rows), the block's
-// A and QK matrices (one thread per entry), then the column work; the gated output norm
-// o ← rms(o)·w·silu(z) sums o² per token over the head through shared memory.
-// Dispatch: (hv, 1, 1). dk ≤ 128; the subgroup size is a multiple of 4.
+// Value columns are independent in this recurrence, so a workgroup takes 32 columns of one head
+// (4 workgroups per head at dk = 128: 128 workgroups, not 32). Thread mapping: 256 threads,
+// thread (j, p) = 8j + p owns column j and key rows 16p … 16p + 15 of the state, in registers for
+// the whole chunk; the 8 row parts of a column are adjacent lanes, summed with subgroup shuffles
+// (no barrier; lavapipe lacks clustered adds). Per block: q, k (L2-normed, q × 1/√dk) staged in
+// shared memory, read 4 floats at a time; the block's A and QK matrices (one thread per entry);
+// then the column work. The output o is written un-normed: its gated norm needs the whole head
+// (ssm_gnorm.comp). Dispatch: (hv, ⌈dk / 32⌉, 1). dk ≤ 128, a multiple of 4.
 #extension GL_GOOGLE_include_directive : enable
-#extension GL_KHR_shader_subgroup_arithmetic : enable
 #extension GL_KHR_shader_subgroup_shuffle : enable
 #include "common.glsl"
-layout(local_size_x = 512) in;
+layout(local_size_x = 256) in;
 layout(std430, binding = 0) readonly buffer UB { float U[]; };
 layout(std430, binding = 1) readonly buffer BB { float Bt[]; };
 layout(std430, binding = 2) readonly buffer AB { float AL[]; };
@@ -29,48 +28,48 @@ layout(std430, binding = 3) readonly buffer DB { float DT[]; };
 layout(std430, binding = 4) readonly buffer EB { float A[]; };
 layout(std430, binding = 5) buffer SB { float S[]; };
 layout(std430, binding = 6) writeonly buffer OB { float O[]; };
-layout(std430, binding = 7) readonly buffer ZB { float Z[]; };
-layout(std430, binding = 8) readonly buffer NB { float NW[]; };
 layout(push_constant) uniform PC { uint T; uint dk; uint hk; uint hv; uint convCh; float eps; float qScale; uint pad2; } pc;
 
-const uint C = 16u, KP = 129u;
-shared float Ks[C * KP];
-shared float Qs[C * KP];
+// q and k rows of the block as vec4s; a row stride of 33 vec4s (132 floats) spreads the C × C dot
+// products' row reads over the banks
+const uint C = 16u, KP = 33u;  // row stride in vec4s
+shared vec4 Ks[C * KP];
+shared vec4 Qs[C * KP];
 shared float Am[C][C];
 shared float QK[C][C];
 shared float G[C];
 shared float bt[C];
 shared float nrm[2u * C];
-shared float red[C][64];  // per-token sums of o² per subgroup (≤ 64 subgroups)
 
-// the sum over a column's four lanes (4j … 4j + 3): butterfly shuffles (clustered adds are not
-// available everywhere: lavapipe lacks them)
-float sum4(float x) {
+// the sum over a column's 8 lanes (8j … 8j + 7)
+float sum8(float x) {
   x += subgroupShuffleXor(x, 1u);
-  return x + subgroupShuffleXor(x, 2u);
+  x += subgroupShuffleXor(x, 2u);
+  return x + subgroupShuffleXor(x, 4u);
 }
 
 float softplusf(float x) { return x > 20.0 ? x : log(1.0 + exp(x)); }
 
 void main() {
   uint h = gl_WorkGroupID.x, tid = gl_LocalInvocationID.x;
-  uint p = tid & 3u, j = tid >> 2;
-  uint dk = pc.dk, kh = h % pc.hk;
+  uint p = tid & 7u, j = gl_WorkGroupID.y * 32u + (tid >> 3);
+  uint dk = pc.dk, kh = h % pc.hk, dk4 = dk / 4u;
   bool colOn = j < dk;
-  float col[32];
-  [[unroll]] for (uint m = 0u; m < 32u; m++) {
-    uint i = 4u * m + p;
+  float col[16];
+  [[unroll]] for (uint m = 0u; m < 16u; m++) {
+    uint i = 16u * p + m;
     col[m] = colOn && i < dk ? S[(h * dk + i) * dk + j] : 0.0;
   }
   for (uint t0 = 0u; t0 < pc.T; t0 += C) {
     uint n = min(C, pc.T - t0);
-    // stage this block's raw q and k (zero past the chunk's end)
-    for (uint e = tid; e < C * 128u; e += 512u) {
-      uint t = e >> 7, i = e & 127u;
-      bool on = t < n && i < dk;
-      uint ub = (t0 + t) * pc.convCh;
-      Ks[t * KP + i] = on ? U[ub + pc.hk * dk + kh * dk + i] : 0.0;
-      Qs[t * KP + i] = on ? U[ub + kh * dk + i] : 0.0;
+    // stage this block's raw q and k (zero past the chunk's end and past dk)
+    for (uint e = tid; e < C * 32u; e += 256u) {
+      uint t = e >> 5, i4 = e & 31u;
+      bool on = t < n && i4 < dk4;
+      uint ub = (t0 + t) * pc.convCh + 4u * i4;
+      uint kb = ub + pc.hk * dk + kh * dk, qb = ub + kh * dk;
+      Ks[t * KP + i4] = on ? vec4(U[kb], U[kb + 1u], U[kb + 2u], U[kb + 3u]) : vec4(0.0);
+      Qs[t * KP + i4] = on ? vec4(U[qb], U[qb + 1u], U[qb + 2u], U[qb + 3u]) : vec4(0.0);
     }
     if (tid < C) {
       bool on = tid < n;
@@ -78,46 +77,49 @@ void main() {
       bt[tid] = on ? sigmoidf(Bt[(t0 + tid) * pc.hv + h]) : 0.0;
     }
     barrier();
-    // the L2 norms of the C k rows and C q rows (one thread each), and G as a running sum
-    if (tid < 2u * C) {
-      uint t = tid % C;
+    // L2 norms: row r (k rows, then q rows) by 8 lanes of 4 vec4s each
+    {
+      uint r = tid >> 3, t = r % C;
       float ss = 0.0;
-      if (tid < C) { for (uint i = 0u; i < dk; i++) ss += Ks[t * KP + i] * Ks[t * KP + i]; nrm[tid] = inversesqrt(ss + 1e-6); }
-      else { for (uint i = 0u; i < dk; i++) ss += Qs[t * KP + i] * Qs[t * KP + i]; nrm[tid] = inversesqrt(ss + 1e-6) * pc.qScale; }
+      [[unroll]] for (uint u = 0u; u < 4u; u++) { vec4 x = r < C ? Ks[t * KP + 4u * p + u] : Qs[t * KP + 4u * p + u]; ss += dot(x, x); }
+      ss = sum8(ss);
+      if (p == 0u) nrm[r] = inversesqrt(ss + 1e-6) * (r < C ? 1.0 : pc.qScale);
     }
-    if (tid == 2u * C) { float g = 0.0; for (uint t = 0u; t < C; t++) { g += G[t]; G[t] = g; } }
+    if (tid == 255u) { float g = 0.0; for (uint t = 0u; t < C; t++) { g += G[t]; G[t] = g; } }
     barrier();
-    for (uint e = tid; e < C * 128u; e += 512u) {
-      uint t = e >> 7, i = e & 127u;
-      Ks[t * KP + i] *= nrm[t];
-      Qs[t * KP + i] *= nrm[C + t];
+    for (uint e = tid; e < C * 32u; e += 256u) {
+      uint t = e >> 5;
+      Ks[e + t * (KP - 32u)] *= nrm[t];
+      Qs[e + t * (KP - 32u)] *= nrm[C + t];
     }
     barrier();
     // A (strictly lower) and QK (lower, diagonal included), decays folded in: one entry per thread
     {
-      uint e = tid & 255u, t = e / C, s = e % C;
-      bool isA = tid < 256u;
-      float d = 0.0;
-      if (isA ? s < t : s <= t) {
-        for (uint i = 0u; i < dk; i++) d += (isA ? Ks[t * KP + i] : Qs[t * KP + i]) * Ks[s * KP + i];
-        d *= exp(G[t] - G[s]);
+      uint t = tid / C, s = tid % C;
+      float a = 0.0, b = 0.0;
+      if (s <= t) {
+        for (uint u = 0u; u < dk4; u++) { vec4 ks = Ks[s * KP + u]; a += dot(Ks[t * KP + u], ks); b += dot(Qs[t * KP + u], ks); }
+        float d = exp(G[t] - G[s]);
+        a *= d; b *= d;
       }
-      if (isA) Am[t][s] = bt[t] * d; else QK[t][s] = d;
+      Am[t][s] = s < t ? bt[t] * a : 0.0;
+      QK[t][s] = b;
     }
     barrier();
-    // S₀ᵀk_t and S₀ᵀq_t for column j: this lane's rows, then the column's four lanes summed
+    // S₀ᵀk_t and S₀ᵀq_t for column j: this lane's 16 rows, then the column's 8 lanes summed
     float kS[C], o[C];
     [[unroll]] for (uint t = 0u; t < C; t++) {
       float a = 0.0, b = 0.0;
-      [[unroll]] for (uint m = 0u; m < 32u; m++) {
-        uint i = 4u * m + p;
-        a += col[m] * Ks[t * KP + i];
-        b += col[m] * Qs[t * KP + i];
+      [[unroll]] for (uint u = 0u; u < 4u; u++) {
+        vec4 kv = Ks[t * KP + 4u * p + u], qv = Qs[t * KP + 4u * p + u];
+        vec4 c4 = vec4(col[4u * u], col[4u * u + 1u], col[4u * u + 2u], col[4u * u + 3u]);
+        a += dot(c4, kv);
+        b += dot(c4, qv);
       }
-      kS[t] = sum4(a);
-      o[t] = sum4(b) * exp(G[t]);
+      kS[t] = sum8(a);
+      o[t] = sum8(b) * exp(G[t]);
     }
-    // δ by forward substitution (kept in kS), then the outputs
+    // δ by forward substitution, then the outputs
     float dl[C];
     [[unroll]] for (uint t = 0u; t < C; t++) {
       float v = colOn && t < n ? U[(t0 + t) * pc.convCh + 2u * pc.hk * dk + h * dk + j] : 0.0;
@@ -127,36 +129,23 @@ void main() {
     }
     [[unroll]] for (uint t = 0u; t < C; t++) {
       [[unroll]] for (uint s = 0u; s <= t; s++) o[t] += QK[t][s] * dl[s];
+      if (p == 0u && colOn && t < n) O[(t0 + t) * pc.hv * dk + h * dk + j] = o[t];
     }
     // the state at the block's end
     float gEnd = G[C - 1u];
     [[unroll]] for (uint s = 0u; s < C; s++) dl[s] *= exp(gEnd - G[s]);
     float dEnd = exp(gEnd);
-    [[unroll]] for (uint m = 0u; m < 32u; m++) {
-      uint i = 4u * m + p;
-      float x = col[m] * dEnd;
-      [[unroll]] for (uint s = 0u; s < C; s++) x += Ks[s * KP + i] * dl[s];
-      col[m] = x;
-    }
-    // gated norm over the head's dk outputs of each token: o² summed by subgroups, then across them
-    [[unroll]] for (uint t = 0u; t < C; t++) {
-      float v = subgroupAdd(p == 0u && colOn ? o[t] * o[t] : 0.0);
-      if (subgroupElect()) red[t][gl_SubgroupID] = v;
-    }
-    barrier();
-    if (p == 0u && colOn) {
-      [[unroll]] for (uint t = 0u; t < C; t++) {
-        if (t >= n) break;
-        float tot = 0.0;
-        for (uint sg = 0u; sg < gl_NumSubgroups; sg++) tot += red[t][sg];
-        uint oo = (t0 + t) * pc.hv * dk + h * dk + j;
-        O[oo] = o[t] * inversesqrt(tot / float(dk) + pc.eps) * NW[j] * siluf(Z[oo]);
+    [[unroll]] for (uint m = 0u; m < 16u; m++) col[m] *= dEnd;
+    [[unroll]] for (uint s = 0u; s < C; s++) {
+      [[unroll]] for (uint u = 0u; u < 4u; u++) {
+        vec4 kv = Ks[s * KP + 4u * p + u] * dl[s];
+        col[4u * u] += kv.x; col[4u * u + 1u] += kv.y; col[4u * u + 2u] += kv.z; col[4u * u + 3u] += kv.w;
       }
     }
-    barrier();  // Ks, Qs, red are rewritten by the next block
+    barrier();  // Ks, Qs, G are rewritten by the next block
   }
-  [[unroll]] for (uint m = 0u; m < 32u; m++) {
-    uint i = 4u * m + p;
+  [[unroll]] for (uint m = 0u; m < 16u; m++) {
+    uint i = 16u * p + m;
     if (colOn && i < dk) S[(h * dk + i) * dk + j] = col[m];
   }
 }

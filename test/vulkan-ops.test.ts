@@ -110,7 +110,7 @@ describe('deltanet vs a plain gated delta rule', () => {
   // deltanet: the recurrence token by token (decode); deltanet_chunk: the chunked form (prefill),
   // blocks of 16 tokens: one partial block, exact blocks, three blocks with a partial last one
   it.each([['deltanet', 128, 2, 4, 5], ['deltanet', 32, 1, 2, 3], ['deltanet', 128, 4, 4, 1], ['deltanet_chunk', 128, 2, 4, 5], ['deltanet_chunk', 32, 1, 2, 32],
-    ['deltanet_chunk', 128, 2, 4, 37], ['deltanet_chunk', 32, 1, 1, 1], ['deltanet_chunk', 32, 1, 1, 2]] as const)('%s: dk %i, %i key heads, %i value heads, %i tokens', (shader, dk, hk, hv, T) => {
+    ['deltanet_chunk', 128, 2, 4, 37], ['deltanet_chunk', 32, 1, 1, 1]] as const)('%s: dk %i, %i key heads, %i value heads, %i tokens', (shader, dk, hk, hv, T) => {
     const r = new Rng(dk + hk * 10 + T);
     const convCh = 2 * hk * dk + hv * dk, eps = 1e-6, qScale = 1 / Math.sqrt(dk);
     const U = Float32Array.from({ length: T * convCh }, () => r.normal());
@@ -122,7 +122,11 @@ describe('deltanet vs a plain gated delta rule', () => {
     const Z = Float32Array.from({ length: T * hv * dk }, () => r.normal());
     const NW = Float32Array.from({ length: dk }, () => 1 + r.normal() * 0.1);
     const b = { U: buffer(U), Bt: buffer(Bt), AL: buffer(AL), DT: buffer(DT), A: buffer(A), S: buffer(S0), O: dev.createBuffer(T * hv * dk * 4, true), Z: buffer(Z), NW: buffer(NW) };
-    const cmd = dev.record(new OpList(pipes).op(shader, [b.U, b.Bt, b.AL, b.DT, b.A, b.S, b.O, b.Z, b.NW], [T, dk, hk, hv, convCh, fbits(eps), fbits(qScale), 0], [hv]).build(), false);
+    const push = [T, dk, hk, hv, convCh, fbits(eps), fbits(qScale), 0];
+    // the chunked form leaves the gated norm to ssm_gnorm (its workgroups hold 32 columns of a head)
+    const ops = shader === 'deltanet' ? new OpList(pipes).op(shader, [b.U, b.Bt, b.AL, b.DT, b.A, b.S, b.O, b.Z, b.NW], push, [hv])
+      : new OpList(pipes).op(shader, [b.U, b.Bt, b.AL, b.DT, b.A, b.S, b.O], push, [hv, Math.ceil(dk / 32)]).op('ssm_gnorm', [b.O, b.Z, b.NW], [dk, hv, fbits(eps), 0], [T, hv]);
+    const cmd = dev.record(ops.build(), false);
     dev.runSync(cmd);
     const O = new Float32Array(dev.read(b.O, 0, T * hv * dk * 4)), S = new Float32Array(dev.read(b.S, 0, hv * dk * dk * 4));
     let worstO = 0, worstS = 0;
@@ -154,7 +158,6 @@ describe('deltanet vs a plain gated delta rule', () => {
       }
       for (let i = 0; i < dk; i++) for (let j = 0; j < dk; j++) worstS = Math.max(worstS, Math.abs(S[(h * dk + i) * dk + j] - st[i][j]));
     }
-    console.log(shader, T, 'worstO', worstO, 'worstS', worstS);
     expect(worstO).toBeLessThan(1e-4);
     expect(worstS).toBeLessThan(1e-5);
     dev.freeCommand(cmd);

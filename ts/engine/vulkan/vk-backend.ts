@@ -79,9 +79,15 @@ export class VkBackend extends BackendSettings implements SessionBackend {
           mv('ssm_alpha.weight', B.A, AL, T);
         }
         ops.op('ssm_conv', [U, w('ssm_conv1d.weight'), a], [st.convCh, T, s.ssmConv, 0], [Math.ceil(st.convCh / 64)]);
-        // the recurrence with the q/k L2 norm and the gated output norm fused in: token by token
-        // for one token, in the chunked form (blocks of 16 tokens) for several
-        ops.op(dec ? 'deltanet' : 'deltanet_chunk', [U, Bt, AL, w('ssm_dt.bias'), w('ssm_a'), b, B.O, Z, w('ssm_norm.weight')], [T, s.ssmHeadDim, s.ssmKHeads, s.ssmVHeads, st.convCh, eps, fbits(1 / Math.sqrt(s.ssmHeadDim)), 0], [s.ssmVHeads]);
+        const dn = [T, s.ssmHeadDim, s.ssmKHeads, s.ssmVHeads, st.convCh, eps, fbits(1 / Math.sqrt(s.ssmHeadDim)), 0];
+        if (dec) {
+          // one token: the recurrence with the q/k L2 norm and the gated output norm fused in
+          ops.op('deltanet', [U, Bt, AL, w('ssm_dt.bias'), w('ssm_a'), b, B.O, Z, w('ssm_norm.weight')], dn, [s.ssmVHeads]);
+        } else {
+          // several: the chunked form over 32-column slices of each head, then the gated norm
+          ops.op('deltanet_chunk', [U, Bt, AL, w('ssm_dt.bias'), w('ssm_a'), b, B.O], dn, [s.ssmVHeads, Math.ceil(s.ssmHeadDim / 32)]);
+          ops.op('ssm_gnorm', [B.O, Z, w('ssm_norm.weight')], [s.ssmHeadDim, s.ssmVHeads, eps, 0], [T, s.ssmVHeads]);
+        }
         mv('ssm_out.weight', B.O, B.A2, T);
       } else {
         const qStride = 2 * s.nHead * s.headDim;

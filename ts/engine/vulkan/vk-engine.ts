@@ -71,6 +71,7 @@ export class VkEngine implements Engine {
     this.chunk = options.chunk ?? 512;
     this.kv = options.kvTypes ?? { k: 'q8_0', v: 'q4_0' };
     if (s.headDim > 256 || s.ssmHeadDim > 128 || s.nRot > s.headDim) throw new Error('Vulkan backend: head sizes above 256 (attention) / 128 (DeltaNet) are not supported');
+    if (s.ssmHeadDim % 4 !== 0) throw new Error(`Vulkan backend: DeltaNet head size ${s.ssmHeadDim} is not a multiple of 4`);
     if (s.ssmConv > 8) throw new Error(`Vulkan backend: a DeltaNet conv width of ${s.ssmConv} is not supported (at most 8)`);
     // attn_flash keeps the query rows of one KV head's G query heads in shared memory
     const G = s.nHead / s.nHeadKv;
