@@ -4,15 +4,16 @@
 // group once per 1 or 8 rows straight from memory: at prefill sizes they were compute-bound on
 // decoding, ~90% of a prefill chunk).
 // Tiles: BM = 64 output rows × BN activation rows per workgroup; the reduction dimension walks in
-// steps of BK = 32 values (4 groups of 8, decode.glsl). Per step, 256 threads: thread t decodes
-// group t % 4 of row t / 4 into WS (and, GLU, the matching up row into US), and loads BN/8 floats
-// of the X tile into XS; after a barrier each thread accumulates a 4 × TN block (rows 4·(t % 16)…,
-// activation rows TN·(t / 16)…): per 32-value step 32·(4 + TN) shared loads feed 32·4·TN FMAs.
+// steps of BK = 32 values (4 groups of 8, decode.glsl). Per step, NT threads: thread t decodes
+// group t % 4 of rows t / 4 (+ NT/4 …) into WS (and, GLU, the matching up rows into US), and loads
+// XL floats of the X tile into XS; after a barrier each thread accumulates a 4 × TN block (rows
+// 4·(t % 16)…, activation rows TN·(t / 16)…): per 32-value step 32·(4 + TN) shared loads feed
+// 32·4·TN FMAs (TN = 4 in both variants: a warp's shared loads then keep up with its FMAs).
 // Shared arrays are [k][row] so the 4 rows / TN tokens a thread reads are adjacent.
 // The reduction order of one output (k ascending, one FMA chain per output) does not depend on
 // which tile slot its activation row occupies: grouping tokens by expert changes no bits.
-// Dense (mm.comp, BN = 64): dispatch (⌈rows / 64⌉, ⌈nRows / 64⌉); activation rows j0 + slot.
-// Experts (mm_moe.comp, BN = 32, MOE): dispatch (⌈rows / 64⌉, maxTiles); workgroup y takes tile
+// Dense (mm.comp, BN = 64, 256 threads): dispatch (⌈rows / 64⌉, ⌈nRows / 64⌉); activation rows j0 + slot.
+// Experts (mm_moe.comp, BN = 32, 128 threads, MOE): dispatch (⌈rows / 64⌉, maxTiles); workgroup y takes tile
 //   y of TILES (moe_tiles.comp: expert e, first LIST entry, count; tiles past TILES[0].x exit):
 //   slot s is pair LIST[start + s] = token·K + k; X row = pair / K (or pair with flags bit 1, the
 //   down projection); Y row = pair; weight rows of expert e (only experts [e0, e0 + ne) are in
@@ -21,8 +22,10 @@
 #extension GL_GOOGLE_include_directive : enable
 #include "common.glsl"
 
-const uint BM = 64u, BK = 32u, TN = BN / 16u, XL = BN / 8u;
-layout(local_size_x = 256) in;
+// NT threads: 16 row groups of 4 rows × NT/16 token groups of TN; each thread decodes DJ of the
+// tile's 256 weight groups per step and loads XL floats of its X tile
+const uint BM = 64u, BK = 32u, TN = BN * 16u / NT, XL = BN * BK / NT, DJ = 256u / NT;
+layout(local_size_x = NT) in;
 layout(std430, binding = 0) readonly buffer WB { uint W[]; };
 layout(std430, binding = 1) readonly buffer XB { float X[]; };
 layout(std430, binding = 2) writeonly buffer YB { float Y[]; };
@@ -70,10 +73,11 @@ void main() {
   if (tid < BN) { rowOf[tid] = j0 + min(tid, count - 1u); yRow[tid] = j0 + tid; }
 #endif
   barrier();
-  // this thread's decode job: group dg of row dr of the tile (clamped: rows past the end decode
-  // a real row, their outputs are not stored)
+  // this thread's decode jobs: group dg of rows dr + NT/4·q of the tile (clamped: rows past the
+  // end decode a real row, their outputs are not stored)
   uint dr = tid >> 2, dg = tid & 3u;
-  uint wo = wBase + min(r0 + dr, pc.rows - 1u) * pc.rowBytes;
+  uint wo[DJ];
+  [[unroll]] for (uint q = 0u; q < DJ; q++) wo[q] = wBase + min(r0 + dr + (NT / 4u) * q, pc.rows - 1u) * pc.rowBytes;
   // X-tile job: XL floats of slot xs from k offset xk
   uint xs = tid / (BK / XL), xk = (tid % (BK / XL)) * XL;
   uint xo = pc.xOffset + rowOf[xs] * pc.xStride + xk;
@@ -81,13 +85,16 @@ void main() {
   float acc[4][TN], accU[4][TN];
   [[unroll]] for (uint i = 0u; i < 4u; i++) [[unroll]] for (uint j = 0u; j < TN; j++) { acc[i][j] = 0.0; accU[i][j] = 0.0; }
   for (uint k0 = 0u; k0 < pc.n; k0 += BK) {
-    float w[8];
     uint g = k0 / 8u + dg;
-    decode(wo, g, w);
-    [[unroll]] for (uint i = 0u; i < 8u; i++) WS[(dg * 8u + i) * BM + dr] = w[i];
-    if (glu) {
-      decode(wo + pc.upBytes, g, w);
-      [[unroll]] for (uint i = 0u; i < 8u; i++) US[(dg * 8u + i) * BM + dr] = w[i];
+    [[unroll]] for (uint q = 0u; q < DJ; q++) {
+      float w[8];
+      uint r = dr + (NT / 4u) * q;
+      decode(wo[q], g, w);
+      [[unroll]] for (uint i = 0u; i < 8u; i++) WS[(dg * 8u + i) * BM + r] = w[i];
+      if (glu) {
+        decode(wo[q] + pc.upBytes, g, w);
+        [[unroll]] for (uint i = 0u; i < 8u; i++) US[(dg * 8u + i) * BM + r] = w[i];
+      }
     }
     [[unroll]] for (uint i = 0u; i < XL; i++) XS[(xk + i) * BN + xs] = X[xo + k0 + i];
     barrier();
