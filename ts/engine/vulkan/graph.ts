@@ -167,6 +167,7 @@ export const PIPELINES: Record<string, PipelineDef> = {
   deltanet: { bindings: 9, push: 32 },
   deltanet_chunk: { bindings: 7, push: 32 },
   ssm_gnorm: { bindings: 3, push: 16 },
+  state_t: { bindings: 2, push: 16 },
   router: { bindings: 3, push: 8 },
   moe_combine: { bindings: 5, push: 12 },
   steer: { bindings: 2, push: 16 },

@@ -11,20 +11,6 @@ import type { SampleOptions } from '../types.js';
 import { ATTN_TOKENS, OpList, TOPK_MAX, attnBlock, fbits, MM_MOE_PAIRS, moeMaxTiles } from './graph.js';
 import type { MatvecOpts, VkEngine } from './vk-engine.js';
 
-/**
- * Each head's dk × dk DeltaNet state transposed (a fresh copy): between the payload's
- * value-column-major layout and the GPU's key-row-major one (deltanet.comp). Its own inverse.
- */
-function transposeHeads(bytes: Uint8Array, dk: number): Uint8Array {
-  // a view when the bytes are 4-byte aligned (read-backs are), a copy otherwise (payload slices)
-  const src = bytes.byteOffset % 4 === 0 ? new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4) : new Float32Array(bytes.slice().buffer);
-  const dst = new Float32Array(src.length);
-  for (let h = 0; h < src.length; h += dk * dk) {
-    for (let a = 0; a < dk; a++) for (let b = 0; b < dk; b++) dst[h + b * dk + a] = src[h + a * dk + b];
-  }
-  return new Uint8Array(dst.buffer);
-}
-
 /** Per-session device state (KV cache, DeltaNet states) and its recorded steps. */
 export class VkBackend extends BackendSettings implements SessionBackend {
   private layers: { a: number; b: number }[] = [];
@@ -227,25 +213,48 @@ export class VkBackend extends BackendSettings implements SessionBackend {
     return { ids: top.map((x) => x[0]), logits: Float32Array.from(top, (x) => x[1]) };
   }
 
+  /**
+   * A recorded state_t command: layer l's DeltaNet state to the engine's STT buffer in the
+   * payload's value-column-major layout (toStt), or back. The GPU keeps each head key-row-major
+   * (deltanet.comp); the transpose is its own inverse.
+   */
+  private transposeCmd(l: number, toStt: boolean): number {
+    const key = `t${l}:${toStt}`;
+    let cmd = this.steps.get(key);
+    if (cmd === undefined) {
+      const s = this.shape, B = this.e.buf, dk = s.ssmHeadDim, n = Math.ceil(dk / 32);
+      const [src, dst] = toStt ? [this.layers[l].b, B.STT] : [B.STT, this.layers[l].b];
+      cmd = this.e.dev.record(new OpList(this.e.pipes).op('state_t', [src, dst], [dk, 0, 0, 0], [n, n, s.ssmVHeads]).build());
+      this.steps.set(key, cmd);
+    }
+    return cmd;
+  }
+
   readRecurrent(): Uint8Array {
-    const s = this.shape, st = stateSizes(s);
+    const s = this.shape, st = stateSizes(s), dev = this.e.dev;
     const out = new Uint8Array(s.recurrent.filter(Boolean).length * (st.convBytes + st.ssmBytes));
     let o = 0;
     s.recurrent.forEach((r, l) => {
       if (!r) return;
-      out.set(new Uint8Array(this.e.dev.read(this.layers[l].a, 0, st.convBytes)), o); o += st.convBytes;
-      out.set(transposeHeads(new Uint8Array(this.e.dev.read(this.layers[l].b, 0, st.ssmBytes)), s.ssmHeadDim), o); o += st.ssmBytes;
+      out.set(new Uint8Array(dev.read(this.layers[l].a, 0, st.convBytes)), o); o += st.convBytes;
+      dev.runSync(this.transposeCmd(l, true));
+      out.set(new Uint8Array(dev.read(this.e.buf.STT, 0, st.ssmBytes)), o); o += st.ssmBytes;
     });
     return out;
   }
 
   writeRecurrent(state: Uint8Array | null): void {
-    const s = this.shape, st = stateSizes(s);
+    const s = this.shape, st = stateSizes(s), dev = this.e.dev;
     let o = 0;
     s.recurrent.forEach((r, l) => {
       if (!r) return;
-      this.e.dev.write(this.layers[l].a, 0, state ? state.subarray(o, o + st.convBytes) : new Uint8Array(st.convBytes));
-      this.e.dev.write(this.layers[l].b, 0, state ? transposeHeads(state.subarray(o + st.convBytes, o + st.convBytes + st.ssmBytes), s.ssmHeadDim) : new Uint8Array(st.ssmBytes));
+      dev.write(this.layers[l].a, 0, state ? state.subarray(o, o + st.convBytes) : new Uint8Array(st.convBytes));
+      if (state) {
+        dev.write(this.e.buf.STT, 0, state.subarray(o + st.convBytes, o + st.convBytes + st.ssmBytes));
+        dev.runSync(this.transposeCmd(l, false));
+      } else {
+        dev.write(this.layers[l].b, 0, new Uint8Array(st.ssmBytes));
+      }
       o += st.convBytes + st.ssmBytes;
     });
   }

@@ -147,7 +147,7 @@ export class VkEngine implements Engine {
     const s = this.shape, T = this.chunk, st = stateSizes(s);
     const K = s.nExpertUsed;
     return 4 * (T * s.nEmbd * 4 + T * Math.max(st.convCh, 2 * s.nHead * s.headDim) + T * s.ssmInner * 2 + T * s.ssmVHeads * 2 + T * st.kvDim * 2 +
-      attnSlots(s, T, this.options.ctx) * (s.headDim + 2) + T * s.nExpert + 3 * T * K + 4 * (1 + moeMaxTiles(T * K, s.nExpert)) + 2 * T * K * s.nFfExp + T * K * s.nEmbd + 2 * T * s.nFfShexp + T * s.nEmbd + T + this.logitsRows * s.nVocab) + 64;
+      attnSlots(s, T, this.options.ctx) * (s.headDim + 2) + T * s.nExpert + 3 * T * K + 4 * (1 + moeMaxTiles(T * K, s.nExpert)) + 2 * T * K * s.nFfExp + T * K * s.nEmbd + 2 * T * s.nFfShexp + T * s.nEmbd + T + this.logitsRows * s.nVocab + st.ssmBytes / 4) + 64;
   }
 
   /** Loads the weights; an automatic import that the driver refuses falls back to upload. */
@@ -219,6 +219,9 @@ export class VkEngine implements Engine {
       });
     }
     f('LOGITS', this.logitsRows * s.nVocab, unified);
+    // one layer's DeltaNet state in the payload's layout (state_t.comp), host-visible: snapshots
+    // and payloads read and write it as plain copies
+    f('STT', st.ssmBytes / 4, true);
     f('PIN', 4, true);
     f('PARAMS', 4);
     f('ARG', 2, true);
