@@ -69,8 +69,13 @@ export const MM_ROWS = 64;
 export const MM_TOKENS = 64;
 export const MM_MOE_PAIRS = 32;
 export const MM_K = 32;
-/** Fewest activation rows for which the dense tiled matmul beats the 8-row matmul. */
+/**
+ * Fewest activation rows, and weight rows, for which the dense tiled matmul beats the 8-row
+ * matmul: a weight of fewer than 64 rows fills part of one 64-row tile (the shared-expert gate's
+ * single row, DeltaNet's 32-row α and β: 4.9 and 3.8 ms of a 512-token chunk as mm, H200).
+ */
 export const MM_MIN_ROWS = 16;
+export const MM_MIN_WEIGHT_ROWS = 64;
 
 /** Tiles of at most MM_MOE_PAIRS pairs that P (token, expert) pairs over nExpert experts can make. */
 export function moeMaxTiles(pairs: number, nExpert: number): number {
@@ -133,7 +138,7 @@ export function matvecOp(ops: OpList, d: MatvecDispatch): void {
       return;
     }
     d = { ...d, buffers: [d.buffers[0], d.buffers[1], d.buffers[2], d.moe.ids, d.buffers[4]], moe: undefined };
-  } else if (tiled && (flags & 1) === 0 && d.nRows >= MM_MIN_ROWS) {
+  } else if (tiled && (flags & 1) === 0 && d.nRows >= MM_MIN_ROWS && d.rows >= MM_MIN_WEIGHT_ROWS) {
     ops.op(`mm_${d.type}`, d.buffers, push(), [Math.ceil(d.rows / MM_ROWS), Math.ceil(d.nRows / MM_TOKENS)], d.barrier ?? true, d.label);
     return;
   }
