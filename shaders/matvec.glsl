@@ -17,7 +17,12 @@
 #extension GL_KHR_shader_subgroup_arithmetic : enable
 #include "common.glsl"
 
-#define ROWS 4u
+// output rows per workgroup: 4 by default; matvec1/matvec2 (decode) take 1 or 2 (more workgroups,
+// more loads in flight per row)
+#ifndef ROWS_N
+#define ROWS_N 4u
+#endif
+#define ROWS ROWS_N
 const uint TOKENS = TOKENS_N;
 #define G 8u
 layout(local_size_x = 64) in;

@@ -63,6 +63,21 @@ export class OpList {
 
 /** Output rows per matvec/matmul workgroup and activation rows per matmul workgroup (matvec.glsl). */
 export const MATVEC_ROWS = 4;
+/**
+ * Output rows per workgroup of a one-activation-row matvec (decode, routed experts): 4, 2 or 1
+ * (matvec, matvec2, matvec1; a GLU takes at least 2): the most that still gives MATVEC_MIN_GROUPS
+ * workgroups, else the fewest. A short matrix as 4-row workgroups leaves most SMs with too few
+ * loads in flight (H200 decode: the 2048-row DeltaNet out-projection 20.9 µs as 512 workgroups,
+ * 16.2 µs as 2048; the router 21.5 → 16.7 µs), while a long one runs faster with 4 rows (the
+ * DeltaNet in-projection: 26 µs with 4, 36.5 µs with 1). Q36_VK_MV_ROWS fixes it, for measuring.
+ */
+export const MATVEC_MIN_GROUPS = 2048;
+const envRows = Number(process.env.Q36_VK_MV_ROWS);
+export function decodeRows(rows: number, nRows: number, glu: boolean): number {
+  if ([1, 2, 4].includes(envRows)) return glu ? Math.max(2, envRows) : envRows;
+  const choices = glu ? [4, 2] : [4, 2, 1];
+  return choices.find((r) => Math.ceil(rows / (glu ? r / 2 : r)) * nRows >= MATVEC_MIN_GROUPS) ?? choices[choices.length - 1];
+}
 export const MATMUL_TOKENS = 8;
 /** The tiled matmuls (mm.glsl): weight rows per tile, activation rows per tile (dense / experts), reduction step. */
 export const MM_ROWS = 64;
@@ -144,8 +159,13 @@ export function matvecOp(ops: OpList, d: MatvecDispatch): void {
   }
   const tokens = d.nRows > 1 && (flags & 1) === 0 ? MATMUL_TOKENS : 1;
   if (d.epilogue && (tokens > 1 || d.nRows !== 1)) throw new Error(`${d.epilogue.shader}: one activation row only`);
-  const shader = d.epilogue ? d.epilogue.shader : tokens > 1 ? 'matmul' : 'matvec';
-  ops.op(`${shader}_${d.type}`, [...d.buffers, ...(d.epilogue?.extra ?? [])], push(), [Math.ceil(d.rows / (flags & 4 ? MATVEC_ROWS / 2 : MATVEC_ROWS)), Math.ceil(d.nRows / tokens)], d.barrier ?? true, d.label);
+  const glu = (flags & 4) !== 0;
+  // rows per workgroup: matmul 4; one activation row: decodeRows() (the router epilogue has a 1-
+  // and a 4-row form)
+  let rows = tokens > 1 ? MATVEC_ROWS : decodeRows(d.rows, d.nRows, glu);
+  if (d.epilogue && rows === 2) rows = MATVEC_ROWS;
+  const shader = d.epilogue ? `${d.epilogue.shader}${rows === 1 ? '1' : ''}` : tokens > 1 ? 'matmul' : rows === MATVEC_ROWS ? 'matvec' : `matvec${rows}`;
+  ops.op(`${shader}_${d.type}`, [...d.buffers, ...(d.epilogue?.extra ?? [])], push(), [Math.ceil(d.rows / (glu ? rows / 2 : rows)), Math.ceil(d.nRows / tokens)], d.barrier ?? true, d.label);
 }
 
 /** The IQ2_XXS grid bytes (256 × 8) from the WASM core, for the matvec shaders' GRID binding. */
@@ -158,7 +178,10 @@ export function iq2xxsGrid(core: Core): Uint8Array {
 export const PIPELINES: Record<string, PipelineDef> = {
   matvec: { bindings: 5, push: 64 },
   matmul: { bindings: 5, push: 64 },
+  matvec1: { bindings: 5, push: 64 },
+  matvec2: { bindings: 5, push: 64 },
   matvec_router: { bindings: 8, push: 64 },
+  matvec_router1: { bindings: 8, push: 64 },
   mm: { bindings: 5, push: 64 },
   mm_moe: { bindings: 6, push: 64 },
   moe_tiles: { bindings: 3, push: 16 },
