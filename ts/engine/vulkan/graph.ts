@@ -112,6 +112,11 @@ export interface MatvecDispatch {
   flags?: number; K?: number; expertBytes?: number;
   /** output row of W's row 0 (a window of rows) */
   yOffset?: number;
+  /**
+   * Rows of the whole weight when this dispatch is one window of it: the kernel choice (mm or
+   * matmul, which add in different orders) follows the weight, so windows change no bits.
+   */
+  weightRows?: number;
   /** GLU: bytes from a gate row to its up row (may be negative) */
   upBytes?: number;
   /** routed experts: the experts [e0, e0 + ne) this binding holds (a window); default all */
@@ -153,7 +158,7 @@ export function matvecOp(ops: OpList, d: MatvecDispatch): void {
       return;
     }
     d = { ...d, buffers: [d.buffers[0], d.buffers[1], d.buffers[2], d.moe.ids, d.buffers[4]], moe: undefined };
-  } else if (tiled && (flags & 1) === 0 && d.nRows >= MM_MIN_ROWS && d.rows >= MM_MIN_WEIGHT_ROWS) {
+  } else if (tiled && (flags & 1) === 0 && d.nRows >= MM_MIN_ROWS && (d.weightRows ?? d.rows) >= MM_MIN_WEIGHT_ROWS) {
     ops.op(`mm_${d.type}`, d.buffers, push(), [Math.ceil(d.rows / MM_ROWS), Math.ceil(d.nRows / MM_TOKENS)], d.barrier ?? true, d.label);
     return;
   }

@@ -323,7 +323,7 @@ export class VkEngine implements Engine {
     w.windows.forEach((win, i) => {
       matvecOp(ops, {
         // grouped experts read their pairs from LIST (matvecOp falls back to IDS where it must)
-        type: MATVEC[w.type], buffers: [win.buf, x, y, o.moe ? this.buf.LIST : this.buf.IDS, this.buf.GRID], rows: expert ? w.rows : win.count, n: w.ne0, rowBytes: w.rowBytes, nRows,
+        type: MATVEC[w.type], buffers: [win.buf, x, y, o.moe ? this.buf.LIST : this.buf.IDS, this.buf.GRID], rows: expert ? w.rows : win.count, weightRows: w.rows, n: w.ne0, rowBytes: w.rowBytes, nRows,
         xStride: o.xStride, yStride: o.yStride ?? w.rows, xOffset: o.xOffset, yOffset: expert ? 0 : win.first, flags: (o.flags ?? 0) | (w.glu ? 4 : 0), K: this.shape.nExpertUsed,
         expertBytes: w.expertBytes, e0: expert ? win.first : 0, ne: expert ? win.count : undefined, upBytes: win.upBytes, wOffset: win.wOffset,
         // the windows write disjoint outputs: only the last one needs the barrier
