@@ -10,3 +10,4 @@
 
 float sigmoidf(float x) { return 1.0 / (1.0 + exp(-x)); }
 float siluf(float x) { return x * sigmoidf(x); }
+float softplusf(float x) { return x > 20.0 ? x : log(1.0 + exp(x)); }

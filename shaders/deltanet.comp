@@ -34,8 +34,6 @@ shared float red[128];
 shared float red2[128];
 shared float part[4][128];
 
-float softplusf(float x) { return x > 20.0 ? x : log(1.0 + exp(x)); }
-
 void main() {
   uint h = gl_WorkGroupID.x, tid = gl_LocalInvocationID.x;
   uint j = tid & 127u, p = tid >> 7, i0 = 32u * p;

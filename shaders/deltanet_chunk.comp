@@ -48,8 +48,6 @@ float sum8(float x) {
   return x + subgroupShuffleXor(x, 4u);
 }
 
-float softplusf(float x) { return x > 20.0 ? x : log(1.0 + exp(x)); }
-
 void main() {
   uint h = gl_WorkGroupID.x, tid = gl_LocalInvocationID.x;
   uint p = tid & 7u, j = gl_WorkGroupID.y * 32u + (tid >> 3);
