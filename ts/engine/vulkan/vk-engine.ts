@@ -84,7 +84,9 @@ export class VkEngine implements Engine {
     this.dev = new addon.Device(options.vkDevice ?? (envDev !== undefined ? Number(envDev) : -1));
     this.pipes = new Pipelines(this.dev, PIPELINES);
     this.info = this.dev.info();
-    this.logitsRows = this.chunk * s.nVocab * 4 <= 64 << 20 ? this.chunk : 1;
+    // all-position logits (test vectors, log-probabilities) for as many rows of a step as 64 MiB
+    // holds: a whole 512-token step of a 248K vocabulary would take 485 MiB (67 rows fit)
+    this.logitsRows = Math.max(1, Math.min(this.chunk, Math.floor((64 << 20) / (s.nVocab * 4))));
     this.sessionBytes = this.sessionSize();
     let fd = -1;
     try {
