@@ -128,6 +128,54 @@ describe('matvec shaders vs the WASM reference (random blocks of every Vulkan ty
     [wb, xb, ib, y1, y3].forEach((b) => dev.freeBuffer(b));
   });
 
+  // decode's fused SwiGLU (gate row, up row upBytes later): 2 rows per workgroup on a GPU
+  // (matvec2: one gate and its up row), 4 on a CPU device (minGroups 0)
+  it.each([[undefined, 'matvec2'], [0, 'matvec']] as const)('decode GLU matvec (minGroups %s: %s) = silu(gate·x)·(up·x)', (minGroups, shader) => {
+    const t = GgmlType.Q8_0, rng = new Rng(41), rows = 6, n = 256, rb = rowBytes(t, n);
+    const w = new Uint8Array(2 * rows * rb);
+    for (let r = 0; r < 2 * rows; r++) w.set(oracleRow(t, n, rng), r * rb);
+    const x = new Float32Array(n).map(() => rng.normal());
+    const g = q.matmul(t, w.subarray(0, rows * rb), rows, n, x), u = q.matmul(t, w.subarray(rows * rb), rows, n, x);
+    const wb = dev.createBuffer(w.byteLength, false), xb = dev.createBuffer(x.byteLength, false), yb = dev.createBuffer(rows * 4, true), ib = dev.createBuffer(16, false);
+    dev.write(wb, 0, w); dev.write(xb, 0, new Uint8Array(x.buffer));
+    const ops = new OpList(pipes);
+    matvecOp(ops, { type: 'q8_0', buffers: [wb, xb, yb, ib, grid], rows, n, rowBytes: rb, nRows: 1, flags: 4, upBytes: rows * rb, minGroups });
+    expect(ops.names[0]).toBe(`${shader}_q8_0`);
+    const cmd = dev.record(ops.build(), false);
+    dev.runSync(cmd);
+    const y = new Float32Array(dev.read(yb, 0, rows * 4));
+    for (let r = 0; r < rows; r++) { const want = (g[r] / (1 + Math.exp(-g[r]))) * u[r]; expect(Math.abs(y[r] - want)).toBeLessThan(1e-4 * (Math.abs(want) + 1)); }
+    dev.freeCommand(cmd);
+    [wb, xb, yb, ib].forEach((b) => dev.freeBuffer(b));
+  });
+
+  // decode's router matvec whose last workgroup routes the token: 1 row per workgroup on a GPU
+  // (matvec_router1), 4 on a CPU device; logits, ids and renormalised weights against plain math
+  it.each([[undefined, 'matvec_router1'], [0, 'matvec_router']] as const)('router matvec with routing epilogue (minGroups %s: %s)', (minGroups, shader) => {
+    const rng = new Rng(43), nExp = 40, K = 4, n = 128;
+    const w = new Float32Array(nExp * n).map(() => rng.normal()), x = new Float32Array(n).map(() => rng.normal());
+    const logits = q.matmul(GgmlType.F32, new Uint8Array(w.buffer), nExp, n, x);
+    const wb = dev.createBuffer(w.byteLength, false), xb = dev.createBuffer(x.byteLength, false), yb = dev.createBuffer(nExp * 4, true);
+    const ib = dev.createBuffer(K * 4, true), wtb = dev.createBuffer(K * 4, true), cnt = dev.createBuffer(4, false);
+    dev.write(wb, 0, new Uint8Array(w.buffer)); dev.write(xb, 0, new Uint8Array(x.buffer)); dev.write(cnt, 0, new Uint8Array(4));
+    const ops = new OpList(pipes);
+    const d = { type: 'f32', buffers: [wb, xb, yb, ib, grid] as [number, number, number, number, number], rows: nExp, n, rowBytes: n * 4, nRows: 1, K, minGroups, epilogue: { shader: 'matvec_router' as const, extra: [ib, wtb, cnt], aux: nExp } };
+    matvecOp(ops, d);
+    matvecOp(ops, d); // twice: the last workgroup resets the counter for the next use
+    expect(ops.names[0]).toBe(`${shader}_f32`);
+    const cmd = dev.record(ops.build(), false);
+    dev.runSync(cmd);
+    const y = new Float32Array(dev.read(yb, 0, nExp * 4)), ids = new Uint32Array(dev.read(ib, 0, K * 4)), wts = new Float32Array(dev.read(wtb, 0, K * 4));
+    for (let e = 0; e < nExp; e++) expect(Math.abs(y[e] - logits[e])).toBeLessThan(1e-4 * (Math.abs(logits[e]) + 1));
+    const order = Array.from(logits.keys()).sort((a, b) => logits[b] - logits[a]).slice(0, K);
+    expect(Array.from(ids)).toEqual(order);
+    const ex = order.map((e) => Math.exp(logits[e] - logits[order[0]])), tot = ex.reduce((a, b) => a + b, 0);
+    order.forEach((_, k) => expect(Math.abs(wts[k] - ex[k] / tot)).toBeLessThan(1e-5));
+    expect(new Uint32Array(dev.read(cnt, 0, 4))[0]).toBe(0);
+    dev.freeCommand(cmd);
+    [wb, xb, yb, ib, wtb, cnt].forEach((b) => dev.freeBuffer(b));
+  });
+
   // prefill's routed experts: moe_tiles groups the (token, expert) pairs by expert, mm_moe runs
   // each expert's weights over its pairs: the fused SwiGLU (gate + up, X row = token) and the
   // down projection (X row = pair), each output compared with the WASM reference per pair; one

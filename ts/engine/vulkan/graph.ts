@@ -73,10 +73,10 @@ export const MATVEC_ROWS = 4;
  */
 export const MATVEC_MIN_GROUPS = 2048;
 const envRows = Number(process.env.Q36_VK_MV_ROWS);
-export function decodeRows(rows: number, nRows: number, glu: boolean): number {
+export function decodeRows(rows: number, nRows: number, glu: boolean, minGroups = MATVEC_MIN_GROUPS): number {
   if ([1, 2, 4].includes(envRows)) return glu ? Math.max(2, envRows) : envRows;
   const choices = glu ? [4, 2] : [4, 2, 1];
-  return choices.find((r) => Math.ceil(rows / (glu ? r / 2 : r)) * nRows >= MATVEC_MIN_GROUPS) ?? choices[choices.length - 1];
+  return choices.find((r) => Math.ceil(rows / (glu ? r / 2 : r)) * nRows >= minGroups) ?? choices[choices.length - 1];
 }
 export const MATMUL_TOKENS = 8;
 /** The tiled matmuls (mm.glsl): weight rows per tile, activation rows per tile (dense / experts), reduction step. */
@@ -130,6 +130,11 @@ export interface MatvecDispatch {
   /** for profiles: the weight's name */
   label?: string;
   /**
+   * Workgroups a one-activation-row matvec should reach (decodeRows); default MATVEC_MIN_GROUPS.
+   * 0 on a CPU device (lavapipe), where more workgroups only add overhead: 4 rows each.
+   */
+  minGroups?: number;
+  /**
    * Routed experts with the pairs grouped by expert (moe_tiles.comp): buffers[3] is LIST and
    * this the TILES buffer and its capacity; the tiled mm_moe runs where the shape allows, else
    * the matvec over IDS (ids).
@@ -167,7 +172,7 @@ export function matvecOp(ops: OpList, d: MatvecDispatch): void {
   const glu = (flags & 4) !== 0;
   // rows per workgroup: matmul 4; one activation row: decodeRows() (the router epilogue has a 1-
   // and a 4-row form)
-  let rows = tokens > 1 ? MATVEC_ROWS : decodeRows(d.rows, d.nRows, glu);
+  let rows = tokens > 1 ? MATVEC_ROWS : decodeRows(d.rows, d.nRows, glu, d.minGroups);
   if (d.epilogue && rows === 2) rows = MATVEC_ROWS;
   const shader = d.epilogue ? `${d.epilogue.shader}${rows === 1 ? '1' : ''}` : tokens > 1 ? 'matmul' : rows === MATVEC_ROWS ? 'matvec' : `matvec${rows}`;
   ops.op(`${shader}_${d.type}`, [...d.buffers, ...(d.epilogue?.extra ?? [])], push(), [Math.ceil(d.rows / (glu ? rows / 2 : rows)), Math.ceil(d.nRows / tokens)], d.barrier ?? true, d.label);
