@@ -27,9 +27,10 @@ const ctx = Math.max(...frontiers, ...a.prefill!.split(',').map(Number)) + Numbe
 const kv = { k: a.ctk as KvType, v: a.ctv as KvType };
 const t0 = performance.now();
 const e = await openEngine({ model: a.model, backend: 'vulkan', ctx, kvTypes: kv, chunk: a.chunk ? Number(a.chunk) : undefined });
+const vk = e as VkEngine;
 console.log(`# bench-vk ${a.model}; ${new Date().toISOString()}; host ${os.cpus()[0].model}; node ${process.version}`);
 console.log(e.describe());
-console.log(`load ${((performance.now() - t0) / 1000).toFixed(1)} s, ctx ${ctx}, chunk ${(e as unknown as { chunk: number }).chunk}; decode sampling ${sampling.temperature > 0 ? `temp ${sampling.temperature} top-k ${sampling.topK} top-p ${sampling.topP}` : 'greedy'}`);
+console.log(`load ${((performance.now() - t0) / 1000).toFixed(1)} s, ctx ${ctx}, chunk ${vk.chunk}; decode sampling ${sampling.temperature > 0 ? `temp ${sampling.temperature} top-k ${sampling.topK} top-p ${sampling.topP}` : 'greedy'}`);
 const f = readGguf(a.model);
 const rng = new Rng(3);
 const tokens = Array.from({ length: ctx }, () => rng.int(0, Math.min(e.shape.nVocab, 200000) - 1));
@@ -49,8 +50,6 @@ for (const n of a.prefill!.split(',').map(Number)) {
 
 // time inside dev.run (submit → fence, VkEngine.runMs): the rest of a decode step is host work
 // (embedding, logits read-back, sampling, session bookkeeping)
-const vk = e as VkEngine;
-
 const s = e.newSession();
 let pos = 0;
 for (const fr of frontiers) {
