@@ -5,6 +5,7 @@ import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { download, MODELS } from '../ts/cli/download.js';
 import { tmpDir } from './helpers.js';
+import { createHash } from 'node:crypto';
 
 const ROOT = path.resolve(__dirname, '..');
 const BODY = Buffer.alloc(3 * 1024 * 1024 + 123);
@@ -14,24 +15,37 @@ let server: http.Server;
 let base = '';
 let dropAfter = 0; // the next full response is cut after this many bytes (simulated network failure)
 const requests: string[] = [];
+let body = BODY; // the remote file's current version
+let etag = '"v1"';
+let linkedSha: string | undefined; // an X-Linked-Etag on a redirect hop, as Hugging Face sends
+const auth: (string | undefined)[] = [];
 
 beforeAll(async () => {
   server = http.createServer((req, res) => {
     requests.push(`${req.url} ${req.headers.range ?? ''}`);
+    auth.push(req.headers.authorization);
+    if (req.url!.startsWith('/repo/')) {
+      // the repository's resolve URL redirects to the storage host (another host: 'localhost')
+      res.writeHead(302, { location: `http://localhost:${(server.address() as { port: number }).port}/cdn/${req.url!.split('/').pop()}`, ...(linkedSha ? { 'x-linked-etag': `"${linkedSha}"`, 'x-linked-size': String(body.length) } : {}) });
+      res.end();
+      return;
+    }
     const name = decodeURIComponent(req.url!.split('/').pop()!);
     if (name !== MODELS['q2-imatrix']) { res.writeHead(404); res.end(); return; }
-    const m = /bytes=(\d+)-/.exec(req.headers.range ?? '');
+    // If-Range: the range only while the validator still matches, else the whole (new) file
+    let m = /bytes=(\d+)-/.exec(req.headers.range ?? '');
+    if (m && req.headers['if-range'] !== undefined && req.headers['if-range'] !== etag) m = null;
     const start = m ? Number(m[1]) : 0;
-    if (start >= BODY.length) { res.writeHead(416); res.end(); return; }
-    const body = BODY.subarray(start);
-    res.writeHead(m ? 206 : 200, { 'content-length': body.length, ...(m ? { 'content-range': `bytes ${start}-${BODY.length - 1}/${BODY.length}` } : {}) });
+    if (start >= body.length) { res.writeHead(416); res.end(); return; }
+    const part = body.subarray(start);
+    res.writeHead(m ? 206 : 200, { etag, 'content-length': part.length, ...(m ? { 'content-range': `bytes ${start}-${body.length - 1}/${body.length}` } : {}) });
     if (dropAfter > 0) {
       const cut = dropAfter;
       dropAfter = 0;
-      res.write(body.subarray(0, cut), () => res.destroy());
+      res.write(part.subarray(0, cut), () => res.destroy());
       return;
     }
-    res.end(body);
+    res.end(part);
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
   base = `http://127.0.0.1:${(server.address() as { port: number }).port}/repo/resolve/main`;
@@ -53,17 +67,62 @@ describe('q36 download', () => {
     expect(fs.existsSync(part)).toBe(false);
   });
 
+  it('a remote file changed between attempts is downloaded whole again (If-Range), never spliced', async () => {
+    const dir = tmpDir();
+    dropAfter = 1024 * 1024;
+    await expect(download({ which: 'q2-imatrix', dir, baseUrl: base })).rejects.toThrow(/resume/);
+    const v2 = Buffer.from(BODY).reverse();
+    body = v2; etag = '"v2"';
+    try {
+      const file = await download({ which: 'q2-imatrix', dir, baseUrl: base });
+      expect(requests[requests.length - 1]).toMatch(/bytes=\d+-/); // it asked to resume...
+      expect(fs.readFileSync(file).equals(v2)).toBe(true); // ...and got, and kept, only the new version
+    } finally {
+      body = BODY; etag = '"v1"';
+    }
+  });
+
+  it('a partial file without a recorded validator is not resumed (its version is unknown)', async () => {
+    const dir = tmpDir();
+    fs.writeFileSync(path.join(dir, `${MODELS['q2-imatrix']}.part`), Buffer.alloc(1000, 7));
+    const file = await download({ which: 'q2-imatrix', dir, baseUrl: base });
+    expect(requests[requests.length - 1].trim().endsWith(MODELS['q2-imatrix'])).toBe(true); // no Range header
+    expect(fs.readFileSync(file).equals(BODY)).toBe(true);
+  });
+
+  it('checks the SHA-256 the repository publishes; sends the token to the repository host only', async () => {
+    const dir = tmpDir();
+    linkedSha = createHash('sha256').update(BODY).digest('hex');
+    try {
+      auth.length = 0;
+      const file = await download({ which: 'q2-imatrix', dir, baseUrl: base.replace('127.0.0.1', '127.0.0.1').replace('/resolve/main', '/resolve/main'), token: 'hf_secret' });
+      expect(fs.readFileSync(file).equals(BODY)).toBe(true);
+      expect(auth).toEqual(['Bearer hf_secret', undefined]); // repository hop, then the storage host
+      fs.rmSync(file);
+      linkedSha = 'ab'.repeat(32);
+      await expect(download({ which: 'q2-imatrix', dir, baseUrl: base })).rejects.toThrow(/SHA-256 mismatch.*removed/);
+      expect(fs.existsSync(file) || fs.existsSync(`${file}.part`)).toBe(false);
+    } finally {
+      linkedSha = undefined;
+    }
+  });
+
   it('the CLI downloads into gguf/, and names a clear error for unknown models or HTTP errors', async () => {
     const cwd = tmpDir();
     const run = (args: string[]) => new Promise<{ code: number; out: string; err: string }>((resolve) => {
-      const p = spawn(process.execPath, [path.join(ROOT, 'dist/ts/cli/q36.js'), 'download', ...args], { cwd });
+      const p = spawn(process.execPath, [path.join(ROOT, 'dist/ts/cli/q36.js'), 'download', ...args], { cwd, env: { ...process.env, HF_TOKEN: 'hf_from_env' } });
       let out = '', err = '';
       p.stdout.on('data', (d) => (out += d));
       p.stderr.on('data', (d) => (err += d));
       p.on('close', (code) => resolve({ code: code ?? -1, out, err }));
     });
+    auth.length = 0;
     const ok = await run(['q2-imatrix', '--base-url', base]);
     expect(ok.code, ok.err).toBe(0);
+    expect(auth[0]).toBe('Bearer hf_from_env');
+    const flagged = await run(['q2-imatrix', '--base-url', base, '--tokn', 'x']);
+    expect(flagged.code).toBe(2);
+    expect(flagged.err).toMatch(/unknown flag --tokn/);
     expect(fs.readFileSync(path.join(cwd, 'gguf', MODELS['q2-imatrix'])).equals(BODY)).toBe(true);
     const bad = await run(['q9']);
     expect(bad.code).toBe(2);

@@ -9,17 +9,24 @@ import { DiskCache } from '../ts/server/kv-disk/disk-cache.js';
 import { decodeFile, encodeFile, KvcError } from '../ts/server/kv-disk/format.js';
 import { Rng } from '../ts/model/synth.js';
 import { fixture, tmpDir } from './helpers.js';
+import type { KvType } from '../ts/engine/types.js';
+import { modelIdentity } from '../ts/model/fingerprint.js';
+import { CRC_OFFSET, HEADER_BYTES } from '../ts/server/kv-disk/format.js';
 
 const ROOT = path.resolve(__dirname, '..');
 const policy = { minTokens: 64, coldMaxTokens: 4000, trimTokens: 8, alignTokens: 64, continuedIntervalTokens: 100000 };
 const longText = fs.readFileSync(path.join(ROOT, 'fixtures/bench/lighthouse.txt'), 'utf8').slice(0, 1500);
 
-async function server(dir: string) {
-  const engine = await openEngine({ model: fixture('tinyA/tinyA-q2.gguf'), backend: 'cpu', ctx: 4096 });
-  const { app, ctx } = await buildApp({ engine, defaultMaxTokens: 4, kvDisk: { dir, spaceMiB: 64, ...policy } });
+async function server(dir: string, o: { model?: string; kv?: { k: KvType; v: KvType } } = {}) {
+  const engine = await openEngine({ model: fixture(o.model ?? 'tinyA/tinyA-q2.gguf'), backend: 'cpu', ctx: 4096, kvTypes: o.kv });
+  const logs: string[] = [];
+  const { app, ctx } = await buildApp({ engine, defaultMaxTokens: 4, kvDisk: { dir, spaceMiB: 64, ...policy }, log: (m) => logs.push(m) });
   const base = await app.listen({ host: '127.0.0.1', port: 0 });
-  return { app, ctx, client: new OpenAI({ baseURL: `${base}/v1`, apiKey: 'x' }) };
+  return { app, ctx, logs, client: new OpenAI({ baseURL: `${base}/v1`, apiKey: 'x' }) };
 }
+
+/** a stand-in model identity for the file-level tests */
+const MODEL = { fingerprint: Buffer.alloc(32, 0x5a), expertBits: 2 };
 
 describe('disk KV cache', () => {
   it('a long prompt is saved cold; after a restart the same prompt + suffix prefills only the suffix', async () => {
@@ -70,7 +77,7 @@ describe('disk KV cache', () => {
 
   it('evicts least-recently-used files to stay within the budget', () => {
     const dir = tmpDir();
-    const c = new DiskCache({ dir, budgetBytes: 2500 });
+    const c = new DiskCache({ dir, budgetBytes: 2500, model: MODEL });
     const payload = new Uint8Array(1000);
     const a = c.save({ reason: 'cold', text: 'a', payload, tokens: 1, ctx: 8 });
     const b = c.save({ reason: 'cold', text: 'b', payload, tokens: 1, ctx: 8 });
@@ -85,7 +92,7 @@ describe('disk KV cache', () => {
 
   it('lookups see files changed, replaced or removed behind the cache (the in-memory index revalidates)', () => {
     const dir = tmpDir();
-    const c = new DiskCache({ dir, budgetBytes: 1 << 30 });
+    const c = new DiskCache({ dir, budgetBytes: 1 << 30, model: MODEL });
     const payload = new Uint8Array(64);
     const f = c.save({ reason: 'cold', text: 'alpha beta', payload, tokens: 2, ctx: 8 });
     expect(c.lookup('alpha beta gamma')?.text).toBe('alpha beta');
@@ -101,7 +108,7 @@ describe('disk KV cache', () => {
 
   it('truncated (every 1 KiB) and bit-flipped files are rejected cleanly and removed', () => {
     const dir = tmpDir();
-    const c = new DiskCache({ dir, budgetBytes: 1 << 30 });
+    const c = new DiskCache({ dir, budgetBytes: 1 << 30, model: MODEL });
     const rng = new Rng(1);
     const payload = new Uint8Array(5000).map(() => rng.int(0, 255));
     const file = c.save({ reason: 'cold', text: 'prefix text', payload, tokens: 3, ctx: 16, tools: new Map([['call_a', '<tool_call>x</tool_call>']]) });
@@ -130,15 +137,82 @@ describe('disk KV cache', () => {
     const dir = tmpDir();
     const script = path.join(dir, 'saver.mjs');
     fs.writeFileSync(script, `import { DiskCache } from '${path.join(ROOT, 'dist/ts/server/kv-disk/disk-cache.js')}';
-const c = new DiskCache({ dir: ${JSON.stringify(dir)}, budgetBytes: 1 << 40 });
+const c = new DiskCache({ dir: ${JSON.stringify(dir)}, budgetBytes: 1 << 40, model: { fingerprint: Buffer.alloc(32, 0x5a), expertBits: 2 } });
 const payload = new Uint8Array(64 << 20);
 for (let i = 0; ; i++) c.save({ reason: 'cold', text: 'text ' + i, payload, tokens: 1, ctx: 8 });`);
     const child = spawn(process.execPath, [script]);
     await new Promise((r) => setTimeout(r, 1500));
     child.kill('SIGKILL');
     await new Promise((r) => child.on('exit', r));
-    const c = new DiskCache({ dir, budgetBytes: 1 << 40 }); // startup sweeps leftover temp files
+    const c = new DiskCache({ dir, budgetBytes: 1 << 40, model: MODEL }); // startup sweeps leftover temp files
     expect(fs.readdirSync(dir).filter((f) => f.endsWith('.tmp'))).toEqual([]);
     for (const f of fs.readdirSync(dir).filter((x) => x.endsWith('.kv'))) expect(c.load(path.join(dir, f))).toBeDefined();
+  });
+
+  it('a file written by another model of the same shapes (q2 vs q2q4) is skipped with the reason logged, and kept', async () => {
+    const dir = tmpDir();
+    const s1 = await server(dir);
+    const msgs: OpenAI.ChatCompletionMessageParam[] = [{ role: 'system', content: longText }, { role: 'user', content: 'Summarise.' }];
+    await s1.client.chat.completions.create({ model: 'x', messages: msgs, max_tokens: 2, temperature: 0 });
+    await s1.app.close();
+    const files = fs.readdirSync(dir).filter((f) => f.endsWith('.kv'));
+    expect(files.length).toBeGreaterThanOrEqual(1);
+    const s2 = await server(dir, { model: 'tinyA/tinyA-q2q4.gguf' });
+    const r = await s2.client.chat.completions.create({ model: 'x', messages: msgs, max_tokens: 2, temperature: 0 });
+    expect(s2.ctx.coordinator.stats.diskLoads).toBe(0);
+    expect(r.usage!.prompt_tokens_details!.cached_tokens).toBe(0);
+    expect(s2.logs.join('\n')).toMatch(/skipping [0-9a-f]+\.kv: written by another model/);
+    for (const f of files) expect(fs.existsSync(path.join(dir, f))).toBe(true); // valid for its own model: not deleted
+    await s2.app.close();
+    // the two fingerprints differ although every shape is equal
+    expect(modelIdentity(fixture('tinyA/tinyA-q2.gguf')).fingerprint.equals(modelIdentity(fixture('tinyA/tinyA-q2q4.gguf')).fingerprint)).toBe(false);
+    expect(modelIdentity(fixture('tinyA/tinyA-q2.gguf')).expertBits).toBe(2);
+  });
+
+  it('a file with other KV types is skipped with the reason on the log (once), kept on disk, and the prompt prefilled', async () => {
+    const dir = tmpDir();
+    const s1 = await server(dir);
+    const msgs: OpenAI.ChatCompletionMessageParam[] = [{ role: 'system', content: longText }, { role: 'user', content: 'Summarise.' }];
+    await s1.client.chat.completions.create({ model: 'x', messages: msgs, max_tokens: 2, temperature: 0 });
+    await s1.app.close();
+    const s2 = await server(dir, { kv: { k: 'q8_0', v: 'q4_0' } });
+    const r = await s2.client.chat.completions.create({ model: 'x', messages: msgs, max_tokens: 2, temperature: 0 });
+    await s2.client.chat.completions.create({ model: 'x', messages: [msgs[0], { role: 'user', content: 'Other question.' }], max_tokens: 2, temperature: 0 });
+    expect(r.usage!.prompt_tokens_details!.cached_tokens).toBe(0);
+    const skips = s2.logs.filter((l) => /skipping .*KV types f16\/f16 differ/.test(l));
+    expect(skips.length).toBe(1);
+    expect(fs.readdirSync(dir).filter((f) => f.endsWith('.kv')).length).toBeGreaterThanOrEqual(1);
+    await s2.app.close();
+  });
+
+  it('the CRC is always written and always checked: a 0 CRC with damaged rows is refused; version-1 files are skipped, not deleted', () => {
+    const dir = tmpDir();
+    const logs: string[] = [];
+    const c = new DiskCache({ dir, budgetBytes: 1 << 30, model: MODEL, log: (m) => logs.push(m) });
+    const file = c.save({ reason: 'cold', text: 'some prefix', payload: new Uint8Array(4096).fill(3), tokens: 3, ctx: 16 });
+    const good = fs.readFileSync(file);
+    expect(good.readUInt32LE(CRC_OFFSET)).not.toBe(0);
+    const bad = Buffer.from(good);
+    bad.writeUInt32LE(0, CRC_OFFSET);
+    bad[bad.length - 100] ^= 0x40; // a damaged row
+    fs.writeFileSync(file, bad);
+    expect(c.load(file)).toBeUndefined();
+    expect(logs.join('\n')).toMatch(/no checksum/);
+    const v1 = Buffer.from(good);
+    v1[3] = 1;
+    const old = path.join(dir, 'old.kv');
+    fs.writeFileSync(old, v1);
+    expect(c.lookup('some prefix and more')).toBeUndefined();
+    expect(logs.join('\n')).toMatch(/old\.kv: format version 1/);
+    expect(fs.existsSync(old)).toBe(true);
+    // a different fingerprint: foreign, not loaded, not deleted
+    const other = new DiskCache({ dir: tmpDir(), budgetBytes: 1 << 30, model: { fingerprint: Buffer.alloc(32, 1), expertBits: 2 } });
+    const f2 = other.save({ reason: 'cold', text: 'x', payload: new Uint8Array(16), tokens: 1, ctx: 8 });
+    const moved = path.join(dir, path.basename(f2));
+    fs.copyFileSync(f2, moved);
+    expect(c.load(moved)).toBeUndefined();
+    expect(fs.existsSync(moved)).toBe(true);
+    expect(decodeFile(fs.readFileSync(moved)).fingerprint.equals(Buffer.alloc(32, 1))).toBe(true);
+    expect(HEADER_BYTES).toBe(48);
   });
 });

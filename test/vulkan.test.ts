@@ -323,7 +323,9 @@ describe('Vulkan prefill equals token-by-token decode; payloads move between bac
   it('a disk cache file written from the Vulkan backend loads on the CPU backend and continues', async () => {
     const { DiskCache } = await import('../ts/server/kv-disk/disk-cache.js');
     const dir = (await import('./helpers.js')).tmpDir();
-    const cache = new DiskCache({ dir, budgetBytes: 1 << 30 });
+    const { modelIdentity } = await import('../ts/model/fingerprint.js');
+    // one model file on both backends: one fingerprint
+    const cache = new DiskCache({ dir, budgetBytes: 1 << 30, model: modelIdentity(vk.options.model) });
     const r = new Rng(7);
     const toks = Array.from({ length: 70 }, () => r.int(0, 1032));
     const v = vk.newSession();

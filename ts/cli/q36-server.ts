@@ -1,8 +1,15 @@
 #!/usr/bin/env node
 /**
- * q36-server: OpenAI (/v1/chat/completions) and Anthropic (/v1/messages) compatible server for
- * coding agents. One coordinator owns the model; the live session is reused across requests.
+ * q36-server: OpenAI (/v1/chat/completions, /v1/responses, /v1/completions) and Anthropic
+ * (/v1/messages) compatible server for coding agents, plus the WebSocket chat. One coordinator
+ * owns the model; the live session is reused across requests.
+ *
+ * Start-up order is chosen so mistakes surface before the (slow) model load: flags, the trace
+ * file, the port (bound first; requests get 503 "loading" until the model is ready), then the
+ * model. Once serving, no request can take the process down (see the guards at the end).
  */
+import * as fs from 'node:fs';
+import * as http from 'node:http';
 import { metaNumber } from '../gguf/index.js';
 import { openEngine } from '../engine/index.js';
 import { DEFAULT_MODEL } from '../paths.js';
@@ -11,17 +18,26 @@ import { CliError, openModelHeader } from './load-tokenizer.js';
 import { ENGINE_PARSE_OPTIONS, engineOptions, num, parseCliArgs } from './options.js';
 
 const HELP = `usage: q36-server [-m MODEL] [--cpu|--vulkan] [--host 127.0.0.1] [--port 8000] [--ctx N] [-ctk T -ctv T]
-                  [--cors] [--api-key KEY] [--trace FILE] [--tool-memory-max-ids 100000] [--disable-exact-tool-replay]
+                  [--cors] [--allow-origin ORIGIN]... [--api-key KEY] [--trace FILE] [--log-level info]
+                  [--max-queue 64] [--request-timeout SECONDS]
+                  [--tool-memory-max-ids 100000] [--disable-exact-tool-replay]
                   [--max-body-mb 32] [--max-tokens 4096] [--kv-disk-dir DIR --kv-disk-space-mb 8192]
                   [--kv-cache-min-tokens 512] [--kv-cache-cold-max-tokens 30000] [--kv-cache-continued-interval-tokens 10240]
                   [--kv-cache-boundary-trim-tokens 32] [--kv-cache-boundary-align-tokens 2048]
-Endpoints: GET /v1/models, GET /v1/models/qwen3.6-35b-a3b, POST /v1/chat/completions, POST /v1/messages`;
+Endpoints: GET /v1/models, GET /v1/models/qwen3.6-35b-a3b, POST /v1/chat/completions, POST /v1/messages,
+           POST /v1/responses, POST /v1/completions, GET /v1/chat/ws (WebSocket)
+--log-level: error (errors only), warn (+ skipped cache files, refused requests), info (+ one line per
+             request, the default), debug (+ cache decisions)`;
+
+export const LOG_LEVELS = ['error', 'warn', 'info', 'debug'] as const;
+type Level = (typeof LOG_LEVELS)[number];
 
 async function main(): Promise<number> {
   const a = parseCliArgs({
     ...ENGINE_PARSE_OPTIONS,
     model: { type: 'string', short: 'm', default: DEFAULT_MODEL }, host: { type: 'string', default: '127.0.0.1' }, port: { type: 'string', default: '8000' },
-    cors: { type: 'boolean' }, 'api-key': { type: 'string' }, trace: { type: 'string' },
+    cors: { type: 'boolean' }, 'allow-origin': { type: 'string', multiple: true }, 'api-key': { type: 'string' }, trace: { type: 'string' },
+    'log-level': { type: 'string', default: 'info' }, 'max-queue': { type: 'string', default: '64' }, 'request-timeout': { type: 'string' },
     'tool-memory-max-ids': { type: 'string', default: '100000' }, 'disable-exact-tool-replay': { type: 'boolean' },
     'max-body-mb': { type: 'string', default: '32' }, 'max-tokens': { type: 'string', default: '4096' },
     'kv-disk-dir': { type: 'string' }, 'kv-disk-space-mb': { type: 'string', default: '8192' },
@@ -32,29 +48,79 @@ async function main(): Promise<number> {
   });
   if (a.help) { console.log(HELP); return 0; }
   const port = num('--port', a.port, { min: 0, max: 65535, int: true })!;
+  const level = a['log-level'] as Level;
+  if (!LOG_LEVELS.includes(level)) throw new CliError(`--log-level must be one of ${LOG_LEVELS.join(', ')} (got "${level}")`);
+  const at = (l: Level) => LOG_LEVELS.indexOf(l) <= LOG_LEVELS.indexOf(level);
+  const say = (l: Level, m: string) => { if (at(l)) process.stderr.write(`${m}\n`); };
+  if (a['api-key'] !== undefined && a['api-key'].trim() === '') throw new CliError('--api-key is empty: give a key, or leave the flag out to serve without authentication');
+  for (const origin of a['allow-origin'] ?? []) {
+    let ok = false;
+    try { ok = new URL(origin).origin === origin; } catch { /* not a URL */ }
+    if (!ok) throw new CliError(`--allow-origin "${origin}" is not an origin (scheme://host[:port], no path), e.g. http://192.168.1.5:3000`);
+  }
+  if (a.trace) {
+    try { fs.closeSync(fs.openSync(a.trace, 'a')); } catch (e) { throw new CliError(`cannot write --trace "${a.trace}": ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`); }
+  }
+  const maxQueue = num('--max-queue', a['max-queue'], { min: 0, int: true })!;
+  const timeoutS = num('--request-timeout', a['request-timeout'], { min: 0 });
   const header = openModelHeader(a.model!);
   const eo = engineOptions(a.model!, a, metaNumber(header, 'qwen35moe.context_length', 262144));
+  const kvDisk = a['kv-disk-dir'] ? {
+    dir: a['kv-disk-dir'], spaceMiB: num('--kv-disk-space-mb', a['kv-disk-space-mb'], { min: 1 })!,
+    minTokens: num('--kv-cache-min-tokens', a['kv-cache-min-tokens'], { min: 1, int: true }),
+    coldMaxTokens: num('--kv-cache-cold-max-tokens', a['kv-cache-cold-max-tokens'], { min: 1, int: true }),
+    continuedIntervalTokens: num('--kv-cache-continued-interval-tokens', a['kv-cache-continued-interval-tokens'], { min: 1, int: true }),
+    trimTokens: num('--kv-cache-boundary-trim-tokens', a['kv-cache-boundary-trim-tokens'], { min: 0, int: true }),
+    alignTokens: num('--kv-cache-boundary-align-tokens', a['kv-cache-boundary-align-tokens'], { min: 1, int: true }),
+  } : undefined;
+
+  // the port first: "address in use" must not wait for a model load
+  const server = http.createServer();
+  const loading = (_req: http.IncomingMessage, res: http.ServerResponse) => {
+    res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '5' });
+    res.end(JSON.stringify({ error: { message: 'the model is still loading; retry shortly', type: 'overloaded_error', code: 'loading' } }));
+  };
+  server.on('request', loading);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (e: NodeJS.ErrnoException) => reject(new CliError(e.code === 'EADDRINUSE' ? `port ${port} on ${a.host} is already in use (another q36-server? pick one with --port)` : `cannot listen on ${a.host}:${port}: ${e.message}`)));
+    server.listen(port, a.host, () => resolve());
+  });
+  const addr = server.address();
+  const url = typeof addr === 'object' && addr ? `http://${addr.family === 'IPv6' ? `[${addr.address}]` : addr.address}:${addr.port}` : String(addr);
+  say('info', `q36-server: bound ${url}; loading ${a.model} (${eo.backend}, ctx ${eo.ctx}, KV ${eo.kvTypes!.k}/${eo.kvTypes!.v})`);
+
   let engine;
-  try { engine = await openEngine(eo); } catch (e) { throw new CliError((e as Error).message); }
-  process.stderr.write(engine.describe() + '\n');
+  try { engine = await openEngine(eo); } catch (e) { server.close(); throw new CliError((e as Error).message); }
+  say('info', engine.describe());
+  server.removeListener('request', loading);
   const { app, ctx } = await buildApp({
-    engine, cors: a.cors, apiKey: a['api-key'], trace: a.trace, exactToolReplay: !a['disable-exact-tool-replay'],
+    engine, server, cors: a.cors, allowOrigins: a['allow-origin'], apiKey: a['api-key'], trace: a.trace, exactToolReplay: !a['disable-exact-tool-replay'],
     toolMemoryMaxIds: num('--tool-memory-max-ids', a['tool-memory-max-ids'], { min: 1, int: true }),
     bodyLimit: num('--max-body-mb', a['max-body-mb'], { min: 1 })! * 2 ** 20, defaultMaxTokens: num('--max-tokens', a['max-tokens'], { min: 1, int: true }),
-    kvDisk: a['kv-disk-dir'] ? {
-      dir: a['kv-disk-dir'], spaceMiB: num('--kv-disk-space-mb', a['kv-disk-space-mb'], { min: 1 })!,
-      minTokens: num('--kv-cache-min-tokens', a['kv-cache-min-tokens'], { min: 1, int: true }),
-      coldMaxTokens: num('--kv-cache-cold-max-tokens', a['kv-cache-cold-max-tokens'], { min: 1, int: true }),
-      continuedIntervalTokens: num('--kv-cache-continued-interval-tokens', a['kv-cache-continued-interval-tokens'], { min: 1, int: true }),
-      trimTokens: num('--kv-cache-boundary-trim-tokens', a['kv-cache-boundary-trim-tokens'], { min: 0, int: true }),
-      alignTokens: num('--kv-cache-boundary-align-tokens', a['kv-cache-boundary-align-tokens'], { min: 1, int: true }),
-    } : undefined,
-    log: (m) => process.stderr.write(m + '\n'),
+    maxQueue, requestTimeoutMs: timeoutS ? timeoutS * 1000 : undefined, kvDisk,
+    log: (m) => say('warn', m),
+    requestLog: at('info') ? (line) => say('info', line) : undefined,
   });
-  const addr = await app.listen({ host: a.host, port });
-  process.stderr.write(`q36-server listening on ${addr}\n`);
+  await app.ready();
+  say('info', `q36-server: serving on ${url} (model qwen3.6-35b-a3b, ${engine.backend}, ctx ${engine.options.ctx}, queue ≤ ${maxQueue}${timeoutS ? `, request timeout ${timeoutS} s` : ''}${a['api-key'] ? ', API key required' : ''}${kvDisk ? `, disk KV cache ${kvDisk.dir}` : ''})`);
+
+  // a bug reached by some request must not end the server for every other client
+  process.on('uncaughtException', (e) => say('error', `q36-server: internal error (still serving): ${e.stack ?? e}`));
+  process.on('unhandledRejection', (e) => say('error', `q36-server: internal error (still serving): ${(e as Error)?.stack ?? e}`));
   // clean exit: the live session goes to the disk cache (reason "shutdown") before the process ends
-  const stop = async () => { await app.close(); ctx.coordinator.saveLive('shutdown'); ctx.coordinator.dispose(); engine.dispose(); process.exit(0); };
+  let stopping = false;
+  const stop = async () => {
+    if (stopping) return;
+    stopping = true;
+    say('info', 'q36-server: shutting down');
+    await app.close();
+    server.closeAllConnections();
+    server.close();
+    ctx.coordinator.saveLive('shutdown');
+    ctx.coordinator.dispose();
+    engine.dispose();
+    process.exit(0);
+  };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
   return 0;
@@ -62,5 +128,6 @@ async function main(): Promise<number> {
 
 main().catch((e) => {
   console.error(`q36-server: ${(e as Error).message}`);
-  process.exitCode = e instanceof CliError ? e.exitCode : 1;
+  // (a bound port would keep the process alive)
+  process.exit(e instanceof CliError ? e.exitCode : 1);
 });

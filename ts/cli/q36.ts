@@ -14,6 +14,8 @@ import { ENGINE_ARGS, SAMPLING_ARGS, checkUnknownFlags, engineOptions, normalize
 import { renderFromFiles } from './render.js';
 import { runChat } from './chat/chat.js';
 import { download, MODELS } from './download.js';
+import { safeForTerminal } from './terminal.js';
+import { AbortError } from '../engine/common.js';
 
 const main = defineCommand({
   // (args are checked against this list before parsing: unknown flags are errors)
@@ -83,12 +85,17 @@ const main = defineCommand({
         process.exitCode = await runGenerate({
           engine, promptIds: ids !== undefined ? parsePromptIds(ids, engine.shape.nVocab) : undefined, chatPrompt,
           nothink: Boolean(args.nothink), maxTokens, sampling, dumpLogits: args['dump-logits'], dumpLogprobs: args['dump-logprobs'],
-          logprobsTopK, out: (s) => process.stdout.write(s), err: (s) => process.stderr.write(s + '\n'), signal: ac.signal,
+          logprobsTopK, out: (s) => process.stdout.write(process.stdout.isTTY ? safeForTerminal(s) : s), err: (s) => process.stderr.write(s + '\n'), signal: ac.signal,
         });
       } finally {
         engine.dispose();
       }
     } catch (e) {
+      if (e instanceof AbortError) {
+        console.error('\nq36: interrupted');
+        process.exitCode = 130; // the shell's convention for SIGINT
+        return;
+      }
       if (e instanceof CliError) {
         console.error(`q36: ${e.message}`);
         process.exitCode = e.exitCode;
@@ -101,16 +108,23 @@ const main = defineCommand({
 
 async function downloadCommand(argv: string[]): Promise<void> {
   const which = argv[0];
-  const bi = argv.indexOf('--base-url');
-  if (!which || which.startsWith('-')) {
-    console.error(`usage: q36 download ${Object.keys(MODELS).join(' | ')} [--base-url URL]`);
+  const flag = (name: string) => { const i = argv.indexOf(name); return i >= 0 ? argv[i + 1] : undefined; };
+  const known = new Set(['--base-url', '--token']);
+  const unknown = argv.slice(1).filter((x, i, all) => x.startsWith('-') && !known.has(x) && !known.has(all[i - 1]));
+  if (!which || which.startsWith('-') || unknown.length) {
+    if (unknown.length) console.error(`q36: download: unknown flag ${unknown[0]}`);
+    console.error(`usage: q36 download ${Object.keys(MODELS).join(' | ')} [--base-url URL] [--token HF_TOKEN]   (env: Q36_HF_BASE, HF_TOKEN)`);
     process.exitCode = 2;
     return;
+  }
+  for (const f of known) {
+    if (argv.includes(f) && !flag(f)) { console.error(`q36: download: ${f} needs a value`); process.exitCode = 2; return; }
   }
   try {
     let last = 0;
     const file = await download({
-      which, dir: 'gguf', baseUrl: bi >= 0 ? argv[bi + 1] : undefined,
+      which, dir: 'gguf', baseUrl: flag('--base-url') ?? process.env.Q36_HF_BASE, token: flag('--token') ?? process.env.HF_TOKEN,
+      verifying: () => process.stderr.write('\nverifying SHA-256…'),
       progress: (done, total) => {
         const now = Date.now();
         if (now - last > 500 || done === total) {

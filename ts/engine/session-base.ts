@@ -237,7 +237,9 @@ export class BaseSession implements Session {
     }
     if (p.tokens.length > this.b.ctx) throw new PayloadError(`${p.tokens.length} tokens do not fit this session's ctx ${this.b.ctx}`);
     const kRow = rowBytes(kT, st.kvDim);
-    p.kv.forEach((l, i) => { if (l.k.byteLength !== p.tokens.length * kRow) throw new PayloadError('KV rows have the wrong size'); this.b.writeKv(i, l.k, l.v); });
+    // every check before the first write: a refused payload leaves the session as it was
+    if (p.kv.some((l) => l.k.byteLength !== p.tokens.length * kRow)) throw new PayloadError('KV rows have the wrong size');
+    p.kv.forEach((l, i) => this.b.writeKv(i, l.k, l.v));
     const rec = new Uint8Array(p.recurrent.length * (st.convBytes + st.ssmBytes));
     p.recurrent.forEach((r, i) => { rec.set(r.conv, i * (st.convBytes + st.ssmBytes)); rec.set(r.ssm, i * (st.convBytes + st.ssmBytes) + st.convBytes); });
     this.b.writeRecurrent(rec);

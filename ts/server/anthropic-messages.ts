@@ -7,13 +7,14 @@ import { fromAnthropic, toolsFromAnthropic } from './convert.js';
 import { rememberTurn } from './openai-chat.js';
 import { maxTokens, sampling, stops, thinkingOn } from './sampling.js';
 import { Sse } from './sse.js';
+import { messagesBody } from './schemas.js';
 import { recallToolIds, toolIdsIn, type ServerContext } from './context.js';
 
 type Obj = Record<string, unknown>;
-const STOP: Record<string, string> = { stop: 'end_turn', stop_sequence: 'stop_sequence', length: 'max_tokens', tool_calls: 'tool_use', abort: 'end_turn' };
+const STOP: Record<string, string> = { stop: 'end_turn', stop_sequence: 'stop_sequence', length: 'max_tokens', tool_calls: 'tool_use', abort: 'end_turn', timeout: 'max_tokens' };
 
 export function registerAnthropicMessages(app: FastifyInstance, ctx: ServerContext): void {
-  app.post('/v1/messages', async (req: FastifyRequest, reply: FastifyReply) => {
+  app.post('/v1/messages', { schema: { body: messagesBody } }, async (req: FastifyRequest, reply: FastifyReply) => {
     const b = jsonBody(req.body);
     if (b.max_tokens === undefined) throw new ApiError('invalid_request', 'max_tokens is required');
     const tools = (b.tool_choice as Obj | undefined)?.type === 'none' ? undefined : toolsFromAnthropic(b.tools);
@@ -31,7 +32,7 @@ export function registerAnthropicMessages(app: FastifyInstance, ctx: ServerConte
     const ac = new AbortController();
     // the response closing before it finished means the client went away: cancel the generation
     reply.raw.on('close', () => { if (!reply.raw.writableFinished) ac.abort(); });
-    const common = { prompt, startInReasoning: think, tools, maxTokens: maxTokens(b, ['max_tokens'], ctx.defaultMaxTokens), sampling: sampling(b, ctx.sampling), stop: stops(b.stop_sequences, 'stop_sequences'), signal: ac.signal };
+    const common = { prompt, startInReasoning: think, tools, maxTokens: maxTokens(b, ['max_tokens'], ctx.defaultMaxTokens), sampling: sampling(b, ctx.sampling), stop: stops(b.stop_sequences, 'stop_sequences'), signal: ac.signal, origin: req.raw };
     const ids: string[] = [];
     const toolId = (i: number) => (ids[i] ??= ctx.tools.newId('toolu_'));
 
@@ -48,6 +49,7 @@ export function registerAnthropicMessages(app: FastifyInstance, ctx: ServerConte
       };
     }
 
+    ctx.coordinator.admit(); // a full queue is a 503 before the stream opens
     reply.hijack();
     const sse = new Sse(reply.raw);
     sse.event('message_start', { type: 'message_start', message: { id, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 0, output_tokens: 0 } } });

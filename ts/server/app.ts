@@ -2,6 +2,7 @@
  * The fastify application: routes, body limit, CORS, API key, and errors in each API's own shape.
  * Building it needs an engine; tests use inject() against tinyA on the CPU.
  */
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Engine } from '../engine/types.js';
 import { registerAnthropicMessages } from './anthropic-messages.js';
@@ -15,10 +16,16 @@ import { registerOpenAICompletions } from './openai-completions.js';
 import { registerWsChat } from './ws-chat.js';
 import { registerResponses } from './responses.js';
 import { ToolMemory } from './tool-memory.js';
+import { parseJsonBody } from './validate.js';
+import { validationMessage } from './schemas.js';
+import { originAllowed, type OriginPolicy } from './origin.js';
+import { modelIdentity } from '../model/fingerprint.js';
 
 export interface AppOptions {
   engine: Engine;
   cors?: boolean;
+  /** origins allowed besides loopback pages (browsers send Origin; programs do not) */
+  allowOrigins?: string[];
   apiKey?: string;
   bodyLimit?: number;
   trace?: string;
@@ -28,17 +35,36 @@ export interface AppOptions {
   /** disk KV cache: directory, budget and save policy */
   kvDisk?: { dir: string; spaceMiB: number } & Partial<Omit<DiskPolicy, 'cache'>>;
   log?: (msg: string) => void;
+  /** requests allowed to wait behind the running one (default: unbounded) */
+  maxQueue?: number;
+  /** a request's time limit in ms, waiting included (default: none) */
+  requestTimeoutMs?: number;
+  /** one line per finished request (method, path, status, tokens, ms) */
+  requestLog?: (line: string) => void;
+  /** an already listening HTTP server to serve on (q36-server binds before loading the model) */
+  server?: Server;
 }
 
 export async function buildApp(o: AppOptions): Promise<{ app: FastifyInstance; ctx: ServerContext }> {
-  const app = Fastify({ bodyLimit: o.bodyLimit ?? 32 << 20, logger: false });
+  const app = Fastify({
+    bodyLimit: o.bodyLimit ?? 32 << 20, logger: false,
+    // q36-server binds its port before the model loads and hands that server over
+    ...(o.server ? { serverFactory: (handler: (req: IncomingMessage, res: ServerResponse) => void) => { o.server!.on('request', handler); return o.server!; } } : {}),
+    // bodies are checked as sent: no type coercion, no defaults filled in, nothing removed
+    ajv: { customOptions: { allowUnionTypes: true, coerceTypes: false, useDefaults: false, removeAdditional: false, allErrors: false } },
+  });
+  // JSON with a nesting bound (see validate.ts), replacing fastify's parser
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
+    try { done(null, parseJsonBody(body as string)); } catch (e) { done(e as Error, undefined); }
+  });
   const tools = new ToolMemory(o.toolMemoryMaxIds ?? 100_000, o.exactToolReplay ?? true);
   const disk: DiskPolicy | undefined = o.kvDisk ? {
     ...DEFAULT_DISK_POLICY, ...o.kvDisk,
-    cache: new DiskCache({ dir: o.kvDisk.dir, budgetBytes: o.kvDisk.spaceMiB * 2 ** 20, log: o.log }),
+    cache: new DiskCache({ dir: o.kvDisk.dir, budgetBytes: o.kvDisk.spaceMiB * 2 ** 20, model: modelIdentity(o.engine.options.model), log: o.log }),
   } : undefined;
   const ctx: ServerContext = {
-    coordinator: new Coordinator(o.engine, o.trace, disk, tools),
+    coordinator: new Coordinator({ engine: o.engine, trace: o.trace, disk, tools, log: o.log, maxQueue: o.maxQueue, requestTimeoutMs: o.requestTimeoutMs }),
     tools,
     disk: disk?.cache,
     modelName: MODEL_ID,
@@ -51,17 +77,40 @@ export async function buildApp(o: AppOptions): Promise<{ app: FastifyInstance; c
     let e: ApiError;
     if (err instanceof ApiError) e = err;
     else if ((err as { code?: string }).code === 'FST_ERR_CTP_BODY_TOO_LARGE') e = new ApiError('body_too_large', `request body exceeds ${o.bodyLimit ?? 32 << 20} bytes`);
+    else if (err.code === 'FST_ERR_VALIDATION') e = new ApiError('invalid_request', validationMessage((err as { validation?: Parameters<typeof validationMessage>[0] }).validation));
     else if ((err as { code?: string }).code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') e = new ApiError('invalid_request', 'send the body as application/json');
     else if ((err as { statusCode?: number }).statusCode === 400) e = new ApiError('invalid_json', `malformed JSON body: ${err.message}`);
     else if ((err as { code?: string }).code === 'context_length_exceeded') e = new ApiError('context_length_exceeded', err.message);
-    else e = new ApiError('internal', err.message);
+    else if (typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) e = new ApiError('invalid_request', err.message);
+    else {
+      e = new ApiError('internal', err.message);
+      o.log?.(`internal error on ${req.method} ${req.url}: ${err.stack ?? err.message}`);
+    }
+    if (e.code === 'overloaded') reply.header('retry-after', '1');
     reply.status(e.status).send(anthropicRoute(req.url) ? anthropicError(e) : openaiError(e));
   });
   app.setNotFoundHandler((req, reply) => {
     const e = new ApiError('not_found', `no route ${req.method} ${req.url}`);
     reply.status(404).send(anthropicRoute(req.url) ? anthropicError(e) : openaiError(e));
   });
+  const origins: OriginPolicy = { any: Boolean(o.cors), allowed: o.allowOrigins ?? [] };
+  if (o.requestLog) {
+    const line = o.requestLog;
+    app.addHook('onRequest', async (req, reply) => {
+      const t0 = performance.now();
+      // 'close' fires for hijacked (streamed) replies too, and when the client goes away
+      reply.raw.once('close', () => {
+        const u = ctx.coordinator.usageOf(req.raw);
+        const tokens = u ? ` prompt=${u.promptTokens} cached=${u.cachedTokens} generated=${u.completionTokens} finish=${u.finish}` : '';
+        const status = reply.raw.writableFinished ? reply.raw.statusCode : `${reply.raw.statusCode}(client gone)`;
+        line(`${req.method} ${req.url.split('?')[0]} ${status}${tokens} ${(performance.now() - t0).toFixed(0)}ms`);
+      });
+    });
+  }
   app.addHook('onRequest', async (req, reply) => {
+    // a refused WebSocket upgrade is answered over the raw socket, which nothing else closes
+    if (req.headers.upgrade) reply.raw.once('finish', () => req.raw.socket?.destroy());
+    if (!originAllowed(req.headers.origin, origins)) throw new ApiError('forbidden', `origin ${JSON.stringify(req.headers.origin)} is not allowed (loopback pages are; add others with --allow-origin or --cors)`);
     if (o.cors) {
       reply.header('access-control-allow-origin', '*');
       reply.header('access-control-allow-methods', 'GET, POST, OPTIONS');
@@ -78,6 +127,6 @@ export async function buildApp(o: AppOptions): Promise<{ app: FastifyInstance; c
   registerAnthropicMessages(app, ctx);
   registerOpenAICompletions(app, ctx);
   registerResponses(app, ctx);
-  await registerWsChat(app, ctx);
+  await registerWsChat(app, ctx, { origins });
   return { app, ctx };
 }

@@ -6,6 +6,7 @@
 import type { ChatMessage, ContentPart } from '../chat/types.js';
 import { ApiError, isObj } from './errors.js';
 import type { ToolMemory } from './tool-memory.js';
+import { checkToolSchema } from './validate.js';
 
 type Obj = Record<string, unknown>;
 
@@ -97,6 +98,7 @@ export function toolsFromOpenAI(tools: unknown): Obj[] | undefined {
   if (!Array.isArray(tools)) throw new ApiError('invalid_request', 'tools must be an array', 'tools');
   return tools.map((t, i) => {
     if (!isObj(t) || !isObj(t.function) || typeof t.function.name !== 'string') throw new ApiError('invalid_request', `tools[${i}] must be {type: "function", function: {name, parameters}}`, 'tools');
+    if (t.function.parameters !== undefined && t.function.parameters !== null) checkToolSchema(t.function.parameters, `tools[${i}].function.parameters`);
     return t;
   });
 }
@@ -105,7 +107,10 @@ export function fromAnthropic(system: unknown, messages: unknown, mem: ToolMemor
   if (!Array.isArray(messages) || messages.length === 0) throw new ApiError('invalid_request', 'messages must be a non-empty array');
   const sys: string[] = [];
   if (typeof system === 'string') sys.push(system);
-  else if (Array.isArray(system)) sys.push(system.map((b) => (isObj(b) && typeof b.text === 'string' ? b.text : '')).join('\n'));
+  else if (Array.isArray(system)) {
+    system.forEach((b, k) => { if (!isObj(b)) throw new ApiError('invalid_request', `system[${k}] must be a text block object`); });
+    sys.push(system.map((b) => (typeof b.text === 'string' ? b.text : '')).join('\n'));
+  }
   else if (system !== undefined) throw new ApiError('invalid_request', 'system must be a string or an array of text blocks');
   const out: ChatMessage[] = [];
   messages.forEach((m, i) => {
@@ -113,12 +118,16 @@ export function fromAnthropic(system: unknown, messages: unknown, mem: ToolMemor
     if (!isObj(m)) throw new ApiError('invalid_request', `${where} must be an object`);
     const blocks: Obj[] = typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : Array.isArray(m.content) ? (m.content as Obj[]) : [];
     if (!Array.isArray(m.content) && typeof m.content !== 'string') throw new ApiError('invalid_request', `${where}.content must be a string or an array of blocks`);
+    blocks.forEach((b, k) => { if (!isObj(b)) throw new ApiError('invalid_request', `${where}.content[${k}] must be an object`); });
     if (m.role === 'user') {
       const texts: ContentPart[] = [];
       for (const b of blocks) {
         if (!isObj(b)) throw new ApiError('invalid_request', `${where}: content blocks must be objects`);
         if (b.type === 'tool_result') {
-          const c = typeof b.content === 'string' ? b.content : Array.isArray(b.content) ? (b.content as Obj[]).map((x) => (typeof x.text === 'string' ? x.text : '')).join('') : '';
+          if (b.content !== undefined && b.content !== null && typeof b.content !== 'string' && !Array.isArray(b.content)) throw new ApiError('invalid_request', `${where}: tool_result content must be a string or an array of blocks`);
+          const parts = Array.isArray(b.content) ? (b.content as unknown[]) : [];
+          parts.forEach((x, k) => { if (!isObj(x)) throw new ApiError('invalid_request', `${where}: tool_result content[${k}] must be an object`); });
+          const c = typeof b.content === 'string' ? b.content : (parts as Obj[]).map((x) => (typeof x.text === 'string' ? x.text : '')).join('');
           out.push({ role: 'tool', content: c });
         } else if (b.type === 'text') texts.push({ type: 'text', text: String(b.text ?? '') });
         else if (b.type === 'image') texts.push({ type: 'image' });
@@ -151,6 +160,7 @@ export function toolsFromAnthropic(tools: unknown): Obj[] | undefined {
   if (!Array.isArray(tools)) throw new ApiError('invalid_request', 'tools must be an array');
   return tools.map((t, i) => {
     if (!isObj(t) || typeof t.name !== 'string') throw new ApiError('invalid_request', `tools[${i}] needs a name`);
+    if (t.input_schema !== undefined && t.input_schema !== null) checkToolSchema(t.input_schema, `tools[${i}].input_schema`);
     return { type: 'function', function: { name: t.name, description: t.description ?? '', parameters: t.input_schema ?? { type: 'object', properties: {} } } };
   });
 }

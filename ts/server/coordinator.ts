@@ -12,6 +12,7 @@ import type { Engine, SampleOptions, Session } from '../engine/types.js';
 import type { DiskCache } from './kv-disk/disk-cache.js';
 import type { SaveReason } from './kv-disk/format.js';
 import type { ToolMemory } from './tool-memory.js';
+import { ApiError } from './errors.js';
 
 export interface TurnRequest {
   prompt: string;
@@ -26,6 +27,8 @@ export interface TurnRequest {
   raw?: boolean;
   /** called while the prompt is prefilled (keep-alives, progress) */
   onProgress?: (done: number, total: number) => void;
+  /** the HTTP request this turn serves: its usage is kept for the request log (usageOf) */
+  origin?: object;
 }
 
 export interface TurnResult {
@@ -34,7 +37,8 @@ export interface TurnResult {
   promptTokens: number;
   cachedTokens: number;
   completionTokens: number;
-  finish: 'stop' | 'length' | 'tool_calls' | 'stop_sequence' | 'abort';
+  /** timeout: --request-timeout ended the generation (the output is cut, like length) */
+  finish: 'stop' | 'length' | 'tool_calls' | 'stop_sequence' | 'abort' | 'timeout';
   stopSequence?: string;
 }
 
@@ -50,15 +54,64 @@ export interface DiskPolicy {
 
 export const DEFAULT_DISK_POLICY = { minTokens: 512, coldMaxTokens: 30000, trimTokens: 32, alignTokens: 2048, continuedIntervalTokens: 10240 };
 
+export interface CoordinatorOptions {
+  engine: Engine;
+  /** JSON-lines trace file */
+  trace?: string;
+  disk?: DiskPolicy;
+  tools?: ToolMemory;
+  /** warnings the operator must see (stderr in q36-server) */
+  log?: (msg: string) => void;
+  /** requests allowed to wait behind the running one; more are refused (503 + Retry-After) */
+  maxQueue?: number;
+  /** a request's whole time limit in ms, waiting included (0 = none) */
+  requestTimeoutMs?: number;
+}
+
 export class Coordinator {
   private queue: Promise<unknown> = Promise.resolve();
   private session: Session;
   /** the text whose tokens the live session holds */
   private liveText = '';
-  readonly stats = { requests: 0, prefilled: 0, reused: 0, diskLoads: 0, diskSaves: 0 };
+  /** requests admitted and not finished (the running one included) */
+  private pending = 0;
+  private usage = new WeakMap<object, TurnResult>();
+  readonly stats = { requests: 0, prefilled: 0, reused: 0, diskLoads: 0, diskSaves: 0, refused: 0, timeouts: 0 };
+  readonly engine: Engine;
+  private readonly tracePath?: string;
+  private readonly disk?: DiskPolicy;
+  private readonly tools?: ToolMemory;
+  private readonly log: (msg: string) => void;
 
-  constructor(readonly engine: Engine, private readonly tracePath?: string, private readonly disk?: DiskPolicy, private readonly tools?: ToolMemory) {
-    this.session = engine.newSession();
+  constructor(readonly o: CoordinatorOptions) {
+    this.engine = o.engine;
+    this.tracePath = o.trace;
+    this.disk = o.disk;
+    this.tools = o.tools;
+    this.log = o.log ?? (() => {});
+    this.session = o.engine.newSession();
+  }
+
+  /** Requests waiting for the model (not counting the one running). */
+  get waiting(): number {
+    return Math.max(0, this.pending - 1);
+  }
+
+  /**
+   * Refuses a request when the queue is full. Called by an adapter before it opens a stream (the
+   * refusal must be a 503, not an in-stream error); run() itself admits too.
+   */
+  admit(): void {
+    const max = this.o.maxQueue ?? Infinity;
+    if (this.pending > max) {
+      this.stats.refused++;
+      throw new ApiError('overloaded', `the server is busy: ${this.waiting} requests are already waiting (--max-queue ${max}); retry later`);
+    }
+  }
+
+  /** Usage of the turn that served an HTTP request (for the request log). */
+  usageOf(origin: object): TurnResult | undefined {
+    return this.usage.get(origin);
   }
 
   /** Saves the session's first n tokens (n = all by default) to the disk cache. */
@@ -70,6 +123,7 @@ export class Coordinator {
       this.stats.diskSaves++;
       this.trace('disk-save', { reason, tokens: s.tokens.length });
     } catch (e) {
+      this.log(`kv-disk: could not save a ${reason} checkpoint: ${(e as Error).message}`);
       this.trace('disk-error', { reason, error: (e as Error).message });
     }
   }
@@ -94,6 +148,8 @@ export class Coordinator {
     try {
       this.session.loadPayload(f.payload);
     } catch (e) {
+      // the file stays on disk (another server with other settings may use it); this one skips it
+      this.disk.cache.skip(entry.file, (e as Error).message);
       this.trace('disk-error', { file: entry.file, error: (e as Error).message });
       return;
     }
@@ -109,7 +165,24 @@ export class Coordinator {
   }
 
   run(req: TurnRequest): Promise<TurnResult> {
-    const job = this.queue.then(() => this.turn(req));
+    try { this.admit(); } catch (e) { return Promise.reject(e); }
+    this.pending++;
+    const ms = this.o.requestTimeoutMs ?? 0;
+    const timer = ms > 0 ? AbortSignal.timeout(ms) : undefined;
+    const r = timer ? { ...req, signal: AbortSignal.any([req.signal, timer]) } : req;
+    const job = this.queue.then(() => {
+      if (timer?.aborted) { this.stats.timeouts++; throw new ApiError('timeout', `the request waited longer than its time limit (${ms / 1000} s) for the model`); }
+      return this.turn(r);
+    }).then((res) => {
+      if (timer?.aborted && !req.signal.aborted && res.finish === 'abort') {
+        this.stats.timeouts++;
+        // cut during the prefill: nothing to return but the reason
+        if (res.completionTokens === 0) throw new ApiError('timeout', `the request ran past its time limit (${ms / 1000} s) before the first token`);
+        res.finish = 'timeout';
+      }
+      if (req.origin) this.usage.set(req.origin, res);
+      return res;
+    }).finally(() => { this.pending--; });
     this.queue = job.catch(() => undefined);
     return job;
   }

@@ -6,9 +6,12 @@ export const ERRORS = {
   template_error: { status: 400, type: 'invalid_request_error' },
   context_length_exceeded: { status: 400, type: 'invalid_request_error' },
   unauthorized: { status: 401, type: 'authentication_error' },
+  forbidden: { status: 403, type: 'permission_error' },
   not_found: { status: 404, type: 'not_found_error' },
+  timeout: { status: 408, type: 'timeout_error' },
   body_too_large: { status: 413, type: 'request_too_large' },
   internal: { status: 500, type: 'api_error' },
+  overloaded: { status: 503, type: 'overloaded_error' },
 } as const;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -6,13 +6,14 @@ import { ApiError, jsonBody } from './errors.js';
 import { fromOpenAI, toolsFromOpenAI } from './convert.js';
 import { maxTokens, sampling, stops, thinkingOn } from './sampling.js';
 import { Sse } from './sse.js';
+import { chatCompletionsBody } from './schemas.js';
 import { recallToolIds, toolIdsIn, type ServerContext } from './context.js';
 
 type Obj = Record<string, unknown>;
-const FINISH: Record<string, string> = { stop: 'stop', stop_sequence: 'stop', length: 'length', tool_calls: 'tool_calls', abort: 'stop' };
+const FINISH: Record<string, string> = { stop: 'stop', stop_sequence: 'stop', length: 'length', tool_calls: 'tool_calls', abort: 'stop', timeout: 'length' };
 
 export function registerOpenAIChat(app: FastifyInstance, ctx: ServerContext): void {
-  app.post('/v1/chat/completions', async (req: FastifyRequest, reply: FastifyReply) => {
+  app.post('/v1/chat/completions', { schema: { body: chatCompletionsBody } }, async (req: FastifyRequest, reply: FastifyReply) => {
     const b = jsonBody(req.body);
     const tools = b.tool_choice === 'none' ? undefined : toolsFromOpenAI(b.tools);
     const think = thinkingOn(b);
@@ -32,7 +33,7 @@ export function registerOpenAIChat(app: FastifyInstance, ctx: ServerContext): vo
     const ac = new AbortController();
     // the response closing before it finished means the client went away: cancel the generation
     reply.raw.on('close', () => { if (!reply.raw.writableFinished) ac.abort(); });
-    const common = { prompt, startInReasoning: think, tools, maxTokens: maxTokens(b, ['max_completion_tokens', 'max_tokens'], ctx.defaultMaxTokens), sampling: sampling(b, ctx.sampling), stop: stops(b.stop, 'stop'), signal: ac.signal };
+    const common = { prompt, startInReasoning: think, tools, maxTokens: maxTokens(b, ['max_completion_tokens', 'max_tokens'], ctx.defaultMaxTokens), sampling: sampling(b, ctx.sampling), stop: stops(b.stop, 'stop'), signal: ac.signal, origin: req.raw };
     const callIds: string[] = [];
     const callId = (i: number) => (callIds[i] ??= ctx.tools.newId());
 
@@ -48,6 +49,7 @@ export function registerOpenAIChat(app: FastifyInstance, ctx: ServerContext): vo
       };
     }
 
+    ctx.coordinator.admit(); // a full queue is a 503 before the stream opens
     reply.hijack();
     const sse = new Sse(reply.raw);
     const chunk = (delta: Obj, finish: string | null = null) => sse.data({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }] });

@@ -3,13 +3,14 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, jsonBody } from './errors.js';
 import { maxTokens, sampling, stops } from './sampling.js';
 import { Sse } from './sse.js';
+import { completionsBody } from './schemas.js';
 import type { ServerContext } from './context.js';
 
 type Obj = Record<string, unknown>;
-const FINISH: Record<string, string> = { stop: 'stop', stop_sequence: 'stop', length: 'length', tool_calls: 'stop', abort: 'stop' };
+const FINISH: Record<string, string> = { stop: 'stop', stop_sequence: 'stop', length: 'length', tool_calls: 'stop', abort: 'stop', timeout: 'length' };
 
 export function registerOpenAICompletions(app: FastifyInstance, ctx: ServerContext): void {
-  app.post('/v1/completions', async (req: FastifyRequest, reply: FastifyReply) => {
+  app.post('/v1/completions', { schema: { body: completionsBody } }, async (req: FastifyRequest, reply: FastifyReply) => {
     const b = jsonBody(req.body);
     let prompt: string;
     if (typeof b.prompt === 'string') prompt = b.prompt;
@@ -20,12 +21,13 @@ export function registerOpenAICompletions(app: FastifyInstance, ctx: ServerConte
     const created = Math.floor(Date.now() / 1000);
     const ac = new AbortController();
     reply.raw.on('close', () => { if (!reply.raw.writableFinished) ac.abort(); });
-    const common = { prompt, startInReasoning: false, raw: true, maxTokens: maxTokens(b, ['max_tokens'], 16), sampling: sampling(b, ctx.sampling), stop: stops(b.stop, 'stop'), signal: ac.signal };
+    const common = { prompt, startInReasoning: false, raw: true, maxTokens: maxTokens(b, ['max_tokens'], 16), sampling: sampling(b, ctx.sampling), stop: stops(b.stop, 'stop'), signal: ac.signal, origin: req.raw };
     const usage = (r: { promptTokens: number; completionTokens: number; cachedTokens: number }) => ({ prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens, total_tokens: r.promptTokens + r.completionTokens, prompt_tokens_details: { cached_tokens: r.cachedTokens } });
     if (b.stream !== true) {
       const r = await ctx.coordinator.run(common);
       return { id, object: 'text_completion', created, model: ctx.modelName, choices: [{ index: 0, text: r.rawText, finish_reason: FINISH[r.finish], logprobs: null }], usage: usage(r) };
     }
+    ctx.coordinator.admit(); // a full queue is a 503 before the stream opens
     reply.hijack();
     const sse = new Sse(reply.raw);
     const chunk = (text: string, finish: string | null) => sse.data({ id, object: 'text_completion', created, model: ctx.modelName, choices: [{ index: 0, text, finish_reason: finish, logprobs: null }] });

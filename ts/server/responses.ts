@@ -7,6 +7,7 @@ import { fromOpenAI, toolsFromOpenAI } from './convert.js';
 import { rememberTurn } from './openai-chat.js';
 import { maxTokens, sampling, thinkingOn } from './sampling.js';
 import { Sse } from './sse.js';
+import { responsesBody } from './schemas.js';
 import { recallToolIds, type ServerContext } from './context.js';
 
 type Obj = Record<string, unknown>;
@@ -42,7 +43,7 @@ function toolsFromResponses(tools: unknown): Obj[] | undefined {
 }
 
 export function registerResponses(app: FastifyInstance, ctx: ServerContext): void {
-  app.post('/v1/responses', async (req: FastifyRequest, reply: FastifyReply) => {
+  app.post('/v1/responses', { schema: { body: responsesBody } }, async (req: FastifyRequest, reply: FastifyReply) => {
     const b = jsonBody(req.body);
     const tools = b.tool_choice === 'none' ? undefined : toolsFromResponses(b.tools);
     const think = thinkingOn(b) && (b.reasoning as Obj | undefined)?.effort !== 'none';
@@ -59,7 +60,7 @@ export function registerResponses(app: FastifyInstance, ctx: ServerContext): voi
     const created = Math.floor(Date.now() / 1000);
     const ac = new AbortController();
     reply.raw.on('close', () => { if (!reply.raw.writableFinished) ac.abort(); });
-    const common = { prompt, startInReasoning: think, tools, maxTokens: maxTokens(b, ['max_output_tokens'], ctx.defaultMaxTokens), sampling: sampling(b, ctx.sampling), signal: ac.signal };
+    const common = { prompt, startInReasoning: think, tools, maxTokens: maxTokens(b, ['max_output_tokens'], ctx.defaultMaxTokens), sampling: sampling(b, ctx.sampling), signal: ac.signal, origin: req.raw };
     const callIds: string[] = [];
     const callId = (i: number) => (callIds[i] ??= ctx.tools.newId());
     const shell = (status: string, output: Obj[], usage: Obj | null) => ({ id, object: 'response', created_at: created, status, model: ctx.modelName, output, usage, error: null, incomplete_details: null, instructions: b.instructions ?? null, tools: b.tools ?? [], parallel_tool_calls: true });
@@ -78,6 +79,7 @@ export function registerResponses(app: FastifyInstance, ctx: ServerContext): voi
       return shell('completed', items(r.parsed.reasoning, r.parsed.content, r.parsed.toolCalls), usageOf(r));
     }
 
+    ctx.coordinator.admit(); // a full queue is a 503 before the stream opens
     reply.hijack();
     const sse = new Sse(reply.raw);
     let seq = 0;

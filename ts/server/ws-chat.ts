@@ -3,30 +3,83 @@
  * and renders them with Qwen3.6's preserve_thinking, so the rendered history is byte-identical to
  * what the live session already holds and a follow-up message prefills only the new suffix.
  * Protocol: docs/websocket.md.
+ *
+ * Every frame is validated before it changes anything: a bad frame gets an `error` frame and the
+ * conversation is left as it was. Browsers cannot be trusted to stay away (any page may open a
+ * socket to 127.0.0.1), so the upgrade checks Origin: loopback pages and the configured origins.
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import websocket from '@fastify/websocket';
 import type { WebSocket } from 'ws';
 import { renderChat } from '../chat/render.js';
 import type { ChatMessage } from '../chat/types.js';
+import { ApiError, isObj, openaiError } from './errors.js';
+import { toolsFromOpenAI } from './convert.js';
+import { originAllowed, type OriginPolicy } from './origin.js';
 import type { ServerContext } from './context.js';
 import { rememberTurn } from './openai-chat.js';
+import { MAX_JSON_DEPTH, parseJsonBody } from './validate.js';
 
 type Obj = Record<string, unknown>;
 
-export async function registerWsChat(app: FastifyInstance, ctx: ServerContext): Promise<void> {
-  await app.register(websocket, { options: { maxPayload: 8 << 20 } });
-  app.get('/v1/chat/ws', { websocket: true }, (socket: WebSocket) => {
+/** Close codes (RFC 6455 §7.4.1). */
+export const WS_CLOSE = { goingAway: 1001, policy: 1008, tooBig: 1009 } as const;
+/** Largest frame accepted; larger ones close the socket with 1009 (done by ws). */
+export const WS_MAX_FRAME = 8 << 20;
+
+/** The fields of a client frame, checked; an ApiError names the first bad one. */
+function checkFrame(m: unknown): Obj & { type: string } {
+  if (!isObj(m)) throw new ApiError('invalid_request', 'a frame must be a JSON object with a "type"');
+  if (typeof m.type !== 'string') throw new ApiError('invalid_request', 'a frame needs a string "type"');
+  const opt = (k: string, ok: (v: unknown) => boolean, what: string) => {
+    if (m[k] !== undefined && !ok(m[k])) throw new ApiError('invalid_request', `"${m.type}": ${k} must be ${what}`, k);
+  };
+  opt('system', (v) => typeof v === 'string', 'a string');
+  opt('thinking', (v) => typeof v === 'boolean', 'true or false');
+  opt('max_tokens', (v) => Number.isInteger(v) && (v as number) > 0, 'a positive integer');
+  opt('temperature', (v) => typeof v === 'number' && v >= 0 && v <= 2, 'a number in [0, 2]');
+  opt('continue', (v) => typeof v === 'boolean', 'true or false');
+  return m as Obj & { type: string };
+}
+
+export interface WsOptions {
+  origins: OriginPolicy;
+}
+
+export async function registerWsChat(app: FastifyInstance, ctx: ServerContext, o: WsOptions): Promise<void> {
+  await app.register(websocket, {
+    options: { maxPayload: WS_MAX_FRAME },
+    // shutdown: every client is told the server is going away (1001) before the listener closes
+    // (clients that do not answer the closing handshake within a second are cut off)
+    preClose(done) {
+      const wss = (this as unknown as { websocketServer: { clients: Set<WebSocket>; close(cb: () => void): void } }).websocketServer;
+      for (const s of wss.clients) s.close(WS_CLOSE.goingAway, 'server shutting down');
+      const force = setTimeout(() => { for (const s of wss.clients) s.terminate(); }, 1000);
+      wss.close(() => { clearTimeout(force); done(); });
+    },
+  });
+  const checkOrigin = async (req: FastifyRequest, reply: FastifyReply) => {
+    const origin = req.headers.origin;
+    if (!originAllowed(origin, o.origins)) {
+      const e = new ApiError('forbidden', `origin ${JSON.stringify(origin)} may not open this socket (loopback pages are allowed; add others with --allow-origin)`);
+      return reply.status(403).send(openaiError(e));
+    }
+  };
+  app.get('/v1/chat/ws', { websocket: true, preValidation: checkOrigin }, (socket: WebSocket) => {
     const messages: ChatMessage[] = [];
     let tools: Obj[] | undefined;
     let thinking = true;
     let maxTokens = ctx.defaultMaxTokens;
     let temperature: number | undefined;
     let busy: AbortController | null = null;
-    const send = (o: Obj) => { if (socket.readyState === socket.OPEN) socket.send(JSON.stringify(o)); };
+    const send = (m: Obj) => { if (socket.readyState === socket.OPEN) socket.send(JSON.stringify(m)); };
+    const fail = (e: unknown) => {
+      const err = e instanceof ApiError ? e : new ApiError('internal', (e as Error).message);
+      send({ type: 'error', code: err.code, message: err.message });
+    };
 
-    const generate = async () => {
-      if (busy) { send({ type: 'error', message: 'a generation is already running: send {"type":"cancel"} first' }); return; }
+    /** Generates the next assistant turn; `keep` messages stay if it fails before answering. */
+    const generate = async (keep: number) => {
       busy = new AbortController();
       try {
         const prompt = renderChat(messages, { tools, enableThinking: thinking ? undefined : false, preserveThinking: true });
@@ -44,48 +97,74 @@ export async function registerWsChat(app: FastifyInstance, ctx: ServerContext): 
         const i = r.rawText.indexOf('</think>');
         // (an answer cut off inside its reasoning has no content yet)
         const after = !thinking ? r.rawText : i >= 0 ? r.rawText.slice(i + '</think>'.length) : '';
-        messages.push({ role: 'assistant', content: after, reasoning_content: r.parsed.reasoning });
+        if (r.completionTokens > 0 || r.finish !== 'abort') messages.push({ role: 'assistant', content: after, reasoning_content: r.parsed.reasoning });
+        else messages.length = keep; // cancelled before any token: as if never sent
         rememberTurn(ctx, r.rawText, r.parsed.reasoning, ids, thinking);
         send({ type: 'done', finish_reason: r.finish === 'abort' ? 'cancelled' : r.finish, usage: { prompt_tokens: r.promptTokens, cached_tokens: r.cachedTokens, completion_tokens: r.completionTokens } });
       } catch (e) {
-        send({ type: 'error', message: (e as Error).message });
+        messages.length = keep;
+        fail(e);
       } finally {
         busy = null;
       }
     };
 
-    socket.on('message', (data: Buffer) => {
-      let m: Obj;
-      try { m = JSON.parse(data.toString('utf8')); } catch { send({ type: 'error', message: 'messages must be JSON objects' }); return; }
+    const handle = (m: Obj & { type: string }) => {
+      const idle = () => { if (busy) throw new ApiError('invalid_request', 'a generation is already running: wait for "done" or send {"type":"cancel"} first'); };
       switch (m.type) {
-        case 'session.start':
-          if (typeof m.system === 'string' && messages.length === 0) messages.push({ role: 'system', content: m.system });
-          if (Array.isArray(m.tools)) tools = m.tools as Obj[];
-          if (typeof m.thinking === 'boolean') thinking = m.thinking;
-          if (typeof m.max_tokens === 'number' && m.max_tokens > 0) maxTokens = Math.floor(m.max_tokens);
-          if (typeof m.temperature === 'number' && m.temperature >= 0) temperature = m.temperature;
+        case 'session.start': {
+          idle();
+          if (m.system !== undefined && messages.length > 0) throw new ApiError('invalid_request', '"session.start": system can only be set before the first message', 'system');
+          const t = m.tools === undefined ? tools : toolsFromOpenAI(m.tools);
+          if (m.system !== undefined) messages.push({ role: 'system', content: m.system as string });
+          tools = t;
+          if (m.thinking !== undefined) thinking = m.thinking as boolean;
+          if (m.max_tokens !== undefined) maxTokens = m.max_tokens as number;
+          if (m.temperature !== undefined) temperature = m.temperature as number;
           send({ type: 'session.ready', model: ctx.modelName });
           return;
-        case 'message':
-          if (typeof m.content !== 'string' || !m.content) { send({ type: 'error', message: '"message" needs a non-empty "content" string' }); return; }
+        }
+        case 'message': {
+          if (typeof m.content !== 'string' || !m.content) throw new ApiError('invalid_request', '"message" needs a non-empty "content" string', 'content');
+          idle();
+          const keep = messages.length;
           messages.push({ role: 'user', content: m.content });
-          void generate();
+          void generate(keep);
           return;
-        case 'tool_result':
-          if (typeof m.content !== 'string') { send({ type: 'error', message: '"tool_result" needs a "content" string' }); return; }
+        }
+        case 'tool_result': {
+          if (typeof m.content !== 'string') throw new ApiError('invalid_request', '"tool_result" needs a "content" string', 'content');
+          idle();
+          const keep = messages.length;
           messages.push({ role: 'tool', content: m.content });
-          if (m.continue === true) void generate();
+          if (m.continue === true) void generate(keep);
           return;
+        }
         case 'continue':
-          void generate();
+          idle();
+          void generate(messages.length);
           return;
         case 'cancel':
           busy?.abort();
           return;
         default:
-          send({ type: 'error', message: `unknown message type ${JSON.stringify(m.type)}` });
+          throw new ApiError('invalid_request', `unknown message type ${JSON.stringify(m.type)}`);
+      }
+    };
+
+    socket.on('message', (data: Buffer, isBinary: boolean) => {
+      try {
+        if (isBinary) {
+          send({ type: 'error', code: 'invalid_request', message: 'binary frames are not part of this protocol: send JSON text frames' });
+          socket.close(WS_CLOSE.policy, 'text frames only');
+          return;
+        }
+        handle(checkFrame(parseJsonBody(data.toString('utf8'), MAX_JSON_DEPTH)));
+      } catch (e) {
+        fail(e);
       }
     });
+    socket.on('error', () => { /* a broken connection is its own close */ });
     socket.on('close', () => busy?.abort());
   });
 }

@@ -10,6 +10,7 @@ import { AbortError } from '../../engine/common.js';
 import { generate } from '../../engine/generate.js';
 import type { Engine, EngineOptions, SampleOptions, Session } from '../../engine/types.js';
 import { firstTurn, nextTurn, type ThinkMode } from './transcript.js';
+import { safeForTerminal } from '../terminal.js';
 
 export interface ChatOptions {
   open: (o: EngineOptions) => Promise<Engine>;
@@ -34,6 +35,8 @@ Ctrl+C during an answer stops it; the chat continues.`;
 export async function runChat(o: ChatOptions): Promise<number> {
   const tty = Boolean(o.output.isTTY);
   const dim = (s: string) => (tty ? `\x1b[2m${s}\x1b[22m` : s);
+  // what the model wrote, made harmless for a terminal (our own styling is added after)
+  const model = (s: string) => (tty ? safeForTerminal(s) : s);
   // reasoning: dim on a terminal, between <think> markers otherwise
   const thinkOpen = tty ? '' : '<think>', thinkClose = tty ? '' : '</think>';
   const write = (s: string) => o.output.write(s);
@@ -66,7 +69,10 @@ export async function runChat(o: ChatOptions): Promise<number> {
     const budget = think === 'max' ? free : Math.min(o.maxTokens, free);
     busy = new AbortController();
     const reused = session.tokens.length;
+    // a rewind point before the message: Ctrl+C during its prefill takes it back out of the context
+    if (reused > 0) session.checkpoint();
     const t0 = performance.now();
+    let prefilled = false;
     let lastDraw = 0;
     try {
       await session.eval(ids, {
@@ -80,15 +86,16 @@ export async function runChat(o: ChatOptions): Promise<number> {
           }
         },
       });
+      prefilled = true;
       const prefillMs = performance.now() - t0;
       const parser = new OutputParser({ startInReasoning: think !== 'off' });
       const dec = tok.decoder();
       let inReasoning = false;
       const show = (events: ReturnType<OutputParser['push']>) => {
         for (const ev of events) {
-          if (ev.type === 'reasoning') { if (!inReasoning) write(thinkOpen); inReasoning = true; write(dim(ev.text)); }
-          else if (ev.type === 'content') { if (inReasoning) { write(`${thinkClose}\n\n`); inReasoning = false; } write(ev.text); }
-          else if (ev.type === 'tool_call_end') write(ev.call.raw);
+          if (ev.type === 'reasoning') { if (!inReasoning) write(thinkOpen); inReasoning = true; write(dim(model(ev.text))); }
+          else if (ev.type === 'content') { if (inReasoning) { write(`${thinkClose}\n\n`); inReasoning = false; } write(model(ev.text)); }
+          else if (ev.type === 'tool_call_end') write(model(ev.call.raw));
         }
       };
       const res = await generate(session, {
@@ -103,7 +110,11 @@ export async function runChat(o: ChatOptions): Promise<number> {
       write(`\n${dim(`[prefill ${ids.length} new tokens (${reused} reused) ${(ids.length / (prefillMs / 1000)).toFixed(1)} tok/s · ` +
         `${n} tokens ${(n / (res.decodeMs / 1000)).toFixed(1)} tok/s · ctx ${session.tokens.length}/${engineOpts.ctx}]${note}`)}\n`);
     } catch (e) {
-      if (e instanceof AbortError) write(`\n${dim('[interrupted during prefill]')}\n`);
+      if (!prefilled) {
+        // the message never got an answer: the context goes back to where it was before it
+        try { await session.rewind(reused); } catch (e2) { write(`\nerror: ${(e2 as Error).message}\n`); }
+      }
+      if (e instanceof AbortError) write(`\n${dim(prefilled ? '[interrupted]' : `[interrupted during prefill: the message was not kept; ctx ${session.tokens.length}/${engineOpts.ctx}]`)}\n`);
       else write(`\nerror: ${(e as Error).message}\n`);
     } finally {
       busy = null;

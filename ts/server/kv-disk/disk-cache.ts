@@ -1,17 +1,22 @@
 /**
  * The disk KV cache directory: files named <sha1 of the rendered byte prefix>.kv, written
  * atomically (temp file + rename), looked up by byte prefix, evicted least-recently-used to stay
- * within the space budget. Bad files are skipped with a logged reason; files that are ours (KVC
- * magic) but corrupt are deleted, anything else is left alone.
+ * within the space budget. Only files of this model (same fingerprint) are candidates. Bad files
+ * are skipped with a logged reason (once per version of the file); files that are ours (KVC magic)
+ * but corrupt are deleted; files of another model or format version, and anything else, are left
+ * alone.
  */
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { HEADER_BYTES, KvcError, decodeFile, decodeHeader, encodeFile, encodeHeader, type KvcHeader, type SaveReason } from './format.js';
+import type { ModelIdentity } from '../../model/fingerprint.js';
+import { BODY_OFFSET, HEADER_BYTES, KvcError, decodeFile, decodeHeader, encodeFile, encodeHeader, type KvcHeader, type SaveReason } from './format.js';
 
 export interface DiskCacheOptions {
   dir: string;
   budgetBytes: number;
+  /** the loaded model: its fingerprint goes into every file and must match to load one */
+  model: ModelIdentity;
   log?: (msg: string) => void;
 }
 
@@ -24,6 +29,8 @@ export interface CacheEntry {
 export class DiskCache {
   /** entries() results by file, valid while the file's inode, size and mtime are unchanged */
   private index = new Map<string, { ino: number; size: number; mtimeMs: number; entry: CacheEntry }>();
+  /** files already skipped, by the stat they had then (logged once; looked at again when they change) */
+  private skipped = new Map<string, string>();
 
   constructor(readonly o: DiskCacheOptions) {
     fs.mkdirSync(o.dir, { recursive: true });
@@ -43,7 +50,8 @@ export class DiskCache {
     const now = Math.floor(Date.now() / 1000);
     const file = path.join(this.o.dir, DiskCache.nameFor(o.text));
     const bytes = encodeFile({
-      header: { quantBits: 2, reason: o.reason, flags: 0, tokens: o.tokens, hits: 0, ctx: o.ctx, created: now, lastUsed: now, payloadBytes: o.payload.byteLength },
+      fingerprint: this.o.model.fingerprint,
+      header: { quantBits: this.o.model.expertBits, reason: o.reason, flags: 0, tokens: o.tokens, hits: 0, ctx: o.ctx, created: now, lastUsed: now, payloadBytes: o.payload.byteLength },
       text: o.text, payload: o.payload, tools: o.tools ?? new Map(),
     });
     const tmp = `${file}.${process.pid}.tmp`;
@@ -73,6 +81,7 @@ export class DiskCache {
       const file = path.join(this.o.dir, name);
       try {
         const st = fs.statSync(file);
+        if (this.skipped.get(file) === statKey(st)) continue;
         const known = this.index.get(file);
         if (known && known.ino === st.ino && known.size === st.size && known.mtimeMs === st.mtimeMs) {
           out.push(known.entry);
@@ -84,7 +93,7 @@ export class DiskCache {
         out.push(entry);
         seen.add(file);
       } catch (e) {
-        this.reject(file, (e as Error).message);
+        this.reject(file, e as Error);
       }
     }
     for (const f of this.index.keys()) if (!seen.has(f)) this.index.delete(f);
@@ -95,26 +104,45 @@ export class DiskCache {
     const fd = fs.openSync(file, 'r');
     try {
       const size = fs.fstatSync(fd).size;
-      const hb = Buffer.alloc(Math.min(size, HEADER_BYTES + 4));
+      const hb = Buffer.alloc(Math.min(size, BODY_OFFSET + 4));
       fs.readSync(fd, hb, 0, hb.length, 0);
       const header = decodeHeader(hb.subarray(0, HEADER_BYTES), size);
-      if (hb.length < HEADER_BYTES + 4) throw new KvcError('truncated before the text length');
-      const tlen = hb.readUInt32LE(HEADER_BYTES);
-      if (HEADER_BYTES + 4 + tlen + header.payloadBytes > size) throw new KvcError('truncated: text and payload run past the end of the file');
+      if (hb.length < BODY_OFFSET + 4) throw new KvcError('truncated before the text length');
+      this.checkModel(hb.subarray(HEADER_BYTES, BODY_OFFSET));
+      const tlen = hb.readUInt32LE(BODY_OFFSET);
+      if (BODY_OFFSET + 4 + tlen + header.payloadBytes > size) throw new KvcError('truncated: text and payload run past the end of the file');
       const tb = Buffer.alloc(tlen);
-      fs.readSync(fd, tb, 0, tlen, HEADER_BYTES + 4);
+      fs.readSync(fd, tb, 0, tlen, BODY_OFFSET + 4);
       return { file, header, text: tb.toString('utf8') };
     } finally {
       fs.closeSync(fd);
     }
   }
 
-  private reject(file: string, why: string): void {
+  private checkModel(fp: Buffer): void {
+    if (!fp.equals(this.o.model.fingerprint)) {
+      throw new KvcError(`written by another model (fingerprint ${fp.toString('hex', 0, 6)}…, this model's is ${this.o.model.fingerprint.toString('hex', 0, 6)}…)`, 'foreign');
+    }
+  }
+
+  /**
+   * Takes a file out of consideration with its reason logged. Corrupt files with our magic are
+   * deleted (nothing can use them); valid files of another model or version are left in place.
+   */
+  private reject(file: string, e: Error): void {
     this.index.delete(file);
+    const corrupt = !(e instanceof KvcError) || e.kind === 'corrupt';
     let ours = false;
     try { const b = Buffer.alloc(3); const fd = fs.openSync(file, 'r'); fs.readSync(fd, b, 0, 3, 0); fs.closeSync(fd); ours = b.toString('latin1') === 'KVC'; } catch { /* unreadable */ }
-    this.log(`skipping ${path.basename(file)}: ${why}${ours ? ' (deleted: corrupt cache file)' : ''}`);
-    if (ours) fs.rmSync(file, { force: true });
+    const del = corrupt && ours;
+    this.log(`skipping ${path.basename(file)}: ${e.message}${del ? ' (deleted: corrupt cache file)' : ''}`);
+    if (del) { fs.rmSync(file, { force: true }); return; }
+    try { this.skipped.set(file, statKey(fs.statSync(file))); } catch { /* gone */ }
+  }
+
+  /** A file whose payload this session cannot take (e.g. other KV types): skipped with the reason, kept on disk. */
+  skip(file: string, why: string): void {
+    this.reject(file, new KvcError(why, 'foreign'));
   }
 
   /** The longest cached text that is a byte prefix of `prompt` (at least minChars long). */
@@ -128,6 +156,7 @@ export class DiskCache {
   load(file: string): ReturnType<typeof decodeFile> | undefined {
     try {
       const f = decodeFile(fs.readFileSync(file));
+      this.checkModel(f.fingerprint);
       f.header.hits++;
       f.header.lastUsed = Math.floor(Date.now() / 1000);
       const fd = fs.openSync(file, 'r+');
@@ -136,7 +165,7 @@ export class DiskCache {
       try { fs.writeSync(fd, h, 8, 12, 8); fs.writeSync(fd, h, 24, 16, 24); } finally { fs.closeSync(fd); }
       return f;
     } catch (e) {
-      this.reject(file, (e as Error).message);
+      this.reject(file, e as Error);
       return undefined;
     }
   }
@@ -152,7 +181,7 @@ export class DiskCache {
         const f = decodeFile(fs.readFileSync(e.file));
         for (const [id, block] of f.tools) if (want.has(id)) out.set(id, block);
       } catch (err) {
-        this.reject(e.file, (err as Error).message);
+        this.reject(e.file, err as Error);
       }
     }
     return out;
@@ -170,4 +199,8 @@ export class DiskCache {
       this.log(`evicted ${path.basename(f.file)} (least recently used)`);
     }
   }
+}
+
+function statKey(st: fs.Stats): string {
+  return `${st.ino}:${st.size}:${st.mtimeMs}`;
 }

@@ -1,24 +1,36 @@
 import * as zlib from 'node:zlib';
 /**
  * The disk KV cache file (QuarkStar README, "Disk KV Cache"; docs/kv-disk.md):
- *   48-byte little-endian KVC header, u32 rendered-text length + UTF-8 text, the `Q36 ` session
- *   payload, and (extension bit 0) a KTM tool-id map section.
+ *   48-byte little-endian KVC header, the 32-byte model fingerprint (version 2), u32
+ *   rendered-text length + UTF-8 text, the `Q36 ` session payload, and (extension bit 0) a KTM
+ *   tool-id map section.
  * Every read is bounds-checked: a truncated or corrupted file is a KvcError, never a crash.
+ * Version 2 added the fingerprint (a file of another model with the same shapes would otherwise
+ * load and change answers) and made the CRC mandatory; version 1 files are skipped, not read.
  */
+import { FINGERPRINT_BYTES } from '../../model/fingerprint.js';
 
-export const KVC_VERSION = 1;
+export const KVC_VERSION = 2;
 export const HEADER_BYTES = 48;
+/** where the text length sits: after the header and the fingerprint */
+export const BODY_OFFSET = HEADER_BYTES + FINGERPRINT_BYTES;
 export const SAVE_REASONS = ['unknown', 'cold', 'continued', 'evict', 'shutdown'] as const;
 export type SaveReason = (typeof SAVE_REASONS)[number];
 
+/**
+ * Why a file cannot be used: `corrupt` (damaged or truncated: ours to delete), `foreign` (a valid
+ * file of another model, or of another format version: left alone, other processes may use it).
+ */
+export type KvcProblem = 'corrupt' | 'foreign';
+
 export class KvcError extends Error {
-  constructor(problem: string) {
+  constructor(problem: string, readonly kind: KvcProblem = 'corrupt') {
     super(problem);
     this.name = 'KvcError';
   }
 }
 
-/** Bytes 20..23 (reserved in the format) hold a CRC-32 of everything after the header; 0 = none. */
+/** Bytes 20..23 (reserved in the format) hold a CRC-32 of everything after the header (never 0: a 0 CRC is stored as 1). */
 export const CRC_OFFSET = 20;
 
 export interface KvcHeader {
@@ -35,6 +47,8 @@ export interface KvcHeader {
 
 export interface KvcFile {
   header: KvcHeader;
+  /** SHA-256 model fingerprint (ts/model/fingerprint.ts) */
+  fingerprint: Buffer;
   text: string;
   payload: Uint8Array;
   /** tool id → the sampled assistant text after </think> (holds the exact <tool_call> blocks) */
@@ -60,7 +74,7 @@ export function encodeHeader(h: KvcHeader): Buffer {
 export function decodeHeader(b: Buffer, fileSize: number): KvcHeader {
   if (b.length < HEADER_BYTES) throw new KvcError(`truncated header (${b.length} of ${HEADER_BYTES} bytes)`);
   if (b.toString('latin1', 0, 3) !== 'KVC') throw new KvcError('bad magic (not a KVC file)');
-  if (b[3] !== KVC_VERSION) throw new KvcError(`unsupported version ${b[3]}`);
+  if (b[3] !== KVC_VERSION) throw new KvcError(b[3] === 1 ? 'format version 1 (written before model fingerprints): re-created on the next save' : `unsupported format version ${b[3]}`, 'foreign');
   const payloadBytes = Number(b.readBigUInt64LE(40));
   if (payloadBytes > fileSize) throw new KvcError(`payload of ${payloadBytes} bytes is larger than the file`);
   return {
@@ -74,7 +88,8 @@ export function encodeFile(f: KvcFile): Buffer {
   const parts: Buffer[] = [];
   const flags = f.tools.size ? 1 : 0;
   const header = encodeHeader({ ...f.header, flags, payloadBytes: f.payload.byteLength });
-  parts.push(header);
+  if (f.fingerprint.length !== FINGERPRINT_BYTES) throw new Error(`a model fingerprint is ${FINGERPRINT_BYTES} bytes, got ${f.fingerprint.length}`);
+  parts.push(header, f.fingerprint);
   const tl = Buffer.alloc(4);
   tl.writeUInt32LE(text.length);
   parts.push(tl, text, Buffer.from(f.payload.buffer, f.payload.byteOffset, f.payload.byteLength));
@@ -101,9 +116,11 @@ export function encodeFile(f: KvcFile): Buffer {
 export function decodeFile(b: Buffer): KvcFile {
   const header = decodeHeader(b.subarray(0, HEADER_BYTES), b.length);
   const crc = b.readUInt32LE(CRC_OFFSET);
-  if (crc !== 0 && (zlib.crc32(b.subarray(HEADER_BYTES)) || 1) !== crc) throw new KvcError('checksum mismatch (corrupted file)');
+  if ((zlib.crc32(b.subarray(HEADER_BYTES)) || 1) !== crc) throw new KvcError(crc === 0 ? 'no checksum (the CRC field is 0)' : 'checksum mismatch (corrupted file)');
   let o = HEADER_BYTES;
   const need = (n: number, what: string) => { if (o + n > b.length) throw new KvcError(`truncated: ${what} needs ${n} bytes at offset ${o}, ${b.length - o} left`); };
+  need(FINGERPRINT_BYTES, 'model fingerprint');
+  const fingerprint = Buffer.from(b.subarray(o, o + FINGERPRINT_BYTES)); o += FINGERPRINT_BYTES;
   need(4, 'text length');
   const tlen = b.readUInt32LE(o); o += 4;
   need(tlen, 'rendered text');
@@ -125,5 +142,5 @@ export function decodeFile(b: Buffer): KvcFile {
     }
   }
   if (o !== b.length) throw new KvcError(`${b.length - o} unexpected bytes at the end`);
-  return { header, text, payload, tools };
+  return { header, fingerprint, text, payload, tools };
 }

@@ -1,0 +1,194 @@
+/**
+ * The server against hostile and careless clients (reliability issue): every client mistake is a
+ * 4xx in the API's own shape, WebSocket frames are validated and origins checked, the queue is
+ * bounded, requests can time out, and each request leaves one log line.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WebSocket } from 'ws';
+import type { FastifyInstance } from 'fastify';
+import { openEngine, type Engine } from '../ts/engine/index.js';
+import { buildApp } from '../ts/server/app.js';
+import type { ServerContext } from '../ts/server/context.js';
+import { jsonDepth } from '../ts/server/validate.js';
+import { fixture, tmpDir } from './helpers.js';
+
+let engine: Engine, app: FastifyInstance, ctx: ServerContext, base = '';
+const trace = path.join(tmpDir(), 'trace.jsonl');
+const logs: string[] = [];
+const requestLines: string[] = [];
+
+beforeAll(async () => {
+  engine = await openEngine({ model: fixture('tinyA/tinyA-q2.gguf'), backend: 'cpu', ctx: 4096 });
+  ({ app, ctx } = await buildApp({ engine, trace, defaultMaxTokens: 8, bodyLimit: 4 << 20, maxQueue: 2, log: (m) => logs.push(m), requestLog: (l) => requestLines.push(l) }));
+  base = await app.listen({ host: '127.0.0.1', port: 0 });
+});
+afterAll(async () => { await app.close(); });
+
+const post = (url: string, body: unknown) => fetch(`${base}${url}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+const user = [{ role: 'user', content: 'hi' }];
+const deep = (n: number) => '['.repeat(n) + ']'.repeat(n);
+
+describe('HTTP: client mistakes are 4xx in the API shape, never 500', () => {
+  const cases: [string, string, unknown][] = [
+    ['properties null (OpenAI)', '/v1/chat/completions', { messages: user, tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: { a: null } } } }] }],
+    ['anyOf 5 (OpenAI)', '/v1/chat/completions', { messages: user, tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: { a: { anyOf: 5 } } } } }] }],
+    ['oneOf [null] (OpenAI)', '/v1/chat/completions', { messages: user, tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: { a: { oneOf: [null] } } } } }] }],
+    ['properties null (Anthropic)', '/v1/messages', { max_tokens: 4, messages: user, tools: [{ name: 'f', input_schema: { type: 'object', properties: { a: null } } }] }],
+    ['anyOf 5 (Anthropic)', '/v1/messages', { max_tokens: 4, messages: user, tools: [{ name: 'f', input_schema: { type: 'object', properties: { a: { anyOf: 5 } } } }] }],
+    ['oneOf [null] (Anthropic)', '/v1/messages', { max_tokens: 4, messages: user, tools: [{ name: 'f', input_schema: { type: 'object', properties: { a: { oneOf: [null] } } } }] }],
+    ['content [null] (Anthropic)', '/v1/messages', { max_tokens: 4, messages: [{ role: 'user', content: [null] }] }],
+    ['assistant content [null] (Anthropic)', '/v1/messages', { max_tokens: 4, messages: [{ role: 'user', content: 'a' }, { role: 'assistant', content: [null] }, { role: 'user', content: 'b' }] }],
+    ['tool_result content [null] (Anthropic)', '/v1/messages', { max_tokens: 4, messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'x', content: [null] }] }] }],
+    ['system [null] (Anthropic)', '/v1/messages', { max_tokens: 4, system: [null], messages: user }],
+    ['messages nested 100k deep', '/v1/chat/completions', `{"messages":${deep(100_000)}}`],
+    ['parameters nested 5000 deep', '/v1/chat/completions', `{"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":${'{"a":'.repeat(5000)}1${'}'.repeat(5000)}}}]}`],
+    ['Responses input nested deep', '/v1/responses', `{"input":${deep(50_000)}}`],
+    ['max_tokens as a string', '/v1/chat/completions', { messages: user, max_tokens: '5' }],
+    ['messages not an array', '/v1/chat/completions', { messages: 'hi' }],
+    ['empty body', '/v1/chat/completions', ''],
+    ['tools not objects (Responses)', '/v1/responses', { input: 'hi', tools: [null] }],
+    ['prompt a number (completions)', '/v1/completions', { prompt: 5 }],
+  ];
+  for (const [name, url, body] of cases) {
+    it(name, async () => {
+      const r = await post(url, body);
+      const j = await r.json() as Record<string, unknown>;
+      expect(r.status, JSON.stringify(j)).toBe(400);
+      if (url === '/v1/messages') expect(j).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });
+      else expect(j).toMatchObject({ error: { type: 'invalid_request_error' } });
+    });
+  }
+
+  it('the depth counter skips strings and escapes', () => {
+    expect(jsonDepth('{"a":"[[[[\\"[[["}')).toBe(1);
+    expect(jsonDepth('[[{"x":[1]}]]')).toBe(4);
+  });
+
+  it('a browser page of another origin is refused (403); loopback pages and programs are served', async () => {
+    const evil = await fetch(`${base}/v1/models`, { headers: { origin: 'https://evil.example' } });
+    expect(evil.status).toBe(403);
+    expect(((await evil.json()) as { error: { code: string } }).error.code).toBe('forbidden');
+    expect((await fetch(`${base}/v1/models`, { headers: { origin: 'http://localhost:3000' } })).status).toBe(200);
+    expect((await fetch(`${base}/v1/models`)).status).toBe(200);
+  });
+});
+
+/** A WebSocket client that collects frames. */
+async function wsClient(headers: Record<string, string> = {}) {
+  const ws = new WebSocket(`${base.replace('http', 'ws')}/v1/chat/ws`, { headers });
+  const inbox: Record<string, unknown>[] = [];
+  const waiters: (() => void)[] = [];
+  ws.on('message', (d) => { inbox.push(JSON.parse(String(d))); waiters.splice(0).forEach((w) => w()); });
+  const closed = new Promise<{ code: number; reason: string }>((r) => ws.on('close', (code, reason) => r({ code, reason: String(reason) })));
+  const next = (type: string) => new Promise<Record<string, unknown>>((resolve) => {
+    const look = () => { const i = inbox.findIndex((m) => m.type === type); if (i >= 0) resolve(inbox.splice(i, 1)[0]); else waiters.push(look); };
+    look();
+  });
+  await new Promise<void>((resolve, reject) => { ws.once('open', () => resolve()); ws.once('error', reject); });
+  return { ws, next, closed, inbox };
+}
+
+describe('WebSocket: frames validated, origins checked, close codes', () => {
+  it('a null frame (and other bad frames) get an error frame; the server and the socket keep working', async () => {
+    const c = await wsClient();
+    for (const bad of ['null', '5', '"x"', '[]', '{"type":5}', 'not json', '{"type":"message","content":7}', '{"type":"session.start","max_tokens":-1}', '{"type":"session.start","tools":[null]}', '{"type":"session.start","tools":[{"type":"function","function":{"name":"f","parameters":{"properties":{"a":null}}}}]}', deep(10_000)]) {
+      c.ws.send(bad);
+      const e = await c.next('error');
+      expect(e.code, bad).toMatch(/^invalid_(request|json)$/);
+    }
+    c.ws.send(JSON.stringify({ type: 'session.start', max_tokens: 2, temperature: 0 }));
+    expect((await c.next('session.ready')).model).toBe('qwen3.6-35b-a3b');
+    c.ws.send(JSON.stringify({ type: 'message', content: 'Hello' }));
+    expect((await c.next('done')).finish_reason).toBeDefined();
+    c.ws.close();
+    expect((await fetch(`${base}/v1/models`)).status).toBe(200);
+  });
+
+  it('a message refused because a generation is running does not enter the conversation', async () => {
+    const c = await wsClient();
+    c.ws.send(JSON.stringify({ type: 'session.start', max_tokens: 3000, temperature: 0 }));
+    await c.next('session.ready');
+    c.ws.send(JSON.stringify({ type: 'message', content: 'Write a long story.' }));
+    c.ws.send(JSON.stringify({ type: 'message', content: 'REFUSED-WHILE-BUSY' }));
+    expect(String((await c.next('error')).message)).toMatch(/already running/);
+    c.ws.send(JSON.stringify({ type: 'cancel' }));
+    await c.next('done');
+    c.ws.send(JSON.stringify({ type: 'session.start', max_tokens: 2 }));
+    await c.next('session.ready');
+    c.ws.send(JSON.stringify({ type: 'message', content: 'Next one' }));
+    await c.next('done');
+    const prompts = fs.readFileSync(trace, 'utf8').trim().split('\n').map((l) => JSON.parse(l)).filter((l) => l.event === 'request');
+    const last = prompts[prompts.length - 1].prompt as string;
+    expect(last).toContain('Next one');
+    expect(last).not.toContain('REFUSED-WHILE-BUSY');
+    c.ws.close();
+  });
+
+  it('binary frames close with 1008, oversized frames with 1009', async () => {
+    const a = await wsClient();
+    a.ws.send(Buffer.from([1, 2, 3]));
+    expect((await a.closed).code).toBe(1008);
+    const b = await wsClient();
+    b.ws.send('x'.repeat((8 << 20) + 1));
+    expect((await b.closed).code).toBe(1009);
+  });
+
+  it('an upgrade from another origin is refused with 403', async () => {
+    const ws = new WebSocket(`${base.replace('http', 'ws')}/v1/chat/ws`, { headers: { origin: 'https://evil.example' } });
+    const status = await new Promise<number>((resolve) => {
+      ws.on('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+      ws.on('open', () => resolve(101));
+      ws.on('error', () => { /* reported through unexpected-response */ });
+    });
+    expect(status).toBe(403);
+    const ok = await wsClient({ origin: 'http://127.0.0.1:8080' });
+    ok.ws.close();
+  });
+});
+
+describe('admission, timeouts, request log', () => {
+  it('a full queue answers 503 with Retry-After in the API shape (streaming too, before the stream opens)', async () => {
+    const body = { messages: [{ role: 'user', content: 'Write a long story.' }], max_tokens: 400, temperature: 0 };
+    const running = [post('/v1/chat/completions', body), post('/v1/chat/completions', body), post('/v1/chat/completions', body)];
+    await new Promise((r) => setTimeout(r, 50));
+    const refused = await post('/v1/chat/completions', { ...body, stream: true });
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get('retry-after')).toBe('1');
+    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('overloaded');
+    const anth = await post('/v1/messages', { ...body, max_tokens: 4 });
+    expect(anth.status).toBe(503);
+    expect(((await anth.json()) as { error: { type: string } }).error.type).toBe('overloaded_error');
+    for (const r of await Promise.all(running)) expect(r.status).toBe(200);
+    expect(ctx.coordinator.stats.refused).toBeGreaterThanOrEqual(2);
+  });
+
+  it('--request-timeout cuts a long generation (finish "length") and refuses a request that waited too long', async () => {
+    const { app: a2 } = await buildApp({ engine, defaultMaxTokens: 8, requestTimeoutMs: 600 });
+    try {
+      // (tinyA answers "Hello" at temperature 0 with ~1300 tokens: far more than 600 ms of decoding)
+      const long = { messages: [{ role: 'user', content: 'Hello' }], max_tokens: 3000, temperature: 0 };
+      const [first, second] = await Promise.all([
+        a2.inject({ method: 'POST', url: '/v1/chat/completions', payload: long }),
+        a2.inject({ method: 'POST', url: '/v1/chat/completions', payload: long }),
+      ]);
+      const f = first.json() as { choices: { finish_reason: string }[]; usage: { completion_tokens: number } };
+      expect(f.choices[0].finish_reason).toBe('length');
+      expect(f.usage.completion_tokens).toBeLessThan(3000);
+      expect(second.statusCode).toBe(408);
+      expect(second.json().error.code).toBe('timeout');
+    } finally {
+      await a2.close();
+    }
+  });
+
+  it('every request leaves one log line with method, path, status, tokens and time', async () => {
+    requestLines.length = 0;
+    await post('/v1/chat/completions', { messages: user, max_tokens: 2 });
+    await fetch(`${base}/v1/nope`);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(requestLines.some((l) => /^POST \/v1\/chat\/completions 200 prompt=\d+ cached=\d+ generated=\d+ finish=\w+ \d+ms$/.test(l))).toBe(true);
+    expect(requestLines.some((l) => /^GET \/v1\/nope 404 \d+ms$/.test(l))).toBe(true);
+  });
+});

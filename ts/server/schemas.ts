@@ -1,0 +1,92 @@
+/**
+ * Request body schemas, one per endpoint, checked by fastify (Ajv) before the handler runs. They
+ * state the shape every handler relies on (objects where it reads fields, arrays where it
+ * iterates); the handlers keep the checks that need more than a shape (roles, tool schemas,
+ * block types) with messages of their own. Unknown fields are allowed: clients send many.
+ */
+const int = (minimum?: number) => ({ type: ['integer', 'null'], ...(minimum !== undefined ? { minimum } : {}) });
+const num = { type: ['number', 'null'] };
+const bool = { type: ['boolean', 'null'] };
+const obj = { type: 'object' };
+const objects = { type: 'array', items: obj };
+const stop = { type: ['string', 'array', 'null'], items: { type: 'string' } };
+const sampling = { temperature: num, top_p: num, top_k: int(0), min_p: num, seed: int(), stream: bool };
+/** a message's content: a string, null, or an array of part objects */
+const content = { type: ['string', 'array', 'null'], items: obj };
+
+export const chatCompletionsBody = {
+  type: 'object',
+  required: ['messages'],
+  properties: {
+    ...sampling,
+    messages: { type: 'array', minItems: 1, items: { type: 'object', required: ['role'], properties: { role: { type: 'string' }, content, tool_calls: { type: ['array', 'null'], items: obj } } } },
+    tools: { type: ['array', 'null'], items: obj },
+    max_tokens: int(1), max_completion_tokens: int(1), n: int(1), stop,
+    stream_options: { type: ['object', 'null'] },
+  },
+} as const;
+
+export const messagesBody = {
+  type: 'object',
+  required: ['messages', 'max_tokens'],
+  properties: {
+    ...sampling,
+    max_tokens: { type: 'integer', minimum: 1 },
+    system: { type: ['string', 'array', 'null'], items: obj },
+    messages: {
+      type: 'array', minItems: 1,
+      items: {
+        type: 'object', required: ['role', 'content'],
+        properties: {
+          role: { type: 'string' },
+          content: {
+            type: ['string', 'array'],
+            items: { type: 'object', required: ['type'], properties: { type: { type: 'string' }, content: { type: ['string', 'array', 'null'], items: obj } } },
+          },
+        },
+      },
+    },
+    tools: { type: ['array', 'null'], items: obj },
+    stop_sequences: stop,
+    thinking: { type: ['object', 'null'] },
+  },
+} as const;
+
+export const countTokensBody = {
+  ...messagesBody,
+  required: ['messages'],
+  properties: { ...messagesBody.properties, max_tokens: int(1) },
+} as const;
+
+export const responsesBody = {
+  type: 'object',
+  required: ['input'],
+  properties: {
+    ...sampling,
+    input: { type: ['string', 'array'], items: obj },
+    instructions: { type: ['string', 'null'] },
+    tools: { type: ['array', 'null'], items: obj },
+    max_output_tokens: int(1),
+    reasoning: { type: ['object', 'null'] },
+  },
+} as const;
+
+export const completionsBody = {
+  type: 'object',
+  required: ['prompt'],
+  properties: { ...sampling, prompt: { type: ['string', 'array'] }, max_tokens: int(1), stop, stream_options: { type: ['object', 'null'] } },
+} as const;
+
+/** One Ajv error as a sentence naming the field: "messages[0].content must be a string or an array". */
+export function validationMessage(v: { instancePath: string; keyword: string; params: Record<string, unknown>; message?: string }[] | undefined): string {
+  const e = v?.[0];
+  if (!e) return 'invalid request body';
+  const at = e.instancePath.split('/').filter(Boolean).map((p, i) => (/^\d+$/.test(p) ? `[${p}]` : i ? `.${p}` : p)).join('');
+  if (e.keyword === 'required') return `${at ? `${at}.` : ''}${String(e.params.missingProperty)} is required`;
+  if (e.keyword === 'type') {
+    const names: Record<string, string> = { number: 'a number', integer: 'an integer', string: 'a string', array: 'an array', object: 'an object', boolean: 'true or false' };
+    const types = String(e.params.type).split(',').filter((t) => t !== 'null').map((t) => names[t] ?? t);
+    return at ? `${at} must be ${types.join(' or ')}` : 'the body must be a JSON object';
+  }
+  return `${at || 'the body'} ${e.message ?? 'is invalid'}`;
+}
