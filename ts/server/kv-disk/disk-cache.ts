@@ -160,7 +160,7 @@ export class DiskCache {
       f.header.hits++;
       f.header.lastUsed = Math.floor(Date.now() / 1000);
       const fd = fs.openSync(file, 'r+');
-      // rewrite the counters only (the CRC in bytes 20..23 covers the body, not the header)
+      // rewrite the counters only (the CRC leaves them out: see checksum())
       const h = encodeHeader(f.header);
       try { fs.writeSync(fd, h, 8, 12, 8); fs.writeSync(fd, h, 24, 16, 24); } finally { fs.closeSync(fd); }
       return f;

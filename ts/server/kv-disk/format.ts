@@ -30,7 +30,7 @@ export class KvcError extends Error {
   }
 }
 
-/** Bytes 20..23 (reserved in the format) hold a CRC-32 of everything after the header (never 0: a 0 CRC is stored as 1). */
+/** Bytes 20..23 (reserved in the format) hold the file's CRC-32 (see checksum()). */
 export const CRC_OFFSET = 20;
 
 export interface KvcHeader {
@@ -108,15 +108,26 @@ export function encodeFile(f: KvcFile): Buffer {
     }
   }
   const out = Buffer.concat(parts);
-  out.writeUInt32LE(zlib.crc32(out.subarray(HEADER_BYTES)) || 1, CRC_OFFSET);
+  out.writeUInt32LE(checksum(out), CRC_OFFSET);
   return out;
+}
+
+/**
+ * CRC-32 of the file with the fields that change in place zeroed: the hit count (12..15), the CRC
+ * itself (20..23) and the last-used time (32..39). Everything else — the token count, ctx, reason,
+ * flags, the fingerprint, text, payload and tool map — is covered. Never 0 (0 is stored as 1).
+ */
+export function checksum(file: Buffer): number {
+  const h = Buffer.from(file.subarray(0, HEADER_BYTES));
+  h.fill(0, 12, 16); h.fill(0, 20, 24); h.fill(0, 32, 40);
+  return zlib.crc32(file.subarray(HEADER_BYTES), zlib.crc32(h)) || 1;
 }
 
 /** Parses a whole file (header, text, payload, tool map), checking every length against the bytes left. */
 export function decodeFile(b: Buffer): KvcFile {
   const header = decodeHeader(b.subarray(0, HEADER_BYTES), b.length);
   const crc = b.readUInt32LE(CRC_OFFSET);
-  if ((zlib.crc32(b.subarray(HEADER_BYTES)) || 1) !== crc) throw new KvcError(crc === 0 ? 'no checksum (the CRC field is 0)' : 'checksum mismatch (corrupted file)');
+  if (checksum(b) !== crc) throw new KvcError(crc === 0 ? 'no checksum (the CRC field is 0)' : 'checksum mismatch (corrupted file)');
   let o = HEADER_BYTES;
   const need = (n: number, what: string) => { if (o + n > b.length) throw new KvcError(`truncated: ${what} needs ${n} bytes at offset ${o}, ${b.length - o} left`); };
   need(FINGERPRINT_BYTES, 'model fingerprint');

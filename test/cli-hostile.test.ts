@@ -1,0 +1,143 @@
+/**
+ * The command-line edges (reliability issue): q36-server's start-up checks and order, its logs and
+ * shutdown codes; q36's Ctrl+C handling in a prefill; model control bytes on a terminal.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import * as path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { WebSocket } from 'ws';
+import { safeForTerminal } from '../ts/cli/terminal.js';
+import { fixture, tmpDir } from './helpers.js';
+
+const ROOT = path.resolve(__dirname, '..');
+const SERVER = path.join(ROOT, 'dist/ts/cli/q36-server.js');
+const Q36 = path.join(ROOT, 'dist/ts/cli/q36.js');
+const MODEL = fixture('tinyA/tinyA-q2.gguf');
+
+function serverCmd(args: string[]) {
+  return spawnSync(process.execPath, [SERVER, '-m', MODEL, '--cpu', ...args], { encoding: 'utf8', timeout: 60_000 });
+}
+
+/** Starts q36-server on a free port; resolves once it says it is serving. */
+async function startServer(args: string[] = []): Promise<{ p: ChildProcess; base: string; err: () => string }> {
+  const p = spawn(process.execPath, [SERVER, '-m', MODEL, '--cpu', '--port', '0', '--ctx', '2048', ...args]);
+  let err = '';
+  p.stderr!.on('data', (d) => (err += d));
+  const base = await new Promise<string>((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`q36-server did not start: ${err}`)), 60_000);
+    p.stderr!.on('data', () => { const m = /serving on (http:\/\/[^ ]+)/.exec(err); if (m) { clearTimeout(t); resolve(m[1]); } });
+    p.on('exit', () => reject(new Error(`q36-server exited: ${err}`)));
+  });
+  return { p, base, err: () => err };
+}
+
+describe('q36-server start-up', () => {
+  it('refuses an empty --api-key, an unwritable --trace and a bad --log-level or --allow-origin, naming each', () => {
+    const key = serverCmd(['--api-key', '']);
+    expect(key.status).toBe(2);
+    expect(key.stderr).toMatch(/--api-key is empty/);
+    const trace = serverCmd(['--trace', '/missing/dir/trace.jsonl']);
+    expect(trace.status).toBe(2);
+    expect(trace.stderr).toMatch(/cannot write --trace "\/missing\/dir\/trace.jsonl": ENOENT/);
+    expect(serverCmd(['--log-level', 'loud']).stderr).toMatch(/--log-level must be one of error, warn, info, debug/);
+    expect(serverCmd(['--allow-origin', 'example.com/x']).stderr).toMatch(/--allow-origin "example.com\/x" is not an origin/);
+  });
+
+  it('a port in use is reported before the model loads', async () => {
+    const blocker = net.createServer();
+    await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', () => r()));
+    const port = (blocker.address() as net.AddressInfo).port;
+    try {
+      const r = serverCmd(['--port', String(port)]);
+      expect(r.status).toBe(2);
+      expect(r.stderr).toMatch(new RegExp(`port ${port} on 127.0.0.1 is already in use`));
+      expect(r.stderr).not.toMatch(/loading|kv cache|wasm heap/); // nothing of the model was loaded
+    } finally {
+      blocker.close();
+    }
+  });
+
+  it('startup lines name the model, backend, ctx and memory; one line per request; shutdown closes sockets with 1001', async () => {
+    const s = await startServer();
+    try {
+      expect(s.err()).toMatch(/bound http:\/\/127\.0\.0\.1:\d+; loading .*tinyA-q2\.gguf \(cpu, ctx 2048, KV f16\/f16\)/);
+      expect(s.err()).toMatch(/kv cache +f16\/f16/);
+      expect(s.err()).toMatch(/serving on .*\(model qwen3\.6-35b-a3b, cpu, ctx 2048, queue ≤ 64\)/);
+      const r = await fetch(`${s.base}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 }) });
+      expect(r.status).toBe(200);
+      await new Promise((res) => setTimeout(res, 100));
+      expect(s.err()).toMatch(/POST \/v1\/chat\/completions 200 prompt=\d+ cached=0 generated=2 finish=length \d+ms/);
+      const ws = new WebSocket(`${s.base.replace('http', 'ws')}/v1/chat/ws`);
+      await new Promise((res) => ws.on('open', res));
+      const closed = new Promise<number>((res) => ws.on('close', (code) => res(code)));
+      s.p.kill('SIGTERM');
+      expect(await closed).toBe(1001);
+      await new Promise((res) => s.p.on('exit', res));
+      expect(s.p.exitCode).toBe(0);
+    } finally {
+      s.p.kill('SIGKILL');
+    }
+  });
+});
+
+describe('q36 and Ctrl+C', () => {
+  it('Ctrl+C during a one-shot prefill exits 130 with one line, no stack trace', async () => {
+    const dir = tmpDir();
+    const prompt = path.join(dir, 'long.txt');
+    fs.writeFileSync(prompt, 'The lighthouse keeper climbed the stairs again. '.repeat(150));
+    const p = spawn(process.execPath, [Q36, '--cpu', '-m', MODEL, '--ctx', '4096', '--prompt-file', prompt, '-n', '4']);
+    let err = '';
+    p.stderr.on('data', (d) => (err += d));
+    // the prefill reports progress once a second: interrupt once it has started
+    await new Promise<void>((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error(`no prefill progress: ${err}`)), 60_000);
+      p.stderr.on('data', () => { if (/prefill \d+\/\d+ tokens/.test(err)) { clearTimeout(t); resolve(); } });
+    });
+    p.kill('SIGINT');
+    const code = await new Promise<number | null>((r) => p.on('exit', (c) => r(c)));
+    expect(code).toBe(130);
+    expect(err).toMatch(/q36: interrupted/);
+    expect(err).not.toMatch(/AbortError|at .*\.js:\d+/);
+  });
+
+  it('Ctrl+C during a chat prefill takes the message back out of the context', () => {
+    const dir = tmpDir();
+    const long = path.join(dir, 'long.txt');
+    fs.writeFileSync(long, 'The lighthouse keeper climbed the stairs again. '.repeat(150));
+    const steps = path.join(dir, 'steps.json');
+    fs.writeFileSync(steps, JSON.stringify([
+      { expect: 'q36> ', timeout: 60 },
+      { send: 'Hi\r' },
+      { expect: 'ctx (\\d+)/4096\\]', timeout: 60 },
+      { expect: 'q36> ' },
+      { send: `/read ${long}\r` },
+      { expect: 'prefill \\[', timeout: 60 },
+      { sigint: true },
+      { expect: 'interrupted during prefill: the message was not kept; ctx (\\d+)/4096', timeout: 60 },
+      { expect: 'q36> ' },
+      { send: 'Again\r' },
+      { expect: 'prefill \\d+ new tokens \\((\\d+) reused\\)', timeout: 60 },
+      { expect: 'q36> ' },
+      { send: '/quit\r' },
+    ]));
+    const r = spawnSync('python3', [path.join(ROOT, 'test/tools/pty_drive.py'), steps, '--', process.execPath, Q36, '--cpu', '-m', MODEL, '-n', '6', '--seed', '1', '--ctx', '4096'], { encoding: 'utf8', timeout: 240_000 });
+    const out = JSON.parse(r.stdout) as { ok: boolean; failed_step: number | null; transcript: string };
+    if (!out.ok) console.log(out.transcript.slice(-3000));
+    expect(out.ok, `failed at step ${out.failed_step}`).toBe(true);
+    const t = out.transcript;
+    const afterFirst = Number(/ctx (\d+)\/4096\]/.exec(t)![1]);
+    const afterInterrupt = Number(/not kept; ctx (\d+)\/4096/.exec(t)![1]);
+    const reused = Number(/prefill \d+ new tokens \((\d+) reused\)[^\n]*\n(?![\s\S]*prefill \d+ new tokens)/.exec(t)![1]);
+    expect(afterInterrupt).toBe(afterFirst); // the half-read file left no tokens behind
+    expect(reused).toBe(afterFirst); // and the next message continues from the first answer
+  });
+});
+
+describe('model text on a terminal', () => {
+  it('control bytes are shown in caret notation; newlines, tabs and Unicode pass', () => {
+    expect(safeForTerminal('a\x1b[2Jb\x07c\r\x7f\x9b')).toBe('a^[[2Jb^Gc^M^?<U+009B>');
+    expect(safeForTerminal('line\n\ttab — ünïcödé 🙂')).toBe('line\n\ttab — ünïcödé 🙂');
+  });
+});
