@@ -126,12 +126,13 @@ async function startServer(extra: string[] = []): Promise<Server> {
   const p = spawn(process.execPath, [path.join(ROOT, 'dist/ts/cli/q36-server.js'), '-m', MODEL, '--cpu', '--port', '0', '--ctx', '2048',
     '--max-tokens', '16', '--max-queue', '256', '--request-timeout', '20', '--log-level', 'info', '--max-body-mb', '4',
     '--kv-disk-dir', path.join(TMP, 'server-kv'), '--kv-cache-min-tokens', '64', '--kv-cache-boundary-align-tokens', '64', ...extra]);
+  children.add(p);
   const s: Server = { p, base: '', err: [], exited: false };
   p.on('exit', () => { s.exited = true; });
   p.stderr!.on('data', (d) => { s.err.push(String(d)); if (s.err.length > 200) s.err.shift(); });
   p.stdout!.on('data', (d) => { s.err.push(String(d)); if (s.err.length > 200) s.err.shift(); });
   s.base = await new Promise<string>((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error('server did not start')), 60_000);
+    const t = setTimeout(() => { p.kill('SIGKILL'); reject(new Error(`server did not start: ${s.err.join('').slice(-500)}`)); }, 60_000);
     p.stderr!.on('data', () => { const m = /serving on (http:\/\/\S+)/.exec(s.err.join('')); if (m) { clearTimeout(t); resolve(m[1]); } });
     p.on('exit', () => reject(new Error(`server exited: ${s.err.join('')}`)));
   });
@@ -360,4 +361,7 @@ async function main(): Promise<number> {
   return total.crashes + total.fivexx + total.foreignLoaded + total.wrong === 0 ? 0 : 1;
 }
 
+// a server left running would outlive the run: every child goes with the process
+const children = new Set<ChildProcess>();
+process.on('exit', () => { for (const p of children) p.kill('SIGKILL'); });
 main().then((code) => process.exit(code), (e) => { console.error(`stress: ${(e as Error).stack}`); process.exit(2); });

@@ -5,6 +5,7 @@
  * the chat template trims it, and nothing malformed ever throws: text that does not parse as a
  * tool call is returned as content.
  */
+import { THINK_CLOSE, THINK_OPEN } from './template-tokens.js';
 import { schemaIndex, typeValue, type ParsedToolCall, type ToolSpec } from './tool-call.js';
 
 export type ParserEvent =
@@ -26,8 +27,6 @@ export interface OutputParserOptions {
   tools?: ToolSpec[];
 }
 
-const THINK_OPEN = '<think>';
-const THINK_CLOSE = '</think>';
 const CALL_OPEN = '<tool_call>';
 const CALL_CLOSE = '</tool_call>';
 const FN_OPEN = '<function=';
@@ -123,6 +122,11 @@ export class OutputParser {
   /** Inside tool-call structure (tags, names), where sampling should be greedy; not inside a value. */
   inProtocol(): boolean {
     return this.mode === 'call' && this.stage !== 'in-value';
+  }
+
+  /** Still inside the think block (the next token is reasoning, for usage counts and thinking budgets). */
+  inReasoning(): boolean {
+    return this.mode === 'reasoning';
   }
 
   result(): ParsedOutput {

@@ -17,7 +17,7 @@ import { buildApp } from '../server/app.js';
 import { CliError, openModelHeader } from './load-tokenizer.js';
 import { ENGINE_PARSE_OPTIONS, engineOptions, num, parseCliArgs } from './options.js';
 
-const HELP = `usage: q36-server [-m MODEL] [--cpu|--vulkan] [--host 127.0.0.1] [--port 8000] [--ctx N] [-ctk T -ctv T]
+const HELP = `usage: q36-server [-m MODEL] [--cpu|--vulkan] [--host 127.0.0.1] [--port 8000] [--ctx N (default: 65536 or what fits)] [-ctk T -ctv T]
                   [--cors] [--allow-origin ORIGIN]... [--api-key KEY] [--trace FILE] [--log-level info]
                   [--max-queue 64] [--request-timeout SECONDS]
                   [--tool-memory-max-ids 100000] [--disable-exact-tool-replay]
@@ -25,9 +25,14 @@ const HELP = `usage: q36-server [-m MODEL] [--cpu|--vulkan] [--host 127.0.0.1] [
                   [--kv-cache-min-tokens 512] [--kv-cache-cold-max-tokens 30000] [--kv-cache-continued-interval-tokens 10240]
                   [--kv-cache-boundary-trim-tokens 32] [--kv-cache-boundary-align-tokens 2048]
 Endpoints: GET /v1/models, GET /v1/models/qwen3.6-35b-a3b, POST /v1/chat/completions, POST /v1/messages,
-           POST /v1/responses, POST /v1/completions, GET /v1/chat/ws (WebSocket)
+           POST /v1/messages/count_tokens, POST /v1/responses, POST /v1/completions, GET /v1/chat/ws (WebSocket),
+           HEAD|GET /, GET /health, GET /props, GET /metrics
 --log-level: error (errors only), warn (+ skipped cache files, refused requests), info (+ one line per
              request, the default), debug (+ cache decisions)`;
+
+/** The server's context when --ctx is not given (capped by the model and by memory). */
+export const SERVER_DEFAULT_CTX = 65536;
+const MIN_AUTO_CTX = 8192;
 
 export const LOG_LEVELS = ['error', 'warn', 'info', 'debug'] as const;
 type Level = (typeof LOG_LEVELS)[number];
@@ -64,7 +69,9 @@ async function main(): Promise<number> {
   const maxQueue = num('--max-queue', a['max-queue'], { min: 0, int: true })!;
   const timeoutS = num('--request-timeout', a['request-timeout'], { min: 0 });
   const header = openModelHeader(a.model!);
-  const eo = engineOptions(a.model!, a, metaNumber(header, 'qwen35moe.context_length', 262144));
+  const modelCtx = metaNumber(header, 'qwen35moe.context_length', 262144);
+  const eo = engineOptions(a.model!, a, modelCtx);
+  if (a.ctx === undefined) eo.ctx = Math.min(modelCtx, SERVER_DEFAULT_CTX);
   const kvDisk = a['kv-disk-dir'] ? {
     dir: a['kv-disk-dir'], spaceMiB: num('--kv-disk-space-mb', a['kv-disk-space-mb'], { min: 1 })!,
     minTokens: num('--kv-cache-min-tokens', a['kv-cache-min-tokens'], { min: 1, int: true }),
@@ -89,8 +96,16 @@ async function main(): Promise<number> {
   const url = typeof addr === 'object' && addr ? `http://${addr.family === 'IPv6' ? `[${addr.address}]` : addr.address}:${addr.port}` : String(addr);
   say('info', `q36-server: bound ${url}; loading ${a.model} (${eo.backend}, ctx ${eo.ctx}, KV ${eo.kvTypes!.k}/${eo.kvTypes!.v})`);
 
+  // agents open with 10-25K-token prompts: without --ctx, the server takes the largest context up
+  // to SERVER_DEFAULT_CTX that the model allows and the memory holds (halving until it opens)
   let engine;
-  try { engine = await openEngine(eo); } catch (e) { server.close(); throw new CliError((e as Error).message); }
+  for (;;) {
+    try { engine = await openEngine(eo); break; } catch (e) {
+      if (a.ctx !== undefined || eo.ctx <= MIN_AUTO_CTX) { server.close(); throw new CliError((e as Error).message); }
+      say('warn', `q36-server: ctx ${eo.ctx} does not fit (${(e as Error).message}); trying ${eo.ctx >> 1}`);
+      eo.ctx >>= 1;
+    }
+  }
   say('info', engine.describe());
   server.removeListener('request', loading);
   const { app, ctx } = await buildApp({

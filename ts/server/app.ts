@@ -11,6 +11,7 @@ import { DiskCache } from './kv-disk/disk-cache.js';
 import { MODEL_ID, type ServerContext } from './context.js';
 import { ApiError, anthropicError, openaiError } from './errors.js';
 import { registerModels } from './models.js';
+import { registerStatus } from './status.js';
 import { registerOpenAIChat } from './openai-chat.js';
 import { registerOpenAICompletions } from './openai-completions.js';
 import { registerWsChat } from './ws-chat.js';
@@ -94,19 +95,22 @@ export async function buildApp(o: AppOptions): Promise<{ app: FastifyInstance; c
     reply.status(404).send(anthropicRoute(req.url) ? anthropicError(e) : openaiError(e));
   });
   const origins: OriginPolicy = { any: Boolean(o.cors), allowed: o.allowOrigins ?? [] };
-  if (o.requestLog) {
-    const line = o.requestLog;
-    app.addHook('onRequest', async (req, reply) => {
-      const t0 = performance.now();
-      // 'close' fires for hijacked (streamed) replies too, and when the client goes away
-      reply.raw.once('close', () => {
-        const u = ctx.coordinator.usageOf(req.raw);
-        const tokens = u ? ` prompt=${u.promptTokens} cached=${u.cachedTokens} generated=${u.completionTokens} finish=${u.finish}` : '';
-        const status = reply.raw.writableFinished ? reply.raw.statusCode : `${reply.raw.statusCode}(client gone)`;
-        line(`${req.method} ${req.url.split('?')[0]} ${status}${tokens} ${(performance.now() - t0).toFixed(0)}ms`);
-      });
+  // per request: the log line and the /metrics counters ('close' fires for hijacked, streamed
+  // replies too, and when the client goes away)
+  const requests = new Map<string, number>();
+  app.addHook('onRequest', async (req, reply) => {
+    const t0 = performance.now();
+    reply.raw.once('close', () => {
+      const route = req.routeOptions.url ?? 'unmatched';
+      const key = `${req.method} ${route} ${reply.raw.statusCode}`;
+      requests.set(key, (requests.get(key) ?? 0) + 1);
+      if (!o.requestLog) return;
+      const u = ctx.coordinator.usageOf(req.raw);
+      const tokens = u ? ` prompt=${u.promptTokens} cached=${u.cachedTokens} generated=${u.completionTokens} finish=${u.finish}` : '';
+      const status = reply.raw.writableFinished ? reply.raw.statusCode : `${reply.raw.statusCode}(client gone)`;
+      o.requestLog(`${req.method} ${req.url.split('?')[0]} ${status}${tokens} ${(performance.now() - t0).toFixed(0)}ms`);
     });
-  }
+  });
   app.addHook('onRequest', async (req, reply) => {
     // a refused WebSocket upgrade is answered over the raw socket, which nothing else closes
     if (req.headers.upgrade) reply.raw.once('finish', () => req.raw.socket?.destroy());
@@ -123,6 +127,7 @@ export async function buildApp(o: AppOptions): Promise<{ app: FastifyInstance; c
     }
   });
   registerModels(app, ctx);
+  registerStatus(app, ctx, { requests });
   registerOpenAIChat(app, ctx);
   registerAnthropicMessages(app, ctx);
   registerOpenAICompletions(app, ctx);

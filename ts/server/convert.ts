@@ -109,7 +109,10 @@ export function fromAnthropic(system: unknown, messages: unknown, mem: ToolMemor
   if (typeof system === 'string') sys.push(system);
   else if (Array.isArray(system)) {
     system.forEach((b, k) => { if (!isObj(b)) throw new ApiError('invalid_request', `system[${k}] must be a text block object`); });
-    sys.push(system.map((b) => (typeof b.text === 'string' ? b.text : '')).join('\n'));
+    // Claude Code's per-request attribution block (its cch= value changes every request) would
+    // change the prompt's first bytes each time and defeat all prefix reuse: it is not for the model
+    const kept = system.filter((b) => !(typeof b.text === 'string' && BILLING_HEADER.test(b.text)));
+    sys.push(kept.map((b) => (typeof b.text === 'string' ? b.text : '')).join('\n'));
   }
   else if (system !== undefined) throw new ApiError('invalid_request', 'system must be a string or an array of text blocks');
   const out: ChatMessage[] = [];
@@ -119,7 +122,11 @@ export function fromAnthropic(system: unknown, messages: unknown, mem: ToolMemor
     const blocks: Obj[] = typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : Array.isArray(m.content) ? (m.content as Obj[]) : [];
     if (!Array.isArray(m.content) && typeof m.content !== 'string') throw new ApiError('invalid_request', `${where}.content must be a string or an array of blocks`);
     blocks.forEach((b, k) => { if (!isObj(b)) throw new ApiError('invalid_request', `${where}.content[${k}] must be an object`); });
-    if (m.role === 'user') {
+    if (m.role === 'system') {
+      // a mid-conversation system message (Claude Code sends them): the template allows one
+      // system message, first, so it joins the system prompt, as the chat endpoint does
+      sys.push(blocks.map((b) => (typeof b.text === 'string' ? b.text : '')).join('\n'));
+    } else if (m.role === 'user') {
       const texts: ContentPart[] = [];
       for (const b of blocks) {
         if (!isObj(b)) throw new ApiError('invalid_request', `${where}: content blocks must be objects`);
@@ -131,6 +138,7 @@ export function fromAnthropic(system: unknown, messages: unknown, mem: ToolMemor
           out.push({ role: 'tool', content: c });
         } else if (b.type === 'text') texts.push({ type: 'text', text: String(b.text ?? '') });
         else if (b.type === 'image') texts.push({ type: 'image' });
+        else if (b.type === 'document') texts.push({ type: 'text', text: documentText(b, `${where}: document`) });
         else throw new ApiError('invalid_request', `${where}: unsupported block type ${JSON.stringify(b.type)}`);
       }
       if (texts.length) out.push({ role: 'user', content: texts });
@@ -150,9 +158,32 @@ export function fromAnthropic(system: unknown, messages: unknown, mem: ToolMemor
       const msg: ChatMessage = { role: 'assistant', content, tool_calls: calls.length ? calls : undefined };
       if (reasoning !== undefined) msg.reasoning_content = reasoning;
       out.push(replay(msg, calls.map((c) => c.id), mem, tools));
-    } else throw new ApiError('unknown_role', `${where}.role ${JSON.stringify(m.role)} must be user or assistant`);
+    } else throw new ApiError('unknown_role', `${where}.role ${JSON.stringify(m.role)} must be user, assistant or system`);
   });
   return withSystem(sys, out);
+}
+
+/** `x-anthropic-billing-header: cc_version=…; cch=…;` (a system block Claude Code adds per request) */
+const BILLING_HEADER = /^\s*x-anthropic-billing-header:/i;
+
+/**
+ * An Anthropic document block as text: plain-text sources (and text content blocks) as they are,
+ * under their title; other media (PDF, URLs) cannot be read by this model and become a clear
+ * placeholder naming them, so the conversation stays intact and the model knows something was there.
+ */
+function documentText(b: Obj, where: string): string {
+  const src = b.source;
+  if (!isObj(src)) throw new ApiError('invalid_request', `${where} needs a source object`);
+  const title = typeof b.title === 'string' && b.title ? `${b.title}\n\n` : '';
+  if (src.type === 'text') {
+    if (typeof src.data !== 'string') throw new ApiError('invalid_request', `${where}: a text source needs a "data" string`);
+    return title + src.data;
+  }
+  if (src.type === 'content' && Array.isArray(src.content)) {
+    return title + (src.content as unknown[]).map((c) => (isObj(c) && c.type === 'text' && typeof c.text === 'string' ? c.text : '[non-text content omitted]')).join('\n');
+  }
+  const kind = typeof src.media_type === 'string' ? src.media_type : typeof src.url === 'string' ? src.url : String(src.type);
+  return `${title}[document (${kind}) omitted: this server reads plain-text documents only]`;
 }
 
 export function toolsFromAnthropic(tools: unknown): Obj[] | undefined {

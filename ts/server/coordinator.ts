@@ -13,6 +13,8 @@ import type { DiskCache } from './kv-disk/disk-cache.js';
 import type { SaveReason } from './kv-disk/format.js';
 import type { ToolMemory } from './tool-memory.js';
 import { ApiError } from './errors.js';
+import { StopScanner } from './stop-scanner.js';
+import { ASSISTANT_HEADER, IM_START } from '../chat/template-tokens.js';
 
 export interface TurnRequest {
   prompt: string;
@@ -27,6 +29,8 @@ export interface TurnRequest {
   raw?: boolean;
   /** called while the prompt is prefilled (keep-alives, progress) */
   onProgress?: (done: number, total: number) => void;
+  /** the prompt's tokens when the caller has them already (the turn core counts them first) */
+  tokens?: number[];
   /** the HTTP request this turn serves: its usage is kept for the request log (usageOf) */
   origin?: object;
 }
@@ -37,6 +41,8 @@ export interface TurnResult {
   promptTokens: number;
   cachedTokens: number;
   completionTokens: number;
+  /** generated tokens that were reasoning (inside the think block) */
+  reasoningTokens: number;
   /** timeout: --request-timeout ended the generation (the output is cut, like length) */
   finish: 'stop' | 'length' | 'tool_calls' | 'stop_sequence' | 'abort' | 'timeout';
   stopSequence?: string;
@@ -76,7 +82,7 @@ export class Coordinator {
   /** requests admitted and not finished (the running one included) */
   private pending = 0;
   private usage = new WeakMap<object, TurnResult>();
-  readonly stats = { requests: 0, prefilled: 0, reused: 0, diskLoads: 0, diskSaves: 0, refused: 0, timeouts: 0 };
+  readonly stats = { requests: 0, prefilled: 0, reused: 0, diskLoads: 0, diskSaves: 0, refused: 0, timeouts: 0, generated: 0, prefillMs: 0, decodeMs: 0 };
   readonly engine: Engine;
   private readonly tracePath?: string;
   private readonly disk?: DiskPolicy;
@@ -188,9 +194,9 @@ export class Coordinator {
   }
 
   /** Tokens for the prompt, reusing the live session's tokens when its text is a byte prefix. */
-  private promptTokens(prompt: string): number[] {
+  private promptTokens(prompt: string, encoded?: number[]): number[] {
     const tok = this.engine.tokenizer;
-    const direct = tok.encode(prompt);
+    const direct = encoded ?? tok.encode(prompt);
     const live = this.session.tokens;
     const byToken = this.session.commonPrefix(direct);
     if (byToken < live.length && this.liveText && prompt.startsWith(this.liveText)) {
@@ -204,9 +210,9 @@ export class Coordinator {
   /** Index just after the last "<|im_start|>assistant\n" of the prompt (0 if none). */
   private turnStart(tokens: number[]): number {
     const tok = this.engine.tokenizer;
-    const im = tok.idOf('<|im_start|>');
+    const im = tok.idOf(IM_START);
     if (im === undefined) return 0;
-    const head = tok.encode('assistant\n');
+    const head = tok.encode(ASSISTANT_HEADER);
     const i = tokens.lastIndexOf(im);
     if (i < 0 || head.some((t, k) => tokens[i + 1 + k] !== t)) return 0;
     return i + 1 + head.length;
@@ -217,7 +223,7 @@ export class Coordinator {
     const e = this.engine, tok = e.tokenizer, s = this.session;
     if (req.signal.aborted) throw new AbortError();
     this.restoreFromDisk(req.prompt);
-    const tokens = this.promptTokens(req.prompt);
+    const tokens = this.promptTokens(req.prompt, req.tokens);
     if (tokens.length + 1 > e.options.ctx) throw Object.assign(new Error(`prompt of ${tokens.length} tokens does not fit the context of ${e.options.ctx}`), { code: 'context_length_exceeded' });
     this.trace('request', { promptTokens: tokens.length, prompt: req.prompt });
     // Split points of the prefill: disk saves (cold, continued) and a checkpoint where the
@@ -241,6 +247,7 @@ export class Coordinator {
       }
     }
     let reused = 0, evaluated = 0, first = true;
+    const tPrefill = performance.now();
     try {
       for (const point of [...[...actions.keys()].sort((a, b) => a - b), tokens.length]) {
         if (first) {
@@ -257,10 +264,12 @@ export class Coordinator {
       // cancelled during the prefill: the session keeps what was evaluated, nothing is generated
       this.liveText = tok.decode(s.tokens);
       this.trace('cancelled', { during: 'prefill', tokens: s.tokens.length });
-      return { parsed: { reasoning: '', content: '', toolCalls: [] }, rawText: '', promptTokens: tokens.length, cachedTokens: reused, completionTokens: 0, finish: 'abort' };
+      return { parsed: { reasoning: '', content: '', toolCalls: [] }, rawText: '', promptTokens: tokens.length, cachedTokens: reused, completionTokens: 0, reasoningTokens: 0, finish: 'abort' };
     }
     this.stats.reused += reused;
     this.stats.prefilled += evaluated;
+    this.stats.prefillMs += performance.now() - tPrefill;
+    const tDecode = performance.now();
     this.liveText = req.prompt;
     if (req.sampling.seed !== undefined) s.seed(req.sampling.seed);
 
@@ -271,23 +280,32 @@ export class Coordinator {
     let visible = '';
     let finish: TurnResult['finish'] = 'length';
     let stopSequence: string | undefined;
-    let n = 0;
+    let n = 0, reasoningTokens = 0;
     const budget = Math.min(req.maxTokens, e.options.ctx - s.tokens.length);
-    const emit = (events: ParserEvent[]) => { for (const ev of events) { if (ev.type === 'content') visible += ev.text; req.onEvent?.(ev); } };
+    // answer text is held back while it could be the start of a stop string, so a stop string
+    // never reaches the client, streamed or not (as the providers do)
+    const stopper = new StopScanner(req.stop ?? []);
+    const emit = (events: ParserEvent[]) => {
+      for (const ev of events) {
+        if (ev.type !== 'content') { req.onEvent?.(ev); continue; }
+        if (stopSequence !== undefined) continue;
+        const { text, hit } = stopper.push(ev.text);
+        if (text) { visible += text; req.onEvent?.({ type: 'content', text }); }
+        if (hit !== undefined) stopSequence = hit;
+      }
+    };
     const feed = (t: string): ParserEvent[] => (req.raw ? (t ? [{ type: 'content', text: t }] : []) : parser.push(t));
     try {
       for (; n < budget; n++) {
         // protocol structure (tags, parameter headers) is sampled greedily; values use the request's sampling
         const sampling = parser.inProtocol() ? { temperature: 0 } : req.sampling;
+        if (!req.raw && parser.inReasoning()) reasoningTokens++;
         const id = s.sample(sampling);
         if (tok.stopIds.has(id)) { finish = 'stop'; n++; break; }
         const text = dec.push(id);
         raw += text;
         emit(feed(text));
-        if (req.stop?.length) {
-          const hit = req.stop.find((x) => x && visible.includes(x));
-          if (hit) { finish = 'stop_sequence'; stopSequence = hit; await s.eval([id]); fed += text; n++; break; }
-        }
+        if (stopSequence !== undefined) { finish = 'stop_sequence'; await s.eval([id]); fed += text; n++; break; }
         await s.eval([id], { signal: req.signal });
         fed += text;
         if (this.disk && s.tokens.length % this.disk.continuedIntervalTokens === 0) this.saveDisk('continued', req.prompt + fed);
@@ -301,12 +319,17 @@ export class Coordinator {
       raw += tail;
       emit(feed(tail));
       if (!req.raw) emit(parser.end());
+      if (stopSequence === undefined) { const rest = stopper.flush(); if (rest) { visible += rest; req.onEvent?.({ type: 'content', text: rest }); } }
       this.liveText = req.prompt + fed;
     }
-    const parsed = req.raw ? { reasoning: '', content: raw, toolCalls: [] } : parser.result();
+    this.stats.generated += n;
+    this.stats.decodeMs += performance.now() - tDecode;
+    const parsed = req.raw ? { reasoning: '', content: visible, toolCalls: [] } : parser.result();
+    // the answer ends before the stop string (and whatever followed it in the same token)
+    if (stopSequence !== undefined) parsed.content = visible;
     if (finish === 'stop' && parsed.toolCalls.length > 0) finish = 'tool_calls';
     this.trace('generated', { tokens: n, finish, text: raw });
-    return { parsed, rawText: raw, promptTokens: tokens.length, cachedTokens: reused, completionTokens: n, finish, stopSequence };
+    return { parsed, rawText: raw, promptTokens: tokens.length, cachedTokens: reused, completionTokens: n, reasoningTokens, finish, stopSequence };
   }
 
   dispose(): void {

@@ -5,6 +5,7 @@ export const ERRORS = {
   unknown_role: { status: 400, type: 'invalid_request_error' },
   template_error: { status: 400, type: 'invalid_request_error' },
   context_length_exceeded: { status: 400, type: 'invalid_request_error' },
+  previous_response_not_found: { status: 400, type: 'invalid_request_error' },
   unauthorized: { status: 401, type: 'authentication_error' },
   forbidden: { status: 403, type: 'permission_error' },
   not_found: { status: 404, type: 'not_found_error' },

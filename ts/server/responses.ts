@@ -1,16 +1,73 @@
-/** POST /v1/responses (OpenAI Responses API): message, reasoning and function_call output items, with the streaming event lifecycle. */
+/**
+ * POST /v1/responses (OpenAI Responses API): input items → a conversation, tools as the server
+ * can run them, output items and the streaming event lifecycle. The turn itself is turn.ts.
+ *
+ * Tools: `function` tools as they are; `namespace` tools flattened into their functions (the call
+ * comes back with its `namespace`); `custom` (free-form) tools as a function of one string
+ * `input` (the call comes back as a `custom_tool_call`); hosted tools this server cannot run
+ * (`web_search`, `file_search`, …) are left out of the prompt.
+ */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { renderChat } from '../chat/render.js';
-import { ChatTemplateError, type ChatMessage } from '../chat/types.js';
+import type { ChatMessage } from '../chat/types.js';
 import { ApiError, isObj, jsonBody } from './errors.js';
 import { fromOpenAI, toolsFromOpenAI } from './convert.js';
-import { rememberTurn } from './openai-chat.js';
-import { maxTokens, sampling, thinkingOn } from './sampling.js';
-import { Sse } from './sse.js';
+import { maxTokens, sampling, stops, thinkingOn, unsupported } from './sampling.js';
 import { responsesBody } from './schemas.js';
+import type { Sse } from './sse.js';
 import { recallToolIds, type ServerContext } from './context.js';
+import { serveTurn, type ApiWriter, type TurnOutcome } from './turn.js';
 
 type Obj = Record<string, unknown>;
+
+/** What a flattened tool was on the wire, to shape its calls back. */
+interface ToolOrigin { kind: 'function' | 'custom'; namespace?: string }
+
+/** Responses tools → chat function tools, with each name's origin. */
+export function toolsFromResponses(tools: unknown): { tools?: Obj[]; origin: Map<string, ToolOrigin>; skipped: string[] } {
+  const origin = new Map<string, ToolOrigin>();
+  const skipped: string[] = [];
+  if (tools === undefined || tools === null) return { origin, skipped };
+  if (!Array.isArray(tools)) throw new ApiError('invalid_request', 'tools must be an array', 'tools');
+  const out: Obj[] = [];
+  const fn = (t: Obj, where: string, namespace?: Obj): void => {
+    if (typeof t.name !== 'string' || !t.name) throw new ApiError('invalid_request', `${where} needs a name`, 'tools');
+    const desc = [namespace && typeof namespace.description === 'string' ? namespace.description : '', typeof t.description === 'string' ? t.description : ''].filter(Boolean).join('\n\n');
+    if (t.type === 'custom') {
+      out.push({ type: 'function', function: { name: t.name, description: `${desc}${desc ? '\n\n' : ''}Free-form tool: put the whole input in the "input" parameter.`, parameters: { type: 'object', properties: { input: { type: 'string' } }, required: ['input'] } } });
+      origin.set(t.name, { kind: 'custom', namespace: namespace?.name as string | undefined });
+    } else {
+      out.push({ type: 'function', function: { name: t.name, description: desc, parameters: t.parameters ?? { type: 'object', properties: {} } } });
+      origin.set(t.name, { kind: 'function', namespace: namespace?.name as string | undefined });
+    }
+  };
+  tools.forEach((t, i) => {
+    const where = `tools[${i}]`;
+    if (!isObj(t)) throw new ApiError('invalid_request', `${where} must be an object`, 'tools');
+    if (t.type === 'function' && isObj(t.function)) out.push(t); // the chat form, accepted too
+    else if (t.type === 'function' || t.type === 'custom') fn(t, where);
+    else if (t.type === 'namespace') {
+      if (!Array.isArray(t.tools)) throw new ApiError('invalid_request', `${where}: a namespace needs a "tools" array`, 'tools');
+      (t.tools as unknown[]).forEach((inner, k) => {
+        if (!isObj(inner)) throw new ApiError('invalid_request', `${where}.tools[${k}] must be an object`, 'tools');
+        if (inner.type === 'function' || inner.type === 'custom') fn(inner, `${where}.tools[${k}]`, t);
+        else skipped.push(`${String(t.name)}.${String(inner.type)}`);
+      });
+    } else skipped.push(String(t.type)); // hosted tools: web_search, file_search, computer_use, …
+  });
+  return { tools: out.length ? toolsFromOpenAI(out) : undefined, origin, skipped };
+}
+
+/** A message's content parts → chat parts (images kept as images, files as a placeholder). */
+function parts(content: unknown, where: string): unknown {
+  if (!Array.isArray(content)) return content;
+  return content.map((p, k) => {
+    if (!isObj(p)) throw new ApiError('invalid_request', `${where}.content[${k}] must be an object`, 'input');
+    if (p.type === 'input_image') return { type: 'image' };
+    if (p.type === 'input_file') return { type: 'text', text: `[file ${typeof p.filename === 'string' ? p.filename : ''} omitted: this server reads text only]` };
+    if (p.type === 'refusal') return { type: 'text', text: String(p.refusal ?? '') };
+    return p;
+  });
+}
 
 /** Responses input items → OpenAI chat messages (then the shared conversion). */
 function inputToMessages(input: unknown, instructions: unknown): Obj[] {
@@ -18,94 +75,118 @@ function inputToMessages(input: unknown, instructions: unknown): Obj[] {
   if (typeof instructions === 'string' && instructions) out.push({ role: 'system', content: instructions });
   if (typeof input === 'string') { out.push({ role: 'user', content: input }); return out; }
   if (!Array.isArray(input) || input.length === 0) throw new ApiError('invalid_request', 'input must be a string or a non-empty array of items', 'input');
+  const call = (c: Obj) => {
+    const prev = out[out.length - 1];
+    if (prev && prev.role === 'assistant' && Array.isArray(prev.tool_calls)) (prev.tool_calls as Obj[]).push(c);
+    else out.push({ role: 'assistant', content: null, tool_calls: [c] });
+  };
   input.forEach((it, i) => {
     if (!isObj(it)) throw new ApiError('invalid_request', `input[${i}] must be an object`, 'input');
-    if (it.type === 'function_call') {
-      const prev = out[out.length - 1];
-      const call = { id: it.call_id, type: 'function', function: { name: it.name, arguments: it.arguments ?? '{}' } };
-      if (prev && prev.role === 'assistant' && Array.isArray(prev.tool_calls)) (prev.tool_calls as Obj[]).push(call);
-      else out.push({ role: 'assistant', content: null, tool_calls: [call] });
-    } else if (it.type === 'function_call_output') {
+    if (it.type === 'function_call') call({ id: it.call_id, type: 'function', function: { name: it.name, arguments: it.arguments ?? '{}' } });
+    else if (it.type === 'custom_tool_call') call({ id: it.call_id, type: 'function', function: { name: it.name, arguments: { input: String(it.input ?? '') } } });
+    else if (it.type === 'function_call_output' || it.type === 'custom_tool_call_output') {
       out.push({ role: 'tool', tool_call_id: it.call_id, content: typeof it.output === 'string' ? it.output : JSON.stringify(it.output) });
     } else if (it.type === 'reasoning') {
       // reasoning items are re-derived from the exact replay memory
-    } else if (it.type === 'message' || it.role !== undefined) {
-      out.push({ role: it.role, content: it.content });
+    } else if (it.type === 'message' || (it.type === undefined && it.role !== undefined)) {
+      out.push({ role: it.role, content: parts(it.content, `input[${i}]`) });
     } else throw new ApiError('invalid_request', `input[${i}] has unsupported type ${JSON.stringify(it.type)}`, 'input');
   });
   return out;
 }
 
-function toolsFromResponses(tools: unknown): Obj[] | undefined {
-  if (tools === undefined || tools === null) return undefined;
-  if (!Array.isArray(tools)) throw new ApiError('invalid_request', 'tools must be an array', 'tools');
-  return toolsFromOpenAI(tools.map((t) => (isObj(t) && t.type === 'function' && !isObj(t.function) ? { type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } } : t)));
+/** Recent responses (bounded), so a request can continue one by previous_response_id. */
+export class ResponseStore {
+  private map = new Map<string, Obj[]>();
+  constructor(readonly max = 256) {}
+  put(id: string, conversation: Obj[]): void {
+    this.map.set(id, conversation);
+    while (this.map.size > this.max) this.map.delete(this.map.keys().next().value as string);
+  }
+  get(id: string): Obj[] | undefined {
+    return this.map.get(id);
+  }
 }
 
 export function registerResponses(app: FastifyInstance, ctx: ServerContext): void {
+  const store = new ResponseStore();
   app.post('/v1/responses', { schema: { body: responsesBody } }, async (req: FastifyRequest, reply: FastifyReply) => {
     const b = jsonBody(req.body);
-    const tools = b.tool_choice === 'none' ? undefined : toolsFromResponses(b.tools);
+    unsupported(b, 'responses');
+    const { tools: all, origin } = toolsFromResponses(b.tools);
+    const tools = b.tool_choice === 'none' ? undefined : all;
     const think = thinkingOn(b) && (b.reasoning as Obj | undefined)?.effort !== 'none';
-    const msgs = inputToMessages(b.input, b.instructions);
-    recallToolIds(ctx, msgs.flatMap((m) => (Array.isArray(m.tool_calls) ? (m.tool_calls as Obj[]).map((c) => String(c.id)) : [])));
-    let prompt: string;
-    try {
-      prompt = renderChat(fromOpenAI(msgs, ctx.tools, tools) as ChatMessage[], { tools, enableThinking: think ? undefined : false });
-    } catch (e) {
-      if (e instanceof ChatTemplateError) throw new ApiError('template_error', e.message, 'input');
-      throw e;
+    let history: Obj[] = [];
+    if (b.previous_response_id !== undefined && b.previous_response_id !== null) {
+      const prev = typeof b.previous_response_id === 'string' ? store.get(b.previous_response_id) : undefined;
+      if (!prev) throw new ApiError('previous_response_not_found', `previous response ${JSON.stringify(b.previous_response_id)} not found (this server keeps the last ${store.max})`, 'previous_response_id');
+      history = prev;
     }
+    const msgs = [...history, ...inputToMessages(b.input, history.length ? undefined : b.instructions)];
+    recallToolIds(ctx, msgs.flatMap((m) => (Array.isArray(m.tool_calls) ? (m.tool_calls as Obj[]).map((c) => String(c.id)) : [])));
+    const messages = fromOpenAI(msgs, ctx.tools, tools) as ChatMessage[];
     const id = `resp_${ctx.tools.newId('')}`;
     const created = Math.floor(Date.now() / 1000);
-    const ac = new AbortController();
-    reply.raw.on('close', () => { if (!reply.raw.writableFinished) ac.abort(); });
-    const common = { prompt, startInReasoning: think, tools, maxTokens: maxTokens(b, ['max_output_tokens'], ctx.defaultMaxTokens), sampling: sampling(b, ctx.sampling), signal: ac.signal, origin: req.raw };
-    const callIds: string[] = [];
-    const callId = (i: number) => (callIds[i] ??= ctx.tools.newId());
-    const shell = (status: string, output: Obj[], usage: Obj | null) => ({ id, object: 'response', created_at: created, status, model: ctx.modelName, output, usage, error: null, incomplete_details: null, instructions: b.instructions ?? null, tools: b.tools ?? [], parallel_tool_calls: true });
-    const usageOf = (r: { promptTokens: number; completionTokens: number; cachedTokens: number }) => ({ input_tokens: r.promptTokens, input_tokens_details: { cached_tokens: r.cachedTokens }, output_tokens: r.completionTokens, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: r.promptTokens + r.completionTokens });
-    const items = (reasoning: string, text: string, calls: { name: string; arguments: Obj }[]) => {
+    const incomplete = (r: TurnOutcome) => r.finish === 'length' || r.finish === 'timeout';
+    const shell = (status: string, output: Obj[], usage: Obj | null, extra: Obj = {}) => ({
+      id, object: 'response', created_at: created, status, model: ctx.modelName, output, usage, error: null, incomplete_details: null,
+      instructions: b.instructions ?? null, tools: b.tools ?? [], parallel_tool_calls: true, previous_response_id: b.previous_response_id ?? null, ...extra,
+    });
+    const usageOf = (r: TurnOutcome) => ({ input_tokens: r.promptTokens, input_tokens_details: { cached_tokens: r.cachedTokens }, output_tokens: r.completionTokens, output_tokens_details: { reasoning_tokens: r.reasoningTokens }, total_tokens: r.promptTokens + r.completionTokens });
+    const callItem = (name: string, args: Obj, cid: string, status: string) => {
+      const o = origin.get(name);
+      const ns = o?.namespace ? { namespace: o.namespace } : {};
+      return o?.kind === 'custom'
+        ? { type: 'custom_tool_call', id: `ctc_${cid}`, call_id: cid, name, input: typeof args.input === 'string' ? args.input : JSON.stringify(args), status, ...ns }
+        : { type: 'function_call', id: `fc_${cid}`, call_id: cid, name, arguments: JSON.stringify(args), status, ...ns };
+    };
+    const message = (text: string, status: string) => ({ type: 'message', id: `msg_${id}`, role: 'assistant', status, content: [{ type: 'output_text', text, annotations: [] }] });
+    const reasoningItem = (text: string) => ({ type: 'reasoning', id: `rs_${id}`, summary: [], content: [{ type: 'reasoning_text', text }] });
+    const items = (r: TurnOutcome) => {
       const out: Obj[] = [];
-      if (reasoning) out.push({ type: 'reasoning', id: `rs_${id}`, summary: [], content: [{ type: 'reasoning_text', text: reasoning }] });
-      if (text || !calls.length) out.push({ type: 'message', id: `msg_${id}`, role: 'assistant', status: 'completed', content: [{ type: 'output_text', text, annotations: [] }] });
-      calls.forEach((c, i) => out.push({ type: 'function_call', id: `fc_${callId(i)}`, call_id: callId(i), name: c.name, arguments: JSON.stringify(c.arguments), status: 'completed' }));
+      if (r.parsed.reasoning) out.push(reasoningItem(r.parsed.reasoning));
+      if (r.parsed.content || !r.parsed.toolCalls.length) out.push(message(r.parsed.content, incomplete(r) ? 'incomplete' : 'completed'));
+      r.parsed.toolCalls.forEach((c, i) => out.push(callItem(c.name, c.arguments, r.callIds[i], 'completed')));
       return out;
     };
-
-    if (b.stream !== true) {
-      const r = await ctx.coordinator.run(common);
-      rememberTurn(ctx, r.rawText, r.parsed.reasoning, r.parsed.toolCalls.map((_, i) => callId(i)), think);
-      return shell('completed', items(r.parsed.reasoning, r.parsed.content, r.parsed.toolCalls), usageOf(r));
-    }
-
-    ctx.coordinator.admit(); // a full queue is a 503 before the stream opens
-    reply.hijack();
-    const sse = new Sse(reply.raw);
-    let seq = 0;
-    const ev = (type: string, data: Obj) => sse.event(type, { type, sequence_number: seq++, ...data });
-    ev('response.created', { response: shell('in_progress', [], null) });
-    ev('response.in_progress', { response: shell('in_progress', [], null) });
-    let outIndex = -1;
-    let open: 'reasoning' | 'message' | null = null;
-    let reasoning = '', text = '';
-    const closeOpen = () => {
-      if (open === 'reasoning') {
-        ev('response.reasoning_text.done', { item_id: `rs_${id}`, output_index: outIndex, content_index: 0, text: reasoning });
-        ev('response.output_item.done', { output_index: outIndex, item: items(reasoning, '', [])[0] });
-      } else if (open === 'message') {
-        ev('response.output_text.done', { item_id: `msg_${id}`, output_index: outIndex, content_index: 0, text });
-        ev('response.content_part.done', { item_id: `msg_${id}`, output_index: outIndex, content_index: 0, part: { type: 'output_text', text, annotations: [] } });
-        ev('response.output_item.done', { output_index: outIndex, item: { type: 'message', id: `msg_${id}`, role: 'assistant', status: 'completed', content: [{ type: 'output_text', text, annotations: [] }] } });
-      }
-      open = null;
+    /** the finished response: stored for continuations, with its status */
+    const final = (r: TurnOutcome) => {
+      store.put(id, [...msgs, { role: 'assistant', content: r.parsed.content, tool_calls: r.parsed.toolCalls.length ? r.parsed.toolCalls.map((c, i) => ({ id: r.callIds[i], type: 'function', function: { name: c.name, arguments: c.arguments } })) : undefined }]);
+      return incomplete(r)
+        ? shell('incomplete', items(r), usageOf(r), { incomplete_details: { reason: 'max_output_tokens' } })
+        : shell('completed', items(r), usageOf(r));
     };
-    try {
-      const r = await ctx.coordinator.run({
-        ...common,
-        onEvent: (e) => {
+
+    const writer = (sse: Sse): ApiWriter => {
+      let seq = 0;
+      const ev = (type: string, data: Obj) => sse.event(type, { type, sequence_number: seq++, ...data });
+      let outIndex = -1;
+      let open: 'reasoning' | 'message' | null = null;
+      let reasoning = '', text = '';
+      const closeOpen = () => {
+        if (open === 'reasoning') {
+          ev('response.reasoning_text.done', { item_id: `rs_${id}`, output_index: outIndex, content_index: 0, text: reasoning });
+          ev('response.content_part.done', { item_id: `rs_${id}`, output_index: outIndex, content_index: 0, part: { type: 'reasoning_text', text: reasoning } });
+          ev('response.output_item.done', { output_index: outIndex, item: reasoningItem(reasoning) });
+        } else if (open === 'message') {
+          ev('response.output_text.done', { item_id: `msg_${id}`, output_index: outIndex, content_index: 0, text });
+          ev('response.content_part.done', { item_id: `msg_${id}`, output_index: outIndex, content_index: 0, part: { type: 'output_text', text, annotations: [] } });
+          ev('response.output_item.done', { output_index: outIndex, item: message(text, 'completed') });
+        }
+        open = null;
+      };
+      return {
+        open: () => {
+          ev('response.created', { response: shell('in_progress', [], null) });
+          ev('response.in_progress', { response: shell('in_progress', [], null) });
+        },
+        delta: (e, t) => {
           if (e.type === 'reasoning') {
-            if (open !== 'reasoning') { closeOpen(); outIndex++; open = 'reasoning'; ev('response.output_item.added', { output_index: outIndex, item: { type: 'reasoning', id: `rs_${id}`, summary: [], content: [] } }); }
+            if (open !== 'reasoning') {
+              closeOpen(); outIndex++; open = 'reasoning';
+              ev('response.output_item.added', { output_index: outIndex, item: { type: 'reasoning', id: `rs_${id}`, summary: [], content: [] } });
+              ev('response.content_part.added', { item_id: `rs_${id}`, output_index: outIndex, content_index: 0, part: { type: 'reasoning_text', text: '' } });
+            }
             reasoning += e.text;
             ev('response.reasoning_text.delta', { item_id: `rs_${id}`, output_index: outIndex, content_index: 0, delta: e.text });
           } else if (e.type === 'content') {
@@ -119,23 +200,32 @@ export function registerResponses(app: FastifyInstance, ctx: ServerContext): voi
           } else if (e.type === 'tool_call_end') {
             closeOpen();
             outIndex++;
-            const cid = callId(e.index);
-            const args = JSON.stringify(e.call.arguments);
-            ev('response.output_item.added', { output_index: outIndex, item: { type: 'function_call', id: `fc_${cid}`, call_id: cid, name: e.call.name, arguments: '', status: 'in_progress' } });
-            ev('response.function_call_arguments.delta', { item_id: `fc_${cid}`, output_index: outIndex, delta: args });
-            ev('response.function_call_arguments.done', { item_id: `fc_${cid}`, output_index: outIndex, arguments: args });
-            ev('response.output_item.done', { output_index: outIndex, item: { type: 'function_call', id: `fc_${cid}`, call_id: cid, name: e.call.name, arguments: args, status: 'completed' } });
+            const cid = t.callId(e.index);
+            const done = callItem(e.call.name, e.call.arguments, cid, 'completed');
+            const custom = done.type === 'custom_tool_call';
+            ev('response.output_item.added', { output_index: outIndex, item: { ...done, status: 'in_progress', ...(custom ? { input: '' } : { arguments: '' }) } });
+            if (custom) {
+              ev('response.custom_tool_call_input.delta', { item_id: done.id, output_index: outIndex, delta: (done as { input: string }).input });
+              ev('response.custom_tool_call_input.done', { item_id: done.id, output_index: outIndex, input: (done as { input: string }).input });
+            } else {
+              ev('response.function_call_arguments.delta', { item_id: done.id, output_index: outIndex, delta: (done as { arguments: string }).arguments });
+              ev('response.function_call_arguments.done', { item_id: done.id, output_index: outIndex, arguments: (done as { arguments: string }).arguments });
+            }
+            ev('response.output_item.done', { output_index: outIndex, item: done });
           }
         },
-      });
-      closeOpen();
-      rememberTurn(ctx, r.rawText, r.parsed.reasoning, r.parsed.toolCalls.map((_, i) => callId(i)), think);
-      ev('response.completed', { response: shell('completed', items(r.parsed.reasoning, r.parsed.content, r.parsed.toolCalls), usageOf(r)) });
-    } catch (e) {
-      ev('error', { message: (e as Error).message, code: 'internal' });
-    } finally {
-      sse.end();
-    }
-    return reply;
+        finish: (r) => {
+          closeOpen();
+          const resp = final(r);
+          ev(resp.status === 'incomplete' ? 'response.incomplete' : 'response.completed', { response: resp });
+        },
+        error: (e: ApiError) => ev('response.failed', { response: shell('failed', [], null, { error: { code: e.code, message: e.message } }) }),
+      };
+    };
+
+    return serveTurn(ctx, req, reply, {
+      provider: 'openai', messages, tools, think, param: 'input', toolIdPrefix: 'call_',
+      maxTokens: maxTokens(b, ['max_output_tokens'], ctx.defaultMaxTokens), sampling: sampling(b, ctx.sampling), stop: stops(b.stop, 'stop'),
+    }, { stream: b.stream === true, body: final, writer });
   });
 }

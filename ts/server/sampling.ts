@@ -46,3 +46,21 @@ export function thinkingOn(b: Obj): boolean {
   if (b.reasoning_effort === 'none') return false;
   return true;
 }
+
+/**
+ * Request fields this server does not implement yet, refused by name rather than ignored (a
+ * client asking for n=3 or a JSON schema must not silently get something else).
+ */
+export function unsupported(b: Obj, api: 'openai' | 'anthropic' | 'responses'): void {
+  const no = (field: string, why: string) => { throw new ApiError('invalid_request', `${field}: ${why}`, field); };
+  if (typeof b.n === 'number' && b.n > 1) no('n', 'only n=1 is supported (send the request several times)');
+  const rf = b.response_format as Obj | undefined;
+  if (rf && rf.type !== 'text') no('response_format', `type ${JSON.stringify(rf.type)} is not supported yet (only "text")`);
+  const tf = (b.text as Obj | undefined)?.format as Obj | undefined;
+  if (api === 'responses' && tf && tf.type !== 'text') no('text.format', `type ${JSON.stringify(tf.type)} is not supported yet (only "text")`);
+  if (b.logprobs === true || (typeof b.top_logprobs === 'number' && b.top_logprobs > 0)) no('logprobs', 'log-probabilities are not supported yet');
+  const tc = b.tool_choice;
+  const forced = api === 'anthropic' ? (tc as Obj | undefined)?.type === 'any' || (tc as Obj | undefined)?.type === 'tool'
+    : tc === 'required' || (typeof tc === 'object' && tc !== null);
+  if (forced) no('tool_choice', 'forcing a tool call is not supported yet ("auto" and "none" are)');
+}

@@ -11,13 +11,13 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import websocket from '@fastify/websocket';
 import type { WebSocket } from 'ws';
-import { renderChat } from '../chat/render.js';
 import type { ChatMessage } from '../chat/types.js';
 import { ApiError, isObj, openaiError } from './errors.js';
 import { toolsFromOpenAI } from './convert.js';
 import { originAllowed, type OriginPolicy } from './origin.js';
 import type { ServerContext } from './context.js';
-import { rememberTurn } from './openai-chat.js';
+import { executeTurn, prepareTurn } from './turn.js';
+import { THINK_CLOSE } from '../chat/template-tokens.js';
 import { MAX_JSON_DEPTH, parseJsonBody } from './validate.js';
 
 type Obj = Record<string, unknown>;
@@ -82,24 +82,24 @@ export async function registerWsChat(app: FastifyInstance, ctx: ServerContext, o
     const generate = async (keep: number) => {
       busy = new AbortController();
       try {
-        const prompt = renderChat(messages, { tools, enableThinking: thinking ? undefined : false, preserveThinking: true });
-        const ids: string[] = [];
-        const r = await ctx.coordinator.run({
-          prompt, startInReasoning: thinking, tools, maxTokens, signal: busy.signal,
+        const turn = prepareTurn(ctx, {
+          provider: 'openai', messages, tools, think: thinking, preserveThinking: true, maxTokens,
           sampling: { ...ctx.sampling, ...(temperature !== undefined ? { temperature } : {}) },
-          onEvent: (ev) => {
+        });
+        const r = await executeTurn(ctx, turn, {
+          signal: busy.signal,
+          onEvent: (ev, t) => {
             if (ev.type === 'reasoning') send({ type: 'reasoning', text: ev.text });
             else if (ev.type === 'content') send({ type: 'token', text: ev.text });
-            else if (ev.type === 'tool_call_end') { ids[ev.index] = ctx.tools.newId(); send({ type: 'tool_call', id: ids[ev.index], name: ev.call.name, arguments: ev.call.arguments }); }
+            else if (ev.type === 'tool_call_end') send({ type: 'tool_call', id: t.callId(ev.index), name: ev.call.name, arguments: ev.call.arguments });
           },
         });
         // the assistant turn exactly as sampled: reasoning and the raw text after </think>
-        const i = r.rawText.indexOf('</think>');
+        const i = r.rawText.indexOf(THINK_CLOSE);
         // (an answer cut off inside its reasoning has no content yet)
-        const after = !thinking ? r.rawText : i >= 0 ? r.rawText.slice(i + '</think>'.length) : '';
+        const after = !thinking ? r.rawText : i >= 0 ? r.rawText.slice(i + THINK_CLOSE.length) : '';
         if (r.completionTokens > 0 || r.finish !== 'abort') messages.push({ role: 'assistant', content: after, reasoning_content: r.parsed.reasoning });
         else messages.length = keep; // cancelled before any token: as if never sent
-        rememberTurn(ctx, r.rawText, r.parsed.reasoning, ids, thinking);
         send({ type: 'done', finish_reason: r.finish === 'abort' ? 'cancelled' : r.finish, usage: { prompt_tokens: r.promptTokens, cached_tokens: r.cachedTokens, completion_tokens: r.completionTokens } });
       } catch (e) {
         messages.length = keep;

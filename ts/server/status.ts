@@ -1,0 +1,39 @@
+/**
+ * Endpoints for operators and clients' probes: HEAD / and GET / (Claude Code probes the base URL
+ * before a session), GET /health, GET /props (what this server runs), GET /metrics (Prometheus).
+ */
+import type { FastifyInstance } from 'fastify';
+import { MODEL_ID, type ServerContext } from './context.js';
+
+export function registerStatus(app: FastifyInstance, ctx: ServerContext, o: { requests: Map<string, number> }): void {
+  const e = ctx.coordinator.engine;
+  app.get('/', async () => ({ name: 'q36-server', model: MODEL_ID, endpoints: ['/v1/models', '/v1/chat/completions', '/v1/messages', '/v1/messages/count_tokens', '/v1/responses', '/v1/completions', '/v1/chat/ws', '/health', '/props', '/metrics'] }));
+  app.get('/health', async () => ({ status: 'ok' }));
+  app.get('/props', async () => ({
+    model: MODEL_ID, model_path: e.options.model, backend: e.backend, ctx: e.options.ctx,
+    kv_types: e.options.kvTypes ?? { k: 'f16', v: 'f16' }, default_max_tokens: ctx.defaultMaxTokens,
+    disk_cache: ctx.disk ? { dir: ctx.disk.o.dir, budget_bytes: ctx.disk.o.budgetBytes } : null,
+  }));
+  app.get('/metrics', async (_req, reply) => {
+    const s = ctx.coordinator.stats;
+    const lines: string[] = [];
+    const metric = (name: string, type: 'counter' | 'gauge', help: string, values: [string, number][]) => {
+      lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
+      for (const [labels, v] of values) lines.push(`${name}${labels} ${Number.isFinite(v) ? v : 0}`);
+    };
+    metric('q36_http_requests_total', 'counter', 'HTTP requests by method, route and status', [...o.requests].map(([k, v]) => { const [m, r, st] = k.split(' '); return [`{method="${m}",route="${r}",status="${st}"}`, v]; }));
+    metric('q36_turns_total', 'counter', 'model turns run', [['', s.requests]]);
+    metric('q36_prompt_tokens_total', 'counter', 'prompt tokens prefilled (not reused)', [['', s.prefilled]]);
+    metric('q36_cached_tokens_total', 'counter', 'prompt tokens reused from the live session or the disk cache', [['', s.reused]]);
+    metric('q36_generated_tokens_total', 'counter', 'tokens generated', [['', s.generated]]);
+    metric('q36_prefill_tokens_per_second', 'gauge', 'prefill speed over the server\'s life', [['', s.prefillMs > 0 ? s.prefilled / (s.prefillMs / 1000) : 0]]);
+    metric('q36_decode_tokens_per_second', 'gauge', 'decode speed over the server\'s life', [['', s.decodeMs > 0 ? s.generated / (s.decodeMs / 1000) : 0]]);
+    metric('q36_disk_cache_loads_total', 'counter', 'disk KV cache hits loaded', [['', s.diskLoads]]);
+    metric('q36_disk_cache_saves_total', 'counter', 'disk KV cache checkpoints written', [['', s.diskSaves]]);
+    metric('q36_requests_refused_total', 'counter', 'requests refused because the queue was full', [['', s.refused]]);
+    metric('q36_request_timeouts_total', 'counter', 'requests ended by --request-timeout', [['', s.timeouts]]);
+    metric('q36_queue_depth', 'gauge', 'requests waiting for the model', [['', ctx.coordinator.waiting]]);
+    reply.header('content-type', 'text/plain; version=0.0.4');
+    return lines.join('\n') + '\n';
+  });
+}

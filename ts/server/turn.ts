@@ -1,0 +1,152 @@
+/**
+ * The one turn core behind every API adapter. An adapter parses its request into a TurnSpec and
+ * shapes events through an ApiWriter; everything in between happens here, once:
+ *
+ *   render the conversation (template errors → 400) → count its tokens and refuse a prompt that
+ *   does not fit the context *before* a stream opens (each provider's error shape and wording)
+ *   → admission (a full queue is a 503 before a stream opens) → cancel on client disconnect →
+ *   the coordinator's turn (prefix reuse, generation) → tool-call ids → the tool memory updated
+ *   with the exact sampled turn → the result, or an error from the catalogue (in-stream too).
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { ParserEvent } from '../chat/output-parser.js';
+import { renderChat } from '../chat/render.js';
+import { ChatTemplateError, type ChatMessage } from '../chat/types.js';
+import { THINK_CLOSE } from '../chat/template-tokens.js';
+import type { SampleOptions } from '../engine/types.js';
+import type { ServerContext } from './context.js';
+import type { TurnResult } from './coordinator.js';
+import { ApiError, anthropicError, openaiError } from './errors.js';
+import { Sse } from './sse.js';
+
+type Obj = Record<string, unknown>;
+
+/** Whose error shape and wording a request gets. */
+export type Provider = 'openai' | 'anthropic';
+
+export interface TurnSpec {
+  provider: Provider;
+  /** a conversation, rendered with the chat template... */
+  messages?: ChatMessage[];
+  /** ...or a raw prompt (completions: no template, no reasoning or tool parsing) */
+  prompt?: string;
+  tools?: Obj[];
+  think: boolean;
+  maxTokens: number;
+  sampling: SampleOptions & { seed?: number };
+  stop?: string[];
+  /** prefix of the tool-call ids this API issues (call_, toolu_) */
+  toolIdPrefix?: string;
+  /** where template errors point (OpenAI `param`) */
+  param?: string;
+  /** render earlier turns' think blocks (the WebSocket chat keeps its history byte-exact) */
+  preserveThinking?: boolean;
+}
+
+/** What a writer may ask while the turn runs. */
+export interface TurnState {
+  /** the id of tool call i (stable for the turn) */
+  callId(i: number): string;
+  /** prompt tokens (known before the stream opens) */
+  promptTokens: number;
+}
+
+export interface TurnOutcome extends TurnResult {
+  callIds: string[];
+}
+
+/** How an API shapes a streamed turn. */
+export interface ApiWriter {
+  open(t: TurnState): void;
+  delta(ev: ParserEvent, t: TurnState): void;
+  finish(r: TurnOutcome): void;
+  /** a failure after the stream opened (already an ApiError from the catalogue) */
+  error(e: ApiError): void;
+}
+
+export function errorBody(p: Provider, e: ApiError) {
+  return p === 'anthropic' ? anthropicError(e) : openaiError(e);
+}
+
+/** The provider's own refusal of a prompt longer than the context. */
+export function contextError(p: Provider, tokens: number, ctx: number): ApiError {
+  return new ApiError('context_length_exceeded', p === 'anthropic'
+    ? `prompt is too long: ${tokens} tokens > ${ctx - 1} maximum`
+    : `This model's maximum context length is ${ctx} tokens. However, your messages resulted in ${tokens} tokens. Please reduce the length of the messages.`, 'messages');
+}
+
+/** A prepared turn: rendered, counted, admitted. */
+export interface PreparedTurn {
+  spec: TurnSpec;
+  prompt: string;
+  tokens: number[];
+}
+
+export function prepareTurn(ctx: ServerContext, spec: TurnSpec, o: { admit?: boolean } = {}): PreparedTurn {
+  let prompt: string;
+  if (spec.prompt !== undefined) prompt = spec.prompt;
+  else {
+    try {
+      prompt = renderChat(spec.messages ?? [], { tools: spec.tools, enableThinking: spec.think ? undefined : false, preserveThinking: spec.preserveThinking });
+    } catch (e) {
+      if (e instanceof ChatTemplateError) throw new ApiError('template_error', e.message, spec.param);
+      throw e;
+    }
+  }
+  const engine = ctx.coordinator.engine;
+  const tokens = engine.tokenizer.encode(prompt);
+  if (tokens.length + 1 > engine.options.ctx) throw contextError(spec.provider, tokens.length, engine.options.ctx);
+  if (o.admit !== false) ctx.coordinator.admit();
+  return { spec, prompt, tokens };
+}
+
+/** Runs a prepared turn to its outcome; the tool memory learns the sampled turn. */
+export async function executeTurn(ctx: ServerContext, t: PreparedTurn, o: { signal: AbortSignal; origin?: object; onEvent?: (ev: ParserEvent, st: TurnState) => void }): Promise<TurnOutcome> {
+  const callIds: string[] = [];
+  const state: TurnState = { callId: (i) => (callIds[i] ??= ctx.tools.newId(t.spec.toolIdPrefix ?? 'call_')), promptTokens: t.tokens.length };
+  const s = t.spec;
+  const r = await ctx.coordinator.run({
+    prompt: t.prompt, tokens: t.tokens, startInReasoning: s.prompt === undefined && s.think, tools: s.tools, maxTokens: s.maxTokens,
+    sampling: s.sampling, stop: s.stop, signal: o.signal, origin: o.origin, raw: s.prompt !== undefined,
+    onEvent: o.onEvent ? (ev) => o.onEvent!(ev, state) : undefined,
+  });
+  r.parsed.toolCalls.forEach((_, i) => state.callId(i));
+  rememberTurn(ctx, r.rawText, r.parsed.reasoning, callIds, s.think);
+  return { ...r, callIds };
+}
+
+/** Remembers the sampled turn under its tool-call ids (exact replay of the next request). */
+export function rememberTurn(ctx: ServerContext, raw: string, reasoning: string, ids: string[], think: boolean): void {
+  if (!ids.length) return;
+  const i = raw.indexOf(THINK_CLOSE);
+  const after = think && i >= 0 ? raw.slice(i + THINK_CLOSE.length) : raw;
+  ctx.tools.remember(ids, { reasoning, content: after });
+}
+
+/**
+ * An HTTP turn, streamed or not: `body` shapes a non-streamed result, `writer` a stream. Errors
+ * before the stream opens are thrown (the app's error handler answers them in the provider's
+ * shape); errors after it go to the writer.
+ */
+export async function serveTurn(ctx: ServerContext, req: FastifyRequest, reply: FastifyReply, spec: TurnSpec,
+  api: { stream: boolean; body: (r: TurnOutcome) => unknown; writer: (sse: Sse) => ApiWriter }): Promise<unknown> {
+  const prepared = prepareTurn(ctx, spec);
+  const ac = new AbortController();
+  // the response closing before it finished means the client went away: cancel the generation
+  reply.raw.on('close', () => { if (!reply.raw.writableFinished) ac.abort(); });
+  if (!api.stream) return api.body(await executeTurn(ctx, prepared, { signal: ac.signal, origin: req.raw }));
+  reply.hijack();
+  const sse = new Sse(reply.raw);
+  const w = api.writer(sse);
+  const state: TurnState = { callId: () => '', promptTokens: prepared.tokens.length };
+  w.open(state);
+  try {
+    w.finish(await executeTurn(ctx, prepared, { signal: ac.signal, origin: req.raw, onEvent: (ev, st) => w.delta(ev, st) }));
+  } catch (e) {
+    const err = e instanceof ApiError ? e : new ApiError('internal', (e as Error).message);
+    w.error(err);
+  } finally {
+    sse.end();
+  }
+  return reply;
+}
