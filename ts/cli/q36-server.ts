@@ -13,13 +13,13 @@ import * as http from 'node:http';
 import { metaNumber } from '../gguf/index.js';
 import { openEngine } from '../engine/index.js';
 import { DEFAULT_MODEL } from '../paths.js';
-import { buildApp } from '../server/app.js';
+import { buildApp, DEFAULT_CACHE_RAM_MIB } from '../server/app.js';
 import { CliError, openModelHeader } from './load-tokenizer.js';
 import { ENGINE_PARSE_OPTIONS, engineOptions, num, parseCliArgs } from './options.js';
 
 const HELP = `usage: q36-server [-m MODEL] [--cpu|--vulkan] [--host 127.0.0.1] [--port 8000] [--ctx N (default: 65536 or what fits)] [-ctk T -ctv T]
                   [--cors] [--allow-origin ORIGIN]... [--api-key KEY] [--trace FILE] [--log-level info]
-                  [--max-queue 64] [--request-timeout SECONDS]
+                  [--max-queue 64] [--request-timeout SECONDS] [--cache-ram MB (1024; 0 = off)]
                   [--tool-memory-max-ids 100000] [--disable-exact-tool-replay]
                   [--max-body-mb 32] [--max-tokens 4096] [--kv-disk-dir DIR --kv-disk-space-mb 8192]
                   [--kv-cache-min-tokens 512] [--kv-cache-cold-max-tokens 30000] [--kv-cache-continued-interval-tokens 10240]
@@ -42,7 +42,7 @@ async function main(): Promise<number> {
     ...ENGINE_PARSE_OPTIONS,
     model: { type: 'string', short: 'm', default: DEFAULT_MODEL }, host: { type: 'string', default: '127.0.0.1' }, port: { type: 'string', default: '8000' },
     cors: { type: 'boolean' }, 'allow-origin': { type: 'string', multiple: true }, 'api-key': { type: 'string' }, trace: { type: 'string' },
-    'log-level': { type: 'string', default: 'info' }, 'max-queue': { type: 'string', default: '64' }, 'request-timeout': { type: 'string' },
+    'log-level': { type: 'string', default: 'info' }, 'cache-ram': { type: 'string', default: String(DEFAULT_CACHE_RAM_MIB) }, 'max-queue': { type: 'string', default: '64' }, 'request-timeout': { type: 'string' },
     'tool-memory-max-ids': { type: 'string', default: '100000' }, 'disable-exact-tool-replay': { type: 'boolean' },
     'max-body-mb': { type: 'string', default: '32' }, 'max-tokens': { type: 'string', default: '4096' },
     'kv-disk-dir': { type: 'string' }, 'kv-disk-space-mb': { type: 'string', default: '8192' },
@@ -67,6 +67,7 @@ async function main(): Promise<number> {
     try { fs.closeSync(fs.openSync(a.trace, 'a')); } catch (e) { throw new CliError(`cannot write --trace "${a.trace}": ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`); }
   }
   const maxQueue = num('--max-queue', a['max-queue'], { min: 0, int: true })!;
+  const cacheRamMiB = num('--cache-ram', a['cache-ram'], { min: 0 })!;
   const timeoutS = num('--request-timeout', a['request-timeout'], { min: 0 });
   const header = openModelHeader(a.model!);
   const modelCtx = metaNumber(header, 'qwen35moe.context_length', 262144);
@@ -112,7 +113,7 @@ async function main(): Promise<number> {
     engine, server, cors: a.cors, allowOrigins: a['allow-origin'], apiKey: a['api-key'], trace: a.trace, exactToolReplay: !a['disable-exact-tool-replay'],
     toolMemoryMaxIds: num('--tool-memory-max-ids', a['tool-memory-max-ids'], { min: 1, int: true }),
     bodyLimit: num('--max-body-mb', a['max-body-mb'], { min: 1 })! * 2 ** 20, defaultMaxTokens: num('--max-tokens', a['max-tokens'], { min: 1, int: true }),
-    maxQueue, requestTimeoutMs: timeoutS ? timeoutS * 1000 : undefined, kvDisk,
+    maxQueue, requestTimeoutMs: timeoutS ? timeoutS * 1000 : undefined, kvDisk, cacheRamMiB,
     log: (m) => say('warn', m),
     requestLog: at('info') ? (line) => say('info', line) : undefined,
   });

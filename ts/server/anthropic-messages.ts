@@ -3,9 +3,9 @@
  * shaping (thinking, text and tool_use blocks); the turn itself is turn.ts.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { anthropicError, jsonBody, type ApiError } from './errors.js';
+import { ApiError, anthropicError, jsonBody } from './errors.js';
 import { fromAnthropic, toolsFromAnthropic } from './convert.js';
-import { maxTokens, sampling, stops, thinkingOn, unsupported } from './sampling.js';
+import { maxTokens, sampling, stops, thinkingBudget, thinkingOn, toolChoice, unsupported } from './sampling.js';
 import { countTokensBody, messagesBody } from './schemas.js';
 import type { Sse } from './sse.js';
 import { recallToolIds, toolIdsIn, type ServerContext } from './context.js';
@@ -17,10 +17,15 @@ const STOP: Record<string, string> = { stop: 'end_turn', stop_sequence: 'stop_se
 /** The request as a turn (shared by /v1/messages and count_tokens). */
 function specOf(ctx: ServerContext, b: Obj): TurnSpec {
   unsupported(b, 'anthropic');
-  const tools = (b.tool_choice as Obj | undefined)?.type === 'none' ? undefined : toolsFromAnthropic(b.tools);
+  const { tools, force } = toolChoice(b.tool_choice, 'anthropic', toolsFromAnthropic(b.tools));
   recallToolIds(ctx, toolIdsIn(b.messages));
+  const msgs = b.messages as Obj[];
+  // a final assistant message is a prefill: the answer continues it
+  const continueAssistant = msgs[msgs.length - 1]?.role === 'assistant';
+  if (continueAssistant && force) throw new ApiError('invalid_request', 'tool_choice cannot force a tool call while prefilling the assistant message', 'tool_choice');
   return {
     provider: 'anthropic', messages: fromAnthropic(b.system, b.messages, ctx.tools, tools), tools, think: thinkingOn(b), toolIdPrefix: 'toolu_',
+    thinkingBudget: thinkingBudget(b), forceToolCall: force, continueAssistant,
     maxTokens: maxTokens(b, ['max_tokens'], ctx.defaultMaxTokens), sampling: sampling(b, ctx.sampling), stop: stops(b.stop_sequences, 'stop_sequences'),
   };
 }

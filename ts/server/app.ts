@@ -21,6 +21,10 @@ import { parseJsonBody } from './validate.js';
 import { validationMessage } from './schemas.js';
 import { originAllowed, type OriginPolicy } from './origin.js';
 import { modelIdentity } from '../model/fingerprint.js';
+import { RamCache } from './ram-cache.js';
+
+/** --cache-ram default: a few agent-sized conversations of the real model (~270 MB each at 25K tokens, q8_0/q4_0 KV). */
+export const DEFAULT_CACHE_RAM_MIB = 1024;
 
 export interface AppOptions {
   engine: Engine;
@@ -40,6 +44,8 @@ export interface AppOptions {
   maxQueue?: number;
   /** a request's time limit in ms, waiting included (default: none) */
   requestTimeoutMs?: number;
+  /** in-memory prompt cache budget in MiB (default 1024; 0 = off) */
+  cacheRamMiB?: number;
   /** one line per finished request (method, path, status, tokens, ms) */
   requestLog?: (line: string) => void;
   /** an already listening HTTP server to serve on (q36-server binds before loading the model) */
@@ -65,7 +71,8 @@ export async function buildApp(o: AppOptions): Promise<{ app: FastifyInstance; c
     cache: new DiskCache({ dir: o.kvDisk.dir, budgetBytes: o.kvDisk.spaceMiB * 2 ** 20, model: modelIdentity(o.engine.options.model), log: o.log }),
   } : undefined;
   const ctx: ServerContext = {
-    coordinator: new Coordinator({ engine: o.engine, trace: o.trace, disk, tools, log: o.log, maxQueue: o.maxQueue, requestTimeoutMs: o.requestTimeoutMs }),
+    coordinator: new Coordinator({ engine: o.engine, trace: o.trace, disk, tools, log: o.log, maxQueue: o.maxQueue, requestTimeoutMs: o.requestTimeoutMs,
+      ram: (o.cacheRamMiB ?? DEFAULT_CACHE_RAM_MIB) > 0 ? new RamCache((o.cacheRamMiB ?? DEFAULT_CACHE_RAM_MIB) * 2 ** 20) : undefined }),
     tools,
     disk: disk?.cache,
     modelName: MODEL_ID,

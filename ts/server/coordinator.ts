@@ -14,7 +14,8 @@ import type { SaveReason } from './kv-disk/format.js';
 import type { ToolMemory } from './tool-memory.js';
 import { ApiError } from './errors.js';
 import { StopScanner } from './stop-scanner.js';
-import { ASSISTANT_HEADER, IM_START } from '../chat/template-tokens.js';
+import type { RamCache } from './ram-cache.js';
+import { ASSISTANT_HEADER, IM_START, THINK_END, TOOL_CALL_OPEN } from '../chat/template-tokens.js';
 
 export interface TurnRequest {
   prompt: string;
@@ -29,13 +30,34 @@ export interface TurnRequest {
   raw?: boolean;
   /** called while the prompt is prefilled (keep-alives, progress) */
   onProgress?: (done: number, total: number) => void;
+  /**
+   * reasoning tokens allowed before the think block is closed for the model ("\n</think>\n\n" is
+   * fed instead of sampled) and it answers (reasoning_effort, budget_tokens)
+   */
+  thinkingBudget?: number;
+  /** the answer must be a tool call (tool_choice required/any), of this tool when named */
+  forceToolCall?: { name?: string };
+  /** log-probabilities of each generated token with this many alternatives (OpenAI logprobs / top_logprobs) */
+  logprobs?: number;
+  /** called with each generated token's log-probability entry (streams attach them to their chunks) */
+  onLogprob?: (e: LogprobEntry) => void;
   /** the prompt's tokens when the caller has them already (the turn core counts them first) */
   tokens?: number[];
   /** the HTTP request this turn serves: its usage is kept for the request log (usageOf) */
   origin?: object;
 }
 
+/** One generated token's log-probability, OpenAI's shape. */
+export interface LogprobEntry {
+  token: string;
+  logprob: number;
+  bytes: number[];
+  top_logprobs: { token: string; logprob: number; bytes: number[] }[];
+}
+
 export interface TurnResult {
+  /** per generated token, when the request asked for log-probabilities */
+  logprobs?: LogprobEntry[];
   parsed: ParsedOutput;
   rawText: string;
   promptTokens: number;
@@ -72,17 +94,24 @@ export interface CoordinatorOptions {
   maxQueue?: number;
   /** a request's whole time limit in ms, waiting included (0 = none) */
   requestTimeoutMs?: number;
+  /** the in-memory prompt cache (side requests do not cost the main conversation its prefix) */
+  ram?: RamCache;
 }
+
+/** Live sessions shorter than this are not worth keeping in the RAM cache. */
+const RAM_MIN_TOKENS = 64;
 
 export class Coordinator {
   private queue: Promise<unknown> = Promise.resolve();
   private session: Session;
   /** the text whose tokens the live session holds */
   private liveText = '';
+  /** where the last turn's assistant answer starts (the checkpoint the next turn resumes from) */
+  private lastTurnStart = 0;
   /** requests admitted and not finished (the running one included) */
   private pending = 0;
   private usage = new WeakMap<object, TurnResult>();
-  readonly stats = { requests: 0, prefilled: 0, reused: 0, diskLoads: 0, diskSaves: 0, refused: 0, timeouts: 0, generated: 0, prefillMs: 0, decodeMs: 0 };
+  readonly stats = { ramLoads: 0, requests: 0, prefilled: 0, reused: 0, diskLoads: 0, diskSaves: 0, refused: 0, timeouts: 0, generated: 0, prefillMs: 0, decodeMs: 0 };
   readonly engine: Engine;
   private readonly tracePath?: string;
   private readonly disk?: DiskPolicy;
@@ -137,6 +166,54 @@ export class Coordinator {
   /** Clean shutdown: the live state goes to disk. */
   saveLive(reason: SaveReason = 'shutdown'): void {
     if (this.disk && this.session.tokens.length >= this.disk.minTokens) this.saveDisk(reason, this.liveText);
+  }
+
+  /** Chars of the live text that are a byte prefix of `prompt`. */
+  private liveMatch(prompt: string): number {
+    let live = 0;
+    while (live < this.liveText.length && live < prompt.length && this.liveText.charCodeAt(live) === prompt.charCodeAt(live)) live++;
+    return live;
+  }
+
+  /**
+   * Before an unrelated request replaces the live session, its conversation goes to the RAM
+   * cache as of where its last answer started — the point its next turn resumes from (that turn
+   * re-renders the answer without its think block). The rewind there is free: a checkpoint sits
+   * exactly at that position.
+   */
+  private async keepInRam(prompt: string): Promise<void> {
+    const ram = this.o.ram, s = this.session;
+    if (!ram || s.tokens.length < RAM_MIN_TOKENS) return;
+    const live = this.liveMatch(prompt);
+    if (live === this.liveText.length || live >= this.liveText.length / 2) return; // the same conversation
+    const at = this.lastTurnStart > 0 && this.lastTurnStart <= s.tokens.length ? this.lastTurnStart : s.tokens.length;
+    try {
+      if (at < s.tokens.length) await s.rewind(at);
+      const text = this.engine.tokenizer.decode(s.tokens);
+      ram.put(text, s.savePayload(), s.tokens.length);
+      this.liveText = text;
+      this.trace('ram-save', { tokens: s.tokens.length, cachedBytes: ram.bytes });
+    } catch (e) {
+      this.log(`ram cache: could not keep the live session: ${(e as Error).message}`);
+    }
+  }
+
+  /** A RAM entry that is a longer byte prefix of the prompt than the live session replaces it. */
+  private restoreFromRam(prompt: string): boolean {
+    const ram = this.o.ram;
+    if (!ram) return false;
+    const entry = ram.lookup(prompt, this.liveMatch(prompt) + 1);
+    if (!entry) return false;
+    try {
+      this.session.loadPayload(entry.payload);
+    } catch (e) {
+      this.log(`ram cache: entry skipped: ${(e as Error).message}`);
+      return false;
+    }
+    this.liveText = entry.text;
+    this.stats.ramLoads++;
+    this.trace('ram-load', { tokens: entry.tokens });
+    return true;
   }
 
   /** A disk file whose text is a longer byte prefix of the prompt than the live session replaces it. */
@@ -222,7 +299,8 @@ export class Coordinator {
     this.stats.requests++;
     const e = this.engine, tok = e.tokenizer, s = this.session;
     if (req.signal.aborted) throw new AbortError();
-    this.restoreFromDisk(req.prompt);
+    await this.keepInRam(req.prompt);
+    if (!this.restoreFromRam(req.prompt)) this.restoreFromDisk(req.prompt);
     const tokens = this.promptTokens(req.prompt, req.tokens);
     if (tokens.length + 1 > e.options.ctx) throw Object.assign(new Error(`prompt of ${tokens.length} tokens does not fit the context of ${e.options.ctx}`), { code: 'context_length_exceeded' });
     this.trace('request', { promptTokens: tokens.length, prompt: req.prompt });
@@ -233,6 +311,7 @@ export class Coordinator {
     const actions = new Map<number, () => void>();
     const cut = this.turnStart(tokens);
     if (cut > common && cut < tokens.length) actions.set(cut, () => s.checkpoint());
+    this.lastTurnStart = cut;
     const d = this.disk;
     if (d) {
       const text = (n: number) => tok.decode(tokens.slice(0, n));
@@ -295,12 +374,32 @@ export class Coordinator {
       }
     };
     const feed = (t: string): ParserEvent[] => (req.raw ? (t ? [{ type: 'content', text: t }] : []) : parser.push(t));
+    // tokens fed instead of sampled: the end of the think block when its budget is spent, the
+    // opening of a tool call when the request forces one
+    const forced: number[] = [];
+    const logprobs: LogprobEntry[] = [];
+    let callForced = false;
     try {
       for (; n < budget; n++) {
+        if (!forced.length && !req.raw) {
+          if (req.thinkingBudget !== undefined && parser.inReasoning() && reasoningTokens >= req.thinkingBudget) {
+            forced.push(...tok.encode(THINK_END));
+            this.trace('thinking-budget', { reasoningTokens });
+          } else if (req.forceToolCall && !callForced && !parser.inReasoning() && !parser.inProtocol()) {
+            const name = req.forceToolCall.name;
+            forced.push(...tok.encode(`${TOOL_CALL_OPEN}\n<function=${name ? `${name}>\n` : ''}`));
+            callForced = true;
+          }
+        }
         // protocol structure (tags, parameter headers) is sampled greedily; values use the request's sampling
         const sampling = parser.inProtocol() ? { temperature: 0 } : req.sampling;
         if (!req.raw && parser.inReasoning()) reasoningTokens++;
-        const id = s.sample(sampling);
+        const id = forced.length ? forced.shift()! : s.sample(sampling);
+        if (req.logprobs !== undefined) {
+          const e = logprobOf(s, id, req.logprobs, (t) => tok.decode([t]));
+          logprobs.push(e);
+          req.onLogprob?.(e);
+        }
         if (tok.stopIds.has(id)) { finish = 'stop'; n++; break; }
         const text = dec.push(id);
         raw += text;
@@ -329,10 +428,22 @@ export class Coordinator {
     if (stopSequence !== undefined) parsed.content = visible;
     if (finish === 'stop' && parsed.toolCalls.length > 0) finish = 'tool_calls';
     this.trace('generated', { tokens: n, finish, text: raw });
-    return { parsed, rawText: raw, promptTokens: tokens.length, cachedTokens: reused, completionTokens: n, reasoningTokens, finish, stopSequence };
+    return { parsed, rawText: raw, promptTokens: tokens.length, cachedTokens: reused, completionTokens: n, reasoningTokens, finish, stopSequence, ...(req.logprobs !== undefined ? { logprobs } : {}) };
   }
 
   dispose(): void {
     this.session.dispose();
   }
+}
+
+/** The chosen token's log-probability (full log-softmax of the logits) and the k most likely. */
+function logprobOf(s: Session, id: number, k: number, text: (id: number) => string): LogprobEntry {
+  const lg = s.logits();
+  let mx = -Infinity;
+  for (const v of lg) if (v > mx) mx = v;
+  let z = 0;
+  for (const v of lg) z += Math.exp(v - mx);
+  const lz = mx + Math.log(z);
+  const entry = (t: number, lp: number) => { const str = text(t); return { token: str, logprob: lp, bytes: [...Buffer.from(str, 'utf8')] }; };
+  return { ...entry(id, lg[id] - lz), top_logprobs: k > 0 ? s.topLogprobs(k).map((x) => entry(x.id, x.logprob)) : [] };
 }

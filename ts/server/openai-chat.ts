@@ -2,7 +2,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, jsonBody, openaiError } from './errors.js';
 import { fromOpenAI, toolsFromOpenAI } from './convert.js';
-import { maxTokens, sampling, stops, thinkingOn, unsupported } from './sampling.js';
+import { logprobsOf, maxTokens, sampling, stops, thinkingBudget, thinkingOn, toolChoice, unsupported } from './sampling.js';
+import type { LogprobEntry } from './coordinator.js';
 import { chatCompletionsBody } from './schemas.js';
 import type { Sse } from './sse.js';
 import { recallToolIds, toolIdsIn, type ServerContext } from './context.js';
@@ -15,7 +16,7 @@ export function registerOpenAIChat(app: FastifyInstance, ctx: ServerContext): vo
   app.post('/v1/chat/completions', { schema: { body: chatCompletionsBody } }, async (req: FastifyRequest, reply: FastifyReply) => {
     const b = jsonBody(req.body);
     unsupported(b, 'openai');
-    const tools = b.tool_choice === 'none' ? undefined : toolsFromOpenAI(b.tools);
+    const { tools, force } = toolChoice(b.tool_choice, 'openai', toolsFromOpenAI(b.tools));
     const think = thinkingOn(b);
     recallToolIds(ctx, toolIdsIn(b.messages));
     const messages = fromOpenAI(b.messages, ctx.tools, tools);
@@ -25,20 +26,31 @@ export function registerOpenAIChat(app: FastifyInstance, ctx: ServerContext): vo
     const includeUsage = (b.stream_options as Obj | undefined)?.include_usage === true;
     const usage = (r: TurnOutcome) => ({ prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens, total_tokens: r.promptTokens + r.completionTokens, prompt_tokens_details: { cached_tokens: r.cachedTokens }, completion_tokens_details: { reasoning_tokens: r.reasoningTokens } });
 
-    const body = (r: TurnOutcome) => {
+    const choice = (r: TurnOutcome, index: number) => {
       const toolCalls = r.parsed.toolCalls.map((c, i) => ({ id: r.callIds[i], type: 'function', function: { name: c.name, arguments: JSON.stringify(c.arguments) } }));
       return {
-        id, object: 'chat.completion', created, model,
-        choices: [{ index: 0, finish_reason: FINISH[r.finish], logprobs: null,
-          message: { role: 'assistant', content: r.parsed.content || (toolCalls.length ? null : ''), ...(r.parsed.reasoning ? { reasoning_content: r.parsed.reasoning } : {}), ...(toolCalls.length ? { tool_calls: toolCalls } : {}) } }],
-        usage: usage(r),
+        index, finish_reason: FINISH[r.finish], logprobs: r.logprobs ? { content: r.logprobs, refusal: null } : null,
+        message: { role: 'assistant', content: r.parsed.content || (toolCalls.length ? null : ''), ...(r.parsed.reasoning ? { reasoning_content: r.parsed.reasoning } : {}), ...(toolCalls.length ? { tool_calls: toolCalls } : {}) },
       };
     };
+    // n choices: the prompt is counted once, the completions of every choice add up
+    const body = (_r: TurnOutcome, all: TurnOutcome[]) => ({
+      id, object: 'chat.completion', created, model, choices: all.map(choice),
+      usage: { ...usage(all[0]), completion_tokens: all.reduce((n, x) => n + x.completionTokens, 0), total_tokens: all[0].promptTokens + all.reduce((n, x) => n + x.completionTokens, 0),
+        completion_tokens_details: { reasoning_tokens: all.reduce((n, x) => n + x.reasoningTokens, 0) } },
+    });
 
     const writer = (sse: Sse): ApiWriter => {
-      const chunk = (delta: Obj, finish: string | null = null) => sse.data({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }] });
+      // log-probabilities ride on the next chunk sent (the parser may hold text back for a while)
+      let pending: LogprobEntry[] = [];
+      const chunk = (delta: Obj, finish: string | null = null) => {
+        const lp = pending.length ? { content: pending, refusal: null } : null;
+        pending = [];
+        sse.data({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, finish_reason: finish, logprobs: lp }] });
+      };
       const argCount: number[] = [];
       return {
+        logprob: (e) => { pending.push(e); },
         open: () => chunk({ role: 'assistant', content: '' }),
         delta: (ev, t) => {
           if (ev.type === 'reasoning') chunk({ reasoning_content: ev.text });
@@ -62,8 +74,8 @@ export function registerOpenAIChat(app: FastifyInstance, ctx: ServerContext): vo
     };
 
     return serveTurn(ctx, req, reply, {
-      provider: 'openai', messages, tools, think, param: 'messages', toolIdPrefix: 'call_',
+      provider: 'openai', messages, tools, think, param: 'messages', toolIdPrefix: 'call_', thinkingBudget: thinkingBudget(b), forceToolCall: force, logprobs: logprobsOf(b),
       maxTokens: maxTokens(b, ['max_completion_tokens', 'max_tokens'], ctx.defaultMaxTokens), sampling: sampling(b, ctx.sampling), stop: stops(b.stop, 'stop'),
-    }, { stream: b.stream === true, body, writer });
+    }, { stream: b.stream === true, body, writer, n: typeof b.n === 'number' ? b.n : 1 });
   });
 }

@@ -14,6 +14,8 @@ export function registerOpenAICompletions(app: FastifyInstance, ctx: ServerConte
   app.post('/v1/completions', { schema: { body: completionsBody } }, async (req: FastifyRequest, reply: FastifyReply) => {
     const b = jsonBody(req.body);
     unsupported(b, 'openai');
+    if (b.logprobs !== undefined && b.logprobs !== null) throw new ApiError('invalid_request', 'logprobs: not supported on /v1/completions yet (chat completions have them)', 'logprobs');
+    if (typeof b.n === 'number' && b.n > 1) throw new ApiError('invalid_request', 'n: n > 1 is supported on non-streamed chat completions only', 'n');
     let prompt: string;
     if (typeof b.prompt === 'string') prompt = b.prompt;
     else if (Array.isArray(b.prompt) && b.prompt.length === 1 && typeof b.prompt[0] === 'string') prompt = b.prompt[0];

@@ -11,7 +11,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ChatMessage } from '../chat/types.js';
 import { ApiError, isObj, jsonBody } from './errors.js';
 import { fromOpenAI, toolsFromOpenAI } from './convert.js';
-import { maxTokens, sampling, stops, thinkingOn, unsupported } from './sampling.js';
+import { maxTokens, sampling, stops, thinkingBudget, thinkingOn, toolChoice, unsupported } from './sampling.js';
 import { responsesBody } from './schemas.js';
 import type { Sse } from './sse.js';
 import { recallToolIds, type ServerContext } from './context.js';
@@ -114,7 +114,7 @@ export function registerResponses(app: FastifyInstance, ctx: ServerContext): voi
     const b = jsonBody(req.body);
     unsupported(b, 'responses');
     const { tools: all, origin } = toolsFromResponses(b.tools);
-    const tools = b.tool_choice === 'none' ? undefined : all;
+    const { tools, force } = toolChoice(b.tool_choice, 'responses', all);
     const think = thinkingOn(b) && (b.reasoning as Obj | undefined)?.effort !== 'none';
     let history: Obj[] = [];
     if (b.previous_response_id !== undefined && b.previous_response_id !== null) {
@@ -224,7 +224,7 @@ export function registerResponses(app: FastifyInstance, ctx: ServerContext): voi
     };
 
     return serveTurn(ctx, req, reply, {
-      provider: 'openai', messages, tools, think, param: 'input', toolIdPrefix: 'call_',
+      provider: 'openai', messages, tools, think, param: 'input', toolIdPrefix: 'call_', thinkingBudget: thinkingBudget(b), forceToolCall: force,
       maxTokens: maxTokens(b, ['max_output_tokens'], ctx.defaultMaxTokens), sampling: sampling(b, ctx.sampling), stop: stops(b.stop, 'stop'),
     }, { stream: b.stream === true, body: final, writer });
   });

@@ -53,14 +53,59 @@ export function thinkingOn(b: Obj): boolean {
  */
 export function unsupported(b: Obj, api: 'openai' | 'anthropic' | 'responses'): void {
   const no = (field: string, why: string) => { throw new ApiError('invalid_request', `${field}: ${why}`, field); };
-  if (typeof b.n === 'number' && b.n > 1) no('n', 'only n=1 is supported (send the request several times)');
+  if (typeof b.n === 'number' && b.n > 1 && (api !== 'openai' || b.stream === true)) no('n', 'n > 1 is supported on non-streamed chat completions only');
   const rf = b.response_format as Obj | undefined;
   if (rf && rf.type !== 'text') no('response_format', `type ${JSON.stringify(rf.type)} is not supported yet (only "text")`);
   const tf = (b.text as Obj | undefined)?.format as Obj | undefined;
   if (api === 'responses' && tf && tf.type !== 'text') no('text.format', `type ${JSON.stringify(tf.type)} is not supported yet (only "text")`);
-  if (b.logprobs === true || (typeof b.top_logprobs === 'number' && b.top_logprobs > 0)) no('logprobs', 'log-probabilities are not supported yet');
-  const tc = b.tool_choice;
-  const forced = api === 'anthropic' ? (tc as Obj | undefined)?.type === 'any' || (tc as Obj | undefined)?.type === 'tool'
-    : tc === 'required' || (typeof tc === 'object' && tc !== null);
-  if (forced) no('tool_choice', 'forcing a tool call is not supported yet ("auto" and "none" are)');
+  if (api !== 'openai' && (b.logprobs === true || typeof b.top_logprobs === 'number')) no('logprobs', 'log-probabilities are supported on chat completions only');
+}
+
+/**
+ * tool_choice in any of its spellings: "none" drops the tools from the prompt; "required" /
+ * {type:"any"} forces a call, a named choice forces that tool (the coordinator feeds the opening
+ * of the call instead of sampling it); "auto" (the default) leaves it to the model.
+ */
+export function toolChoice(tc: unknown, api: 'openai' | 'anthropic' | 'responses', tools: Obj[] | undefined): { tools?: Obj[]; force?: { name?: string } } {
+  const names = (tools ?? []).map((t) => ((t.function as Obj | undefined)?.name ?? t.name) as string);
+  const named = (name: unknown) => {
+    if (typeof name !== 'string' || !names.includes(name)) throw new ApiError('invalid_request', `tool_choice names ${JSON.stringify(name)}, which is not one of the request's tools (${names.join(', ') || 'none'})`, 'tool_choice');
+    return { tools, force: { name } };
+  };
+  const need = () => { if (!names.length) throw new ApiError('invalid_request', 'tool_choice requires a tool call but the request has no tools', 'tool_choice'); };
+  if (tc === undefined || tc === null || tc === 'auto') return { tools };
+  if (tc === 'none') return {};
+  if (tc === 'required' || tc === 'any') { need(); return { tools, force: {} }; }
+  if (typeof tc === 'object' && !Array.isArray(tc)) {
+    const o = tc as Obj;
+    if (o.type === 'auto') return { tools };
+    if (o.type === 'none') return {};
+    if (o.type === 'any' || o.type === 'required') { need(); return { tools, force: {} }; }
+    if (api === 'anthropic' && o.type === 'tool') return named(o.name);
+    if (o.type === 'function') return named(api === 'openai' && typeof o.function === 'object' && o.function ? (o.function as Obj).name : o.name);
+  }
+  throw new ApiError('invalid_request', `tool_choice ${JSON.stringify(tc)} is not one of "auto", "none", "required" or a named tool`, 'tool_choice');
+}
+
+/** Reasoning tokens per effort level before the think block is closed for the model (none: no limit). */
+export const THINKING_BUDGETS: Record<string, number | undefined> = { minimal: 256, low: 1024, medium: 4096, high: 16384, xhigh: undefined, max: undefined };
+
+/** The thinking budget a request asks for: Anthropic budget_tokens, else an effort level (reasoning_effort, reasoning.effort, output_config.effort). */
+export function thinkingBudget(b: Obj): number | undefined {
+  const th = b.thinking as Obj | undefined;
+  if (th && th.budget_tokens !== undefined) {
+    if (!Number.isInteger(th.budget_tokens) || (th.budget_tokens as number) < 1) throw new ApiError('invalid_request', 'thinking.budget_tokens must be a positive integer', 'thinking');
+    return th.budget_tokens as number;
+  }
+  const effort = b.reasoning_effort ?? (b.reasoning as Obj | undefined)?.effort ?? (b.output_config as Obj | undefined)?.effort;
+  if (effort === undefined || effort === null || effort === 'none') return undefined;
+  if (typeof effort !== 'string' || !(effort in THINKING_BUDGETS)) throw new ApiError('invalid_request', `reasoning effort ${JSON.stringify(effort)} is not one of ${Object.keys(THINKING_BUDGETS).join(', ')}`, 'reasoning_effort');
+  return THINKING_BUDGETS[effort];
+}
+
+/** OpenAI logprobs / top_logprobs: the number of alternatives per token, or undefined when not asked. */
+export function logprobsOf(b: Obj): number | undefined {
+  const top = numField(b, 'top_logprobs', { min: 0, max: 20, int: true });
+  if (top !== undefined && b.logprobs !== true) throw new ApiError('invalid_request', 'top_logprobs needs logprobs: true', 'top_logprobs');
+  return b.logprobs === true ? top ?? 0 : undefined;
 }

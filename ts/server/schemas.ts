@@ -21,7 +21,7 @@ export const chatCompletionsBody = {
     ...sampling,
     messages: { type: 'array', minItems: 1, items: { type: 'object', required: ['role'], properties: { role: { type: 'string' }, content, tool_calls: { type: ['array', 'null'], items: obj } } } },
     tools: { type: ['array', 'null'], items: obj },
-    max_tokens: int(1), max_completion_tokens: int(1), n: int(1), stop,
+    max_tokens: int(1), max_completion_tokens: int(1), n: { type: ['integer', 'null'], minimum: 1, maximum: 16 }, stop, logprobs: bool, top_logprobs: int(0),
     stream_options: { type: ['object', 'null'] },
   },
 } as const;

@@ -12,10 +12,10 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ParserEvent } from '../chat/output-parser.js';
 import { renderChat } from '../chat/render.js';
 import { ChatTemplateError, type ChatMessage } from '../chat/types.js';
-import { THINK_CLOSE } from '../chat/template-tokens.js';
+import { IM_END, THINK_CLOSE } from '../chat/template-tokens.js';
 import type { SampleOptions } from '../engine/types.js';
 import type { ServerContext } from './context.js';
-import type { TurnResult } from './coordinator.js';
+import type { LogprobEntry, TurnResult } from './coordinator.js';
 import { ApiError, anthropicError, openaiError } from './errors.js';
 import { Sse } from './sse.js';
 
@@ -41,6 +41,14 @@ export interface TurnSpec {
   param?: string;
   /** render earlier turns' think blocks (the WebSocket chat keeps its history byte-exact) */
   preserveThinking?: boolean;
+  /** reasoning tokens before the think block is closed for the model */
+  thinkingBudget?: number;
+  /** tool_choice required/any/named */
+  forceToolCall?: { name?: string };
+  /** the conversation ends with an assistant message to continue (Anthropic prefill) */
+  continueAssistant?: boolean;
+  /** log-probabilities with this many alternatives per token */
+  logprobs?: number;
 }
 
 /** What a writer may ask while the turn runs. */
@@ -58,6 +66,8 @@ export interface TurnOutcome extends TurnResult {
 /** How an API shapes a streamed turn. */
 export interface ApiWriter {
   open(t: TurnState): void;
+  /** a generated token's log-probability (only when the request asked for them) */
+  logprob?(e: LogprobEntry): void;
   delta(ev: ParserEvent, t: TurnState): void;
   finish(r: TurnOutcome): void;
   /** a failure after the stream opened (already an ApiError from the catalogue) */
@@ -87,7 +97,13 @@ export function prepareTurn(ctx: ServerContext, spec: TurnSpec, o: { admit?: boo
   if (spec.prompt !== undefined) prompt = spec.prompt;
   else {
     try {
-      prompt = renderChat(spec.messages ?? [], { tools: spec.tools, enableThinking: spec.think ? undefined : false, preserveThinking: spec.preserveThinking });
+      prompt = renderChat(spec.messages ?? [], { tools: spec.tools, enableThinking: spec.think ? undefined : false, preserveThinking: spec.preserveThinking, addGenerationPrompt: !spec.continueAssistant });
+      // a prefilled answer: the model continues the last assistant message, so its end marker goes
+      if (spec.continueAssistant) {
+        const end = `${IM_END}\n`;
+        if (!prompt.endsWith(end)) throw new ApiError('invalid_request', 'the final assistant message cannot be continued', spec.param);
+        prompt = prompt.slice(0, -end.length);
+      }
     } catch (e) {
       if (e instanceof ChatTemplateError) throw new ApiError('template_error', e.message, spec.param);
       throw e;
@@ -101,13 +117,15 @@ export function prepareTurn(ctx: ServerContext, spec: TurnSpec, o: { admit?: boo
 }
 
 /** Runs a prepared turn to its outcome; the tool memory learns the sampled turn. */
-export async function executeTurn(ctx: ServerContext, t: PreparedTurn, o: { signal: AbortSignal; origin?: object; onEvent?: (ev: ParserEvent, st: TurnState) => void }): Promise<TurnOutcome> {
+export async function executeTurn(ctx: ServerContext, t: PreparedTurn, o: { signal: AbortSignal; origin?: object; onEvent?: (ev: ParserEvent, st: TurnState) => void; onLogprob?: (e: LogprobEntry) => void }): Promise<TurnOutcome> {
   const callIds: string[] = [];
   const state: TurnState = { callId: (i) => (callIds[i] ??= ctx.tools.newId(t.spec.toolIdPrefix ?? 'call_')), promptTokens: t.tokens.length };
   const s = t.spec;
   const r = await ctx.coordinator.run({
-    prompt: t.prompt, tokens: t.tokens, startInReasoning: s.prompt === undefined && s.think, tools: s.tools, maxTokens: s.maxTokens,
+    prompt: t.prompt, tokens: t.tokens, startInReasoning: s.prompt === undefined && s.think && !s.continueAssistant, tools: s.tools, maxTokens: s.maxTokens,
     sampling: s.sampling, stop: s.stop, signal: o.signal, origin: o.origin, raw: s.prompt !== undefined,
+    thinkingBudget: s.think ? s.thinkingBudget : undefined, forceToolCall: s.tools?.length ? s.forceToolCall : undefined,
+    logprobs: s.logprobs, onLogprob: o.onLogprob,
     onEvent: o.onEvent ? (ev) => o.onEvent!(ev, state) : undefined,
   });
   r.parsed.toolCalls.forEach((_, i) => state.callId(i));
@@ -129,19 +147,24 @@ export function rememberTurn(ctx: ServerContext, raw: string, reasoning: string,
  * shape); errors after it go to the writer.
  */
 export async function serveTurn(ctx: ServerContext, req: FastifyRequest, reply: FastifyReply, spec: TurnSpec,
-  api: { stream: boolean; body: (r: TurnOutcome) => unknown; writer: (sse: Sse) => ApiWriter }): Promise<unknown> {
+  api: { stream: boolean; body: (r: TurnOutcome, all: TurnOutcome[]) => unknown; writer: (sse: Sse) => ApiWriter; n?: number }): Promise<unknown> {
   const prepared = prepareTurn(ctx, spec);
   const ac = new AbortController();
   // the response closing before it finished means the client went away: cancel the generation
   reply.raw.on('close', () => { if (!reply.raw.writableFinished) ac.abort(); });
-  if (!api.stream) return api.body(await executeTurn(ctx, prepared, { signal: ac.signal, origin: req.raw }));
+  if (!api.stream) {
+    // n choices: the same prompt n times in a row (each after the first reuses the whole prompt)
+    const all: TurnOutcome[] = [];
+    for (let i = 0; i < (api.n ?? 1); i++) all.push(await executeTurn(ctx, i ? prepareTurn(ctx, spec) : prepared, { signal: ac.signal, origin: req.raw }));
+    return api.body(all[0], all);
+  }
   reply.hijack();
   const sse = new Sse(reply.raw);
   const w = api.writer(sse);
   const state: TurnState = { callId: () => '', promptTokens: prepared.tokens.length };
   w.open(state);
   try {
-    w.finish(await executeTurn(ctx, prepared, { signal: ac.signal, origin: req.raw, onEvent: (ev, st) => w.delta(ev, st) }));
+    w.finish(await executeTurn(ctx, prepared, { signal: ac.signal, origin: req.raw, onEvent: (ev, st) => w.delta(ev, st), onLogprob: w.logprob?.bind(w) }));
   } catch (e) {
     const err = e instanceof ApiError ? e : new ApiError('internal', (e as Error).message);
     w.error(err);
