@@ -126,19 +126,23 @@ async function main(): Promise<number> {
   // clean exit: the live session goes to the disk cache (reason "shutdown") before the process ends
   let stopping = false;
   const stop = async () => {
-    if (stopping) return;
+    // a second signal while shutting down: leave now
+    if (stopping) process.exit(130);
     stopping = true;
     say('info', 'q36-server: shutting down');
-    await app.close();
+    // a save that hangs must not keep the process forever
+    setTimeout(() => { say('error', 'q36-server: shutdown took over 30 s; exiting'); process.exit(1); }, 30_000).unref();
+    // dropping the HTTP connections cancels their generations (a long prefill stops at its next chunk)
     server.closeAllConnections();
+    await app.close();
     server.close();
     ctx.coordinator.saveLive('shutdown');
     ctx.coordinator.dispose();
     engine.dispose();
     process.exit(0);
   };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
   return 0;
 }
 
