@@ -110,7 +110,7 @@ describe('WebSocket: frames validated, origins checked, close codes', () => {
     const c = await wsClient();
     c.ws.send(JSON.stringify({ type: 'session.start', max_tokens: 3000, temperature: 0 }));
     await c.next('session.ready');
-    c.ws.send(JSON.stringify({ type: 'message', content: 'Write a long story.' }));
+    c.ws.send(JSON.stringify({ type: 'message', content: 'Hello' })); // (~1300 tokens from tinyA at temperature 0)
     c.ws.send(JSON.stringify({ type: 'message', content: 'REFUSED-WHILE-BUSY' }));
     expect(String((await c.next('error')).message)).toMatch(/already running/);
     c.ws.send(JSON.stringify({ type: 'cancel' }));
@@ -150,7 +150,8 @@ describe('WebSocket: frames validated, origins checked, close codes', () => {
 
 describe('admission, timeouts, request log', () => {
   it('a full queue answers 503 with Retry-After in the API shape (streaming too, before the stream opens)', async () => {
-    const body = { messages: [{ role: 'user', content: 'Write a long story.' }], max_tokens: 400, temperature: 0 };
+    // (tinyA answers "Hello" at temperature 0 with ~1300 tokens: each of these runs 400 tokens)
+    const body = { messages: [{ role: 'user', content: 'Hello' }], max_tokens: 400, temperature: 0 };
     const running = [post('/v1/chat/completions', body), post('/v1/chat/completions', body), post('/v1/chat/completions', body)];
     await new Promise((r) => setTimeout(r, 50));
     const refused = await post('/v1/chat/completions', { ...body, stream: true });

@@ -77,10 +77,10 @@ export async function runGenerate(c: GenerateCmd): Promise<number> {
       maxTokens: c.maxTokens,
       sampling: c.sampling,
       stopIds: c.promptIds ? undefined : tok.stopIds,
-      feedLast: Boolean(c.promptIds),
+      feed: c.promptIds ? 'all' : 'not-last',
       onLogits: writeRow,
       signal: c.signal,
-      logprobsTopK: c.dumpLogprobs ? c.logprobsTopK : 0,
+      logprobsTopK: c.dumpLogprobs ? c.logprobsTopK : undefined,
       onLogprobs: (chosen: TokenLogprob, top: TokenLogprob[]) => steps.push({ token: chosen.id, piece: piece(chosen.id), logprob: chosen.logprob, top: top.map((t) => ({ id: t.id, piece: piece(t.id), logprob: t.logprob })) }),
       onToken: (id) => { if (!c.promptIds && !tok.stopIds.has(id)) c.out(dec.push(id)); },
     });

@@ -1,18 +1,31 @@
-/** The decode loop: sample, feed back, stop on a stop token or the token budget. */
+/**
+ * The decode loop, the one the CLI (one-shot and chat) and the server share: choose a token
+ * (sampled, or fed by the caller), report it, feed it back, stop on a stop token, the budget, the
+ * caller's word or an abort.
+ */
 import { AbortError } from './common.js';
 import type { SampleOptions, Session, TokenLogprob } from './types.js';
 
 export interface GenerateOptions {
   maxTokens: number;
-  sampling: SampleOptions;
+  /** fixed, or chosen per step (the server samples tool-call structure greedily) */
+  sampling: SampleOptions | ((step: number) => SampleOptions);
   stopIds?: ReadonlySet<number>;
+  /** a token to feed instead of sampling this step (forced text: closing a think block, opening a tool call) */
+  next?: (step: number) => number | undefined;
   /** called with each generated token before it is fed back; return false to stop */
   onToken?: (id: number, step: number) => boolean | void;
+  /** called after a token entered the session */
+  onFed?: (id: number) => void;
   /** top-k log-probabilities of each step (k > 0) */
   logprobsTopK?: number;
   onLogprobs?: (chosen: TokenLogprob, top: TokenLogprob[]) => void;
-  /** feed the last generated token back too (test vectors: one logits row per generated token) */
-  feedLast?: boolean;
+  /**
+   * which generated tokens enter the session: 'not-last' (default) leaves out the last one (its
+   * logits are never needed), 'non-stop' all but a stop token (a live session that must hold
+   * the whole answer: chat and server), 'all' every one (test vectors: a logits row per token)
+   */
+  feed?: 'not-last' | 'non-stop' | 'all';
   onLogits?: (row: Float32Array, position: number) => void;
   signal?: AbortSignal;
 }
@@ -26,23 +39,26 @@ export interface GenerateResult {
 export async function generate(s: Session, o: GenerateOptions): Promise<GenerateResult> {
   const out: number[] = [];
   const t0 = performance.now();
+  const feed = o.feed ?? 'not-last';
   let stop: GenerateResult['stop'] = 'length';
   for (let step = 0; step < o.maxTokens; step++) {
     if (o.signal?.aborted) { stop = 'abort'; break; }
-    const id = s.sample(o.sampling);
-    if (o.logprobsTopK && o.onLogprobs) {
-      const top = s.topLogprobs(Math.max(o.logprobsTopK, 1));
+    const forced = o.next?.(step);
+    const id = forced ?? s.sample(typeof o.sampling === 'function' ? o.sampling(step) : o.sampling);
+    if (o.logprobsTopK !== undefined && o.onLogprobs) {
+      const top = o.logprobsTopK > 0 ? s.topLogprobs(o.logprobsTopK) : [];
       // chosen token's log-probability: from the full log-softmax
       const lg = s.logits();
       let mx = -Infinity; for (const v of lg) if (v > mx) mx = v;
       let z = 0; for (const v of lg) z += Math.exp(v - mx);
-      o.onLogprobs({ id, logprob: lg[id] - mx - Math.log(z) }, top.slice(0, o.logprobsTopK));
+      o.onLogprobs({ id, logprob: lg[id] - mx - Math.log(z) }, top);
     }
     out.push(id);
     const more = o.onToken?.(id, step);
     const isStop = o.stopIds?.has(id) ?? false;
     const last = isStop || more === false || step + 1 === o.maxTokens;
-    if (!last || o.feedLast) {
+    const fed = feed === 'all' || (feed === 'non-stop' ? !isStop : !last);
+    if (fed) {
       try {
         await s.eval([id], { onLogits: o.onLogits, signal: o.signal });
       } catch (e) {
@@ -50,6 +66,7 @@ export async function generate(s: Session, o: GenerateOptions): Promise<Generate
         if (e instanceof AbortError) { stop = 'abort'; break; }
         throw e;
       }
+      o.onFed?.(id);
     }
     // with a signal, give the event loop a turn so Ctrl+C / client disconnects can arrive
     if (o.signal) await new Promise<void>((r) => setImmediate(r));

@@ -8,7 +8,8 @@ import * as fs from 'node:fs';
 import { OutputParser, type ParsedOutput, type ParserEvent } from '../chat/output-parser.js';
 import type { ToolSpec } from '../chat/tool-call.js';
 import { AbortError } from '../engine/common.js';
-import type { Engine, SampleOptions, Session } from '../engine/types.js';
+import { generate, type GenerateResult } from '../engine/generate.js';
+import type { Engine, SampleOptions, Session, TokenLogprob } from '../engine/types.js';
 import type { DiskCache } from './kv-disk/disk-cache.js';
 import type { SaveReason } from './kv-disk/format.js';
 import type { ToolMemory } from './tool-memory.js';
@@ -357,7 +358,8 @@ export class Coordinator {
     let raw = '';
     let fed = ''; // text of the tokens that entered the session (the live text must match them)
     let visible = '';
-    let finish: TurnResult['finish'] = 'length';
+    let finish: TurnResult['finish'];
+    let pending = ''; // the text of the token being fed
     let stopSequence: string | undefined;
     let n = 0, reasoningTokens = 0;
     const budget = Math.min(req.maxTokens, e.options.ctx - s.tokens.length);
@@ -379,40 +381,43 @@ export class Coordinator {
     const forced: number[] = [];
     const logprobs: LogprobEntry[] = [];
     let callForced = false;
-    try {
-      for (; n < budget; n++) {
-        if (!forced.length && !req.raw) {
-          if (req.thinkingBudget !== undefined && parser.inReasoning() && reasoningTokens >= req.thinkingBudget) {
-            forced.push(...tok.encode(THINK_END));
-            this.trace('thinking-budget', { reasoningTokens });
-          } else if (req.forceToolCall && !callForced && !parser.inReasoning() && !parser.inProtocol()) {
-            const name = req.forceToolCall.name;
-            forced.push(...tok.encode(`${TOOL_CALL_OPEN}\n<function=${name ? `${name}>\n` : ''}`));
-            callForced = true;
-          }
+    const next = (): number | undefined => {
+      if (!forced.length && !req.raw) {
+        if (req.thinkingBudget !== undefined && parser.inReasoning() && reasoningTokens >= req.thinkingBudget) {
+          forced.push(...tok.encode(THINK_END));
+          this.trace('thinking-budget', { reasoningTokens });
+        } else if (req.forceToolCall && !callForced && !parser.inReasoning() && !parser.inProtocol()) {
+          const name = req.forceToolCall.name;
+          forced.push(...tok.encode(`${TOOL_CALL_OPEN}\n<function=${name ? `${name}>\n` : ''}`));
+          callForced = true;
         }
-        // protocol structure (tags, parameter headers) is sampled greedily; values use the request's sampling
-        const sampling = parser.inProtocol() ? { temperature: 0 } : req.sampling;
-        if (!req.raw && parser.inReasoning()) reasoningTokens++;
-        const id = forced.length ? forced.shift()! : s.sample(sampling);
-        if (req.logprobs !== undefined) {
-          const e = logprobOf(s, id, req.logprobs, (t) => tok.decode([t]));
-          logprobs.push(e);
-          req.onLogprob?.(e);
-        }
-        if (tok.stopIds.has(id)) { finish = 'stop'; n++; break; }
-        const text = dec.push(id);
-        raw += text;
-        emit(feed(text));
-        if (stopSequence !== undefined) { finish = 'stop_sequence'; await s.eval([id]); fed += text; n++; break; }
-        await s.eval([id], { signal: req.signal });
-        fed += text;
-        if (this.disk && s.tokens.length % this.disk.continuedIntervalTokens === 0) this.saveDisk('continued', req.prompt + fed);
-        await new Promise<void>((r) => setImmediate(r));
       }
-    } catch (err) {
-      if (!(err instanceof AbortError)) throw err;
-      finish = 'abort';
+      if (!req.raw && parser.inReasoning()) reasoningTokens++;
+      return forced.shift();
+    };
+    const piece = (t: number) => tok.decode([t]);
+    const entry = (x: TokenLogprob) => { const str = piece(x.id); return { token: str, logprob: x.logprob, bytes: [...Buffer.from(str, 'utf8')] }; };
+    let res: GenerateResult | undefined;
+    try {
+      res = await generate(s, {
+        maxTokens: budget, stopIds: tok.stopIds, signal: req.signal, feed: 'non-stop', next,
+        // protocol structure (tags, parameter headers) is sampled greedily; values use the request's sampling
+        sampling: () => (parser.inProtocol() ? { temperature: 0 } : req.sampling),
+        logprobsTopK: req.logprobs,
+        onLogprobs: (chosen, top) => { const e = { ...entry(chosen), top_logprobs: top.map(entry) }; logprobs.push(e); req.onLogprob?.(e); },
+        onToken: (id) => {
+          if (tok.stopIds.has(id)) return;
+          const text = dec.push(id);
+          raw += text;
+          pending = text;
+          emit(feed(text));
+          return stopSequence === undefined;
+        },
+        onFed: () => {
+          fed += pending;
+          if (this.disk && s.tokens.length % this.disk.continuedIntervalTokens === 0) this.saveDisk('continued', req.prompt + fed);
+        },
+      });
     } finally {
       const tail = dec.end();
       raw += tail;
@@ -421,6 +426,8 @@ export class Coordinator {
       if (stopSequence === undefined) { const rest = stopper.flush(); if (rest) { visible += rest; req.onEvent?.({ type: 'content', text: rest }); } }
       this.liveText = req.prompt + fed;
     }
+    n = res.tokens.length;
+    finish = stopSequence !== undefined ? 'stop_sequence' : ({ eos: 'stop', length: 'length', callback: 'stop', abort: 'abort' } as const)[res.stop];
     this.stats.generated += n;
     this.stats.decodeMs += performance.now() - tDecode;
     const parsed = req.raw ? { reasoning: '', content: visible, toolCalls: [] } : parser.result();
@@ -434,16 +441,4 @@ export class Coordinator {
   dispose(): void {
     this.session.dispose();
   }
-}
-
-/** The chosen token's log-probability (full log-softmax of the logits) and the k most likely. */
-function logprobOf(s: Session, id: number, k: number, text: (id: number) => string): LogprobEntry {
-  const lg = s.logits();
-  let mx = -Infinity;
-  for (const v of lg) if (v > mx) mx = v;
-  let z = 0;
-  for (const v of lg) z += Math.exp(v - mx);
-  const lz = mx + Math.log(z);
-  const entry = (t: number, lp: number) => { const str = text(t); return { token: str, logprob: lp, bytes: [...Buffer.from(str, 'utf8')] }; };
-  return { ...entry(id, lg[id] - lz), top_logprobs: k > 0 ? s.topLogprobs(k).map((x) => entry(x.id, x.logprob)) : [] };
 }

@@ -99,7 +99,7 @@ export async function runChat(o: ChatOptions): Promise<number> {
         }
       };
       const res = await generate(session, {
-        maxTokens: budget, sampling: o.sampling, stopIds: tok.stopIds, signal: busy.signal,
+        maxTokens: budget, sampling: o.sampling, stopIds: tok.stopIds, signal: busy.signal, feed: 'non-stop', // the live session holds the whole answer
         onToken: (id) => { if (!tok.stopIds.has(id)) show(parser.push(dec.push(id))); },
       });
       show(parser.push(dec.end()));
