@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { firstTurn, nextTurn } from '../ts/cli/chat/transcript.js';
+import { Conversation } from '../ts/chat/conversation.js';
 import { renderChat } from '../ts/chat/render.js';
 import { fixture, tmpDir } from './helpers.js';
 
@@ -18,14 +18,40 @@ function drive(steps: object[], args: string[]) {
   return JSON.parse(r.stdout) as { ok: boolean; failed_step: number | null; transcript: string; exit: number | null };
 }
 
-describe('chat transcript appends exactly what the template renders', () => {
-  it('first turn + answer + next turn == the template rendering of the whole conversation (with preserved thinking)', () => {
+describe('the conversation the CLI and WebSocket chats share renders what the session holds', () => {
+  it('prompt + answer is a byte prefix of the next prompt (preserved thinking), with thinking on and off', () => {
     const answer = 'reasoning here\n</think>\n\nThe answer.';
-    const text = firstTurn('Hi', 'on') + answer + nextTurn('  And then?  ', 'on');
-    const full = renderChat([{ role: 'user', content: 'Hi' }, { role: 'assistant', content: '<think>\n' + answer }, { role: 'user', content: 'And then?' }], { preserveThinking: true });
-    expect(text).toBe(full);
-    const off = firstTurn('Hi', 'off') + 'A.' + nextTurn('Q2', 'off');
-    expect(off.endsWith('<|im_start|>user\nQ2<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n')).toBe(true);
+    const c = new Conversation();
+    c.addUser('Hi');
+    const p1 = c.render({ think: true });
+    expect(p1).toBe(renderChat([{ role: 'user', content: 'Hi' }]));
+    c.addAnswer({ prompt: p1, raw: answer, think: true, reasoning: 'reasoning here' });
+    c.addUser('And then?');
+    const p2 = c.render({ think: true });
+    expect(p2.startsWith(p1 + answer)).toBe(true);
+    expect(p2).toBe(renderChat([{ role: 'user', content: 'Hi' }, { role: 'assistant', content: '<think>\n' + answer }, { role: 'user', content: 'And then?' }], { preserveThinking: true }));
+    // an answer a re-render would not reproduce (unclosed think block) still enters as sampled
+    const odd = new Conversation();
+    odd.addUser('Hi');
+    const r1 = odd.render({ think: true });
+    odd.addAnswer({ prompt: r1, raw: 'cut off mid-thought', think: true, reasoning: 'cut off mid-thought' });
+    odd.addUser('Go on');
+    expect(odd.render({ think: true })).toBe(r1 + 'cut off mid-thought<|im_end|>\n<|im_start|>user\nGo on<|im_end|>\n<|im_start|>assistant\n<think>\n');
+    // tool results group into one user turn, as the template does
+    odd.addAnswer({ prompt: odd.render({ think: true }), raw: 'x</think>\n\n<tool_call>\n<function=f>\n</function>\n</tool_call>', think: true, reasoning: 'x' });
+    odd.addToolResult('one');
+    odd.addToolResult('two');
+    expect(odd.render({ think: true }).endsWith('</tool_call><|im_end|>\n<|im_start|>user\n<tool_response>\none\n</tool_response>\n<tool_response>\ntwo\n</tool_response><|im_end|>\n<|im_start|>assistant\n<think>\n')).toBe(true);
+    const off = new Conversation('Be brief.');
+    off.addUser('Hi');
+    const q1 = off.render({ think: false });
+    off.addAnswer({ prompt: q1, raw: 'A.', think: false, reasoning: '' });
+    off.addUser('Q2');
+    const q2 = off.render({ think: false });
+    expect(q2.startsWith(q1 + 'A.')).toBe(true);
+    expect(q2.endsWith('<|im_start|>user\nQ2<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n')).toBe(true);
+    off.truncate(1);
+    expect(off.messages).toEqual([{ role: 'system', content: 'Be brief.' }]);
   });
 });
 

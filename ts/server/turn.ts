@@ -28,8 +28,10 @@ export interface TurnSpec {
   provider: Provider;
   /** a conversation, rendered with the chat template... */
   messages?: ChatMessage[];
-  /** ...or a raw prompt (completions: no template, no reasoning or tool parsing) */
+  /** ...or a prompt rendered already: raw text (completions: no reasoning or tool parsing) unless `parse` */
   prompt?: string;
+  /** the prompt is a rendered chat turn: parse reasoning and tool calls as for messages */
+  parse?: boolean;
   tools?: Obj[];
   think: boolean;
   maxTokens: number;
@@ -39,8 +41,6 @@ export interface TurnSpec {
   toolIdPrefix?: string;
   /** where template errors point (OpenAI `param`) */
   param?: string;
-  /** render earlier turns' think blocks (the WebSocket chat keeps its history byte-exact) */
-  preserveThinking?: boolean;
   /** reasoning tokens before the think block is closed for the model */
   thinkingBudget?: number;
   /** tool_choice required/any/named */
@@ -97,7 +97,7 @@ export function prepareTurn(ctx: ServerContext, spec: TurnSpec, o: { admit?: boo
   if (spec.prompt !== undefined) prompt = spec.prompt;
   else {
     try {
-      prompt = renderChat(spec.messages ?? [], { tools: spec.tools, enableThinking: spec.think ? undefined : false, preserveThinking: spec.preserveThinking, addGenerationPrompt: !spec.continueAssistant });
+      prompt = renderChat(spec.messages ?? [], { tools: spec.tools, enableThinking: spec.think ? undefined : false, addGenerationPrompt: !spec.continueAssistant });
       // a prefilled answer: the model continues the last assistant message, so its end marker goes
       if (spec.continueAssistant) {
         const end = `${IM_END}\n`;
@@ -122,8 +122,8 @@ export async function executeTurn(ctx: ServerContext, t: PreparedTurn, o: { sign
   const state: TurnState = { callId: (i) => (callIds[i] ??= ctx.tools.newId(t.spec.toolIdPrefix ?? 'call_')), promptTokens: t.tokens.length };
   const s = t.spec;
   const r = await ctx.coordinator.run({
-    prompt: t.prompt, tokens: t.tokens, startInReasoning: s.prompt === undefined && s.think && !s.continueAssistant, tools: s.tools, maxTokens: s.maxTokens,
-    sampling: s.sampling, stop: s.stop, signal: o.signal, origin: o.origin, raw: s.prompt !== undefined,
+    prompt: t.prompt, tokens: t.tokens, startInReasoning: (s.prompt === undefined || s.parse === true) && s.think && !s.continueAssistant, tools: s.tools, maxTokens: s.maxTokens,
+    sampling: s.sampling, stop: s.stop, signal: o.signal, origin: o.origin, raw: s.prompt !== undefined && s.parse !== true,
     thinkingBudget: s.think ? s.thinkingBudget : undefined, forceToolCall: s.tools?.length ? s.forceToolCall : undefined,
     logprobs: s.logprobs, onLogprob: o.onLogprob,
     onEvent: o.onEvent ? (ev) => o.onEvent!(ev, state) : undefined,

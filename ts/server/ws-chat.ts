@@ -11,13 +11,12 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import websocket from '@fastify/websocket';
 import type { WebSocket } from 'ws';
-import type { ChatMessage } from '../chat/types.js';
+import { Conversation } from '../chat/conversation.js';
 import { ApiError, isObj, openaiError } from './errors.js';
 import { toolsFromOpenAI } from './convert.js';
 import { originAllowed, type OriginPolicy } from './origin.js';
 import type { ServerContext } from './context.js';
 import { executeTurn, prepareTurn } from './turn.js';
-import { THINK_CLOSE } from '../chat/template-tokens.js';
 import { MAX_JSON_DEPTH, parseJsonBody } from './validate.js';
 
 type Obj = Record<string, unknown>;
@@ -66,7 +65,7 @@ export async function registerWsChat(app: FastifyInstance, ctx: ServerContext, o
     }
   };
   app.get('/v1/chat/ws', { websocket: true, preValidation: checkOrigin }, (socket: WebSocket) => {
-    const messages: ChatMessage[] = [];
+    const conv = new Conversation();
     let tools: Obj[] | undefined;
     let thinking = true;
     let maxTokens = ctx.defaultMaxTokens;
@@ -82,8 +81,9 @@ export async function registerWsChat(app: FastifyInstance, ctx: ServerContext, o
     const generate = async (keep: number) => {
       busy = new AbortController();
       try {
+        const prompt = conv.render({ think: thinking, tools });
         const turn = prepareTurn(ctx, {
-          provider: 'openai', messages, tools, think: thinking, preserveThinking: true, maxTokens,
+          provider: 'openai', prompt, parse: true, tools, think: thinking, maxTokens,
           sampling: { ...ctx.sampling, ...(temperature !== undefined ? { temperature } : {}) },
         });
         const r = await executeTurn(ctx, turn, {
@@ -94,15 +94,12 @@ export async function registerWsChat(app: FastifyInstance, ctx: ServerContext, o
             else if (ev.type === 'tool_call_end') send({ type: 'tool_call', id: t.callId(ev.index), name: ev.call.name, arguments: ev.call.arguments });
           },
         });
-        // the assistant turn exactly as sampled: reasoning and the raw text after </think>
-        const i = r.rawText.indexOf(THINK_CLOSE);
-        // (an answer cut off inside its reasoning has no content yet)
-        const after = !thinking ? r.rawText : i >= 0 ? r.rawText.slice(i + THINK_CLOSE.length) : '';
-        if (r.completionTokens > 0 || r.finish !== 'abort') messages.push({ role: 'assistant', content: after, reasoning_content: r.parsed.reasoning });
-        else messages.length = keep; // cancelled before any token: as if never sent
+        // the assistant turn exactly as sampled
+        if (r.completionTokens > 0 || r.finish !== 'abort') conv.addAnswer({ prompt, raw: r.rawText, think: thinking, reasoning: r.parsed.reasoning });
+        else conv.truncate(keep); // cancelled before any token: as if never sent
         send({ type: 'done', finish_reason: r.finish === 'abort' ? 'cancelled' : r.finish, usage: { prompt_tokens: r.promptTokens, cached_tokens: r.cachedTokens, completion_tokens: r.completionTokens } });
       } catch (e) {
-        messages.length = keep;
+        conv.truncate(keep);
         fail(e);
       } finally {
         busy = null;
@@ -114,9 +111,9 @@ export async function registerWsChat(app: FastifyInstance, ctx: ServerContext, o
       switch (m.type) {
         case 'session.start': {
           idle();
-          if (m.system !== undefined && messages.length > 0) throw new ApiError('invalid_request', '"session.start": system can only be set before the first message', 'system');
+          if (m.system !== undefined && conv.length > 0) throw new ApiError('invalid_request', '"session.start": system can only be set before the first message', 'system');
           const t = m.tools === undefined ? tools : toolsFromOpenAI(m.tools);
-          if (m.system !== undefined) messages.push({ role: 'system', content: m.system as string });
+          if (m.system !== undefined) conv.setSystem(m.system as string);
           tools = t;
           if (m.thinking !== undefined) thinking = m.thinking as boolean;
           if (m.max_tokens !== undefined) maxTokens = m.max_tokens as number;
@@ -127,22 +124,22 @@ export async function registerWsChat(app: FastifyInstance, ctx: ServerContext, o
         case 'message': {
           if (typeof m.content !== 'string' || !m.content) throw new ApiError('invalid_request', '"message" needs a non-empty "content" string', 'content');
           idle();
-          const keep = messages.length;
-          messages.push({ role: 'user', content: m.content });
+          const keep = conv.length;
+          conv.addUser(m.content);
           void generate(keep);
           return;
         }
         case 'tool_result': {
           if (typeof m.content !== 'string') throw new ApiError('invalid_request', '"tool_result" needs a "content" string', 'content');
           idle();
-          const keep = messages.length;
-          messages.push({ role: 'tool', content: m.content });
+          const keep = conv.length;
+          conv.addToolResult(m.content);
           if (m.continue === true) void generate(keep);
           return;
         }
         case 'continue':
           idle();
-          void generate(messages.length);
+          void generate(conv.length);
           return;
         case 'cancel':
           busy?.abort();

@@ -9,7 +9,9 @@ import { OutputParser } from '../../chat/output-parser.js';
 import { AbortError } from '../../engine/common.js';
 import { generate } from '../../engine/generate.js';
 import type { Engine, EngineOptions, SampleOptions, Session } from '../../engine/types.js';
-import { firstTurn, nextTurn, type ThinkMode } from './transcript.js';
+import { Conversation } from '../../chat/conversation.js';
+
+export type ThinkMode = 'on' | 'off' | 'max';
 import { safeForTerminal } from '../terminal.js';
 
 export interface ChatOptions {
@@ -46,6 +48,7 @@ export async function runChat(o: ChatOptions): Promise<number> {
   session.seed(o.sampling.seed);
   let think: ThinkMode = o.think;
   let busy: AbortController | null = null;
+  const conv = new Conversation();
   let lastSigint = 0;
 
   const rl = readline.createInterface({ input: o.input, output: o.output, prompt: 'q36> ', historySize: 1000, terminal: tty });
@@ -62,10 +65,18 @@ export async function runChat(o: ChatOptions): Promise<number> {
 
   const turn = async (text: string) => {
     const tok = engine.tokenizer;
-    const suffix = session.tokens.length === 0 ? firstTurn(text, think) : nextTurn(text, think);
-    const ids = tok.encode(suffix);
+    const keep = conv.length;
+    conv.addUser(text.trim());
+    // the session holds the conversation's text so far: only the rest of the prompt is new
+    const prompt = conv.render({ think: think !== 'off' });
+    const held = conv.text;
+    if (!prompt.startsWith(held)) {
+      // (not expected: then the whole prompt is evaluated again)
+      await session.rewind(0);
+    }
+    const ids = tok.encode(prompt.slice(session.tokens.length ? held.length : 0));
     const free = engineOpts.ctx - session.tokens.length - ids.length;
-    if (free <= 0) { write(`context full (${session.tokens.length}/${engineOpts.ctx} tokens): use /ctx N with a larger N\n`); return; }
+    if (free <= 0) { conv.truncate(keep); write(`context full (${session.tokens.length}/${engineOpts.ctx} tokens): use /ctx N with a larger N\n`); return; }
     const budget = think === 'max' ? free : Math.min(o.maxTokens, free);
     busy = new AbortController();
     const reused = session.tokens.length;
@@ -98,11 +109,15 @@ export async function runChat(o: ChatOptions): Promise<number> {
           else if (ev.type === 'tool_call_end') write(model(ev.call.raw));
         }
       };
+      let answer = '';
       const res = await generate(session, {
         maxTokens: budget, sampling: o.sampling, stopIds: tok.stopIds, signal: busy.signal, feed: 'non-stop', // the live session holds the whole answer
-        onToken: (id) => { if (!tok.stopIds.has(id)) show(parser.push(dec.push(id))); },
+        onToken: (id) => { if (!tok.stopIds.has(id)) { const t = dec.push(id); answer += t; show(parser.push(t)); } },
       });
-      show(parser.push(dec.end()));
+      const tail = dec.end();
+      answer += tail;
+      show(parser.push(tail));
+      conv.addAnswer({ prompt, raw: answer, think: think !== 'off', reasoning: parser.result().reasoning });
       show(parser.end());
       if (inReasoning) write(thinkClose);
       const n = res.tokens.length;
@@ -111,7 +126,8 @@ export async function runChat(o: ChatOptions): Promise<number> {
         `${n} tokens ${(n / (res.decodeMs / 1000)).toFixed(1)} tok/s · ctx ${session.tokens.length}/${engineOpts.ctx}]${note}`)}\n`);
     } catch (e) {
       if (!prefilled) {
-        // the message never got an answer: the context goes back to where it was before it
+        // the message never got an answer: the conversation and the context go back to before it
+        conv.truncate(keep);
         try { await session.rewind(reused); } catch (e2) { write(`\nerror: ${(e2 as Error).message}\n`); }
       }
       if (e instanceof AbortError) write(`\n${dim(prefilled ? '[interrupted]' : `[interrupted during prefill: the message was not kept; ctx ${session.tokens.length}/${engineOpts.ctx}]`)}\n`);
