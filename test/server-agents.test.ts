@@ -284,4 +284,24 @@ describe('a side request between two turns (in-memory prompt cache)', () => {
     expect(prefilled).toBeLessThanOrEqual(t2.usage!.prompt_tokens - turnStart);
     expect(ctx.coordinator.stats.ramLoads).toBeGreaterThanOrEqual(1);
   });
+
+  it('also when the side request shares the system prompt (a side query of the same agent)', async () => {
+    const main: OpenAI.ChatCompletionMessageParam[] = [{ role: 'system', content: story.slice(0, 5000) }, { role: 'user', content: 'Who kept the light?' }];
+    const t1 = await openai().chat.completions.create({ model: 'x', max_tokens: 6, temperature: 0, messages: main });
+    const turnStart = tok().encode(renderChat(main, { addGenerationPrompt: false }) + '<|im_start|>assistant\n').length;
+    await openai().chat.completions.create({ model: 'x', max_tokens: 3, messages: [main[0], { role: 'user', content: 'Summarise the conversation in five words.' }] });
+    const loads = ctx.coordinator.stats.ramLoads;
+    expect(ctx.coordinator.stats.ramSaves).toBeGreaterThanOrEqual(2);
+    const t2 = await openai().chat.completions.create({ model: 'x', max_tokens: 3, temperature: 0, messages: [...main, { role: 'assistant', content: t1.choices[0].message.content ?? '' }, { role: 'user', content: 'And then?' }] });
+    expect(t2.usage!.prompt_tokens_details!.cached_tokens).toBeGreaterThanOrEqual(turnStart);
+    expect(ctx.coordinator.stats.ramLoads).toBe(loads + 1);
+  });
+
+  it('the next turn of the same conversation does not copy the session into the cache', async () => {
+    const main: OpenAI.ChatCompletionMessageParam[] = [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'One?' }];
+    const t1 = await openai().chat.completions.create({ model: 'x', max_tokens: 6, temperature: 0, messages: main });
+    const before = ctx.coordinator.stats.ramSaves;
+    await openai().chat.completions.create({ model: 'x', max_tokens: 3, temperature: 0, messages: [...main, { role: 'assistant', content: t1.choices[0].message.content ?? '' }, { role: 'user', content: 'Two?' }] });
+    expect(ctx.coordinator.stats.ramSaves).toBe(before);
+  });
 });

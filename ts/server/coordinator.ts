@@ -109,10 +109,12 @@ export class Coordinator {
   private liveText = '';
   /** where the last turn's assistant answer starts (the checkpoint the next turn resumes from) */
   private lastTurnStart = 0;
+  /** ...and its length in characters of the live text */
+  private lastTurnStartChars = 0;
   /** requests admitted and not finished (the running one included) */
   private pending = 0;
   private usage = new WeakMap<object, TurnResult>();
-  readonly stats = { ramLoads: 0, requests: 0, prefilled: 0, reused: 0, diskLoads: 0, diskSaves: 0, refused: 0, timeouts: 0, generated: 0, prefillMs: 0, decodeMs: 0 };
+  readonly stats = { ramSaves: 0, ramLoads: 0, requests: 0, prefilled: 0, reused: 0, diskLoads: 0, diskSaves: 0, refused: 0, timeouts: 0, generated: 0, prefillMs: 0, decodeMs: 0 };
   readonly engine: Engine;
   private readonly tracePath?: string;
   private readonly disk?: DiskPolicy;
@@ -186,12 +188,14 @@ export class Coordinator {
     const ram = this.o.ram, s = this.session;
     if (!ram || s.tokens.length < RAM_MIN_TOKENS) return;
     const live = this.liveMatch(prompt);
-    if (live === this.liveText.length || live >= this.liveText.length / 2) return; // the same conversation
+    // the same conversation goes on from (at least) where its last answer began: nothing to keep
+    if (live >= Math.min(this.lastTurnStartChars, this.liveText.length)) return;
     const at = this.lastTurnStart > 0 && this.lastTurnStart <= s.tokens.length ? this.lastTurnStart : s.tokens.length;
     try {
       if (at < s.tokens.length) await s.rewind(at);
       const text = this.engine.tokenizer.decode(s.tokens);
       ram.put(text, s.savePayload(), s.tokens.length);
+      this.stats.ramSaves++;
       this.liveText = text;
       this.trace('ram-save', { tokens: s.tokens.length, cachedBytes: ram.bytes });
     } catch (e) {
@@ -313,6 +317,7 @@ export class Coordinator {
     const cut = this.turnStart(tokens);
     if (cut > common && cut < tokens.length) actions.set(cut, () => s.checkpoint());
     this.lastTurnStart = cut;
+    this.lastTurnStartChars = cut > 0 ? tok.decode(tokens.slice(0, cut)).length : req.prompt.length;
     const d = this.disk;
     if (d) {
       const text = (n: number) => tok.decode(tokens.slice(0, n));

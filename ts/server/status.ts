@@ -28,6 +28,7 @@ export function registerStatus(app: FastifyInstance, ctx: ServerContext, o: { re
     metric('q36_generated_tokens_total', 'counter', 'tokens generated', [['', s.generated]]);
     metric('q36_prefill_tokens_per_second', 'gauge', 'prefill speed over the server\'s life', [['', s.prefillMs > 0 ? s.prefilled / (s.prefillMs / 1000) : 0]]);
     metric('q36_decode_tokens_per_second', 'gauge', 'decode speed over the server\'s life', [['', s.decodeMs > 0 ? s.generated / (s.decodeMs / 1000) : 0]]);
+    metric('q36_ram_cache_saves_total', 'counter', 'conversations kept in the in-memory prompt cache', [['', s.ramSaves]]);
     metric('q36_ram_cache_loads_total', 'counter', 'in-memory prompt cache hits loaded', [['', s.ramLoads]]);
     metric('q36_disk_cache_loads_total', 'counter', 'disk KV cache hits loaded', [['', s.diskLoads]]);
     metric('q36_disk_cache_saves_total', 'counter', 'disk KV cache checkpoints written', [['', s.diskSaves]]);
