@@ -31,7 +31,9 @@ describe('q36-bench', () => {
     expect(frontierList(2048, 32768, { mul: 2 })).toEqual([2048, 4096, 8192, 16384, 32768]);
     expect(frontierList(2048, 10240, { incr: 4096 })).toEqual([2048, 6144, 10240]);
     expect(() => frontierList(10, 5, { incr: 1 })).toThrow(/ctx-start/);
-    expect(() => frontierList(1, 5, {})).toThrow(/exactly one/);
+    expect(() => frontierList(1, 5, { incr: 1, mul: 2 })).toThrow(/at most one/);
+    // the QuarkStar README's command gives no step: frontiers every 2048 tokens
+    expect(frontierList(2048, 10240, {})).toEqual([2048, 4096, 6144, 8192, 10240]);
     expect(tokenSequence([1, 2, 3], 7)).toEqual([1, 2, 3, 1, 2, 3, 1]);
   });
 

@@ -15,9 +15,13 @@ export interface FrontierRow {
   residentBytes: number;
 }
 
-export function frontierList(start: number, max: number, o: { incr?: number; mul?: number }): number[] {
+/** Frontier spacing without --step-incr/--step-mul: every 2048 tokens (the QuarkStar README's 2048, 4096, 6144, …). */
+export const DEFAULT_STEP_INCR = 2048;
+
+export function frontierList(start: number, max: number, given: { incr?: number; mul?: number }): number[] {
   if (!(start >= 1) || !(max >= start)) throw new Error(`frontiers need 1 ≤ --ctx-start (${start}) ≤ --ctx-max (${max})`);
-  if ((o.incr === undefined) === (o.mul === undefined)) throw new Error('give exactly one of --step-incr N or --step-mul F');
+  if (given.incr !== undefined && given.mul !== undefined) throw new Error('give at most one of --step-incr N or --step-mul F');
+  const o = given.incr === undefined && given.mul === undefined ? { incr: DEFAULT_STEP_INCR } : given;
   if (o.incr !== undefined && !(o.incr >= 1)) throw new Error('--step-incr must be ≥ 1');
   if (o.mul !== undefined && !(o.mul > 1)) throw new Error('--step-mul must be > 1');
   const out: number[] = [];

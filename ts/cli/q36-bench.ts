@@ -2,7 +2,7 @@
 /**
  * q36-bench: prefill and decode throughput at context frontiers, CSV on stdout.
  *   q36-bench [--cpu|--vulkan] -m MODEL [--prompt-file F] --ctx-start 2048 --ctx-max 32768
- *             (--step-incr N | --step-mul F) --gen-tokens 128 [-ctk T -ctv T] [--warmup N]
+ *             [--step-incr N (2048) | --step-mul F] --gen-tokens 128 [-ctk T -ctv T] [--warmup N]
  * (node:util parseArgs, no npm dependency: it runs on machines that only carry the build.)
  */
 import * as fs from 'node:fs';
@@ -14,7 +14,7 @@ import { CSV_HEADER, csvRow, frontierList, runFrontiers, tokenSequence } from '.
 import { CliError, openModelHeader } from './load-tokenizer.js';
 import { ENGINE_PARSE_OPTIONS, engineOptions, num, parseCliArgs } from './options.js';
 
-const HELP = `usage: q36-bench [--cpu|--vulkan] -m MODEL [--prompt-file F] --ctx-start N --ctx-max N (--step-incr N | --step-mul F)
+const HELP = `usage: q36-bench [--cpu|--vulkan] -m MODEL [--prompt-file F] --ctx-start N --ctx-max N [--step-incr N (default 2048) | --step-mul F]
                  [--gen-tokens 128] [-ctk f16|q8_0|q4_0] [-ctv f16|q8_0|q4_0] [--warmup N] [--vk-device N]
 Walks one token sequence (default prompt: fixtures/bench/lighthouse.txt, repeated) to each context
 frontier with incremental prefill, decodes a greedy probe of --gen-tokens there (EOS ignored),
