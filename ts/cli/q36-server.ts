@@ -27,8 +27,8 @@ const HELP = `usage: q36-server [-m MODEL] [--cpu|--vulkan] [--host 127.0.0.1] [
 Endpoints: GET /v1/models, GET /v1/models/qwen3.6-35b-a3b, POST /v1/chat/completions, POST /v1/messages,
            POST /v1/messages/count_tokens, POST /v1/responses, POST /v1/completions, GET /v1/chat/ws (WebSocket),
            HEAD|GET /, GET /health, GET /props, GET /metrics
---log-level: error (errors only), warn (+ skipped cache files, refused requests), info (+ one line per
-             request, the default), debug (+ cache decisions)`;
+--log-level: error (errors only), warn (+ skipped cache files, internal errors), info (+ one line per
+             request, the default), debug (the same as info for now; --trace FILE records cache decisions)`;
 
 /** The server's context when --ctx is not given (capped by the model and by memory). */
 export const SERVER_DEFAULT_CTX = 65536;

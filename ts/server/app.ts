@@ -139,6 +139,6 @@ export async function buildApp(o: AppOptions): Promise<{ app: FastifyInstance; c
   registerAnthropicMessages(app, ctx);
   registerOpenAICompletions(app, ctx);
   registerResponses(app, ctx);
-  await registerWsChat(app, ctx, { origins });
+  await registerWsChat(app, ctx);
   return { app, ctx };
 }

@@ -224,8 +224,7 @@ export class Coordinator {
   /** A disk file whose text is a longer byte prefix of the prompt than the live session replaces it. */
   private restoreFromDisk(prompt: string): void {
     if (!this.disk) return;
-    let live = 0;
-    while (live < this.liveText.length && live < prompt.length && this.liveText.charCodeAt(live) === prompt.charCodeAt(live)) live++;
+    const live = this.liveMatch(prompt);
     const entry = this.disk.cache.lookup(prompt, live + 1);
     const liveIsPrefix = live === this.liveText.length;
     if (!entry && !liveIsPrefix && this.session.tokens.length >= this.disk.minTokens && live < this.liveText.length / 2) this.saveDisk('evict', this.liveText);

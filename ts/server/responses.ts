@@ -22,11 +22,10 @@ type Obj = Record<string, unknown>;
 /** What a flattened tool was on the wire, to shape its calls back. */
 interface ToolOrigin { kind: 'function' | 'custom'; namespace?: string }
 
-/** Responses tools → chat function tools, with each name's origin. */
-export function toolsFromResponses(tools: unknown): { tools?: Obj[]; origin: Map<string, ToolOrigin>; skipped: string[] } {
+/** Responses tools → chat function tools, with each name's origin; hosted tools are left out. */
+export function toolsFromResponses(tools: unknown): { tools?: Obj[]; origin: Map<string, ToolOrigin> } {
   const origin = new Map<string, ToolOrigin>();
-  const skipped: string[] = [];
-  if (tools === undefined || tools === null) return { origin, skipped };
+  if (tools === undefined || tools === null) return { origin };
   if (!Array.isArray(tools)) throw new ApiError('invalid_request', 'tools must be an array', 'tools');
   const out: Obj[] = [];
   const fn = (t: Obj, where: string, namespace?: Obj): void => {
@@ -49,12 +48,12 @@ export function toolsFromResponses(tools: unknown): { tools?: Obj[]; origin: Map
       if (!Array.isArray(t.tools)) throw new ApiError('invalid_request', `${where}: a namespace needs a "tools" array`, 'tools');
       (t.tools as unknown[]).forEach((inner, k) => {
         if (!isObj(inner)) throw new ApiError('invalid_request', `${where}.tools[${k}] must be an object`, 'tools');
+        // (anything else inside a namespace is a hosted tool too)
         if (inner.type === 'function' || inner.type === 'custom') fn(inner, `${where}.tools[${k}]`, t);
-        else skipped.push(`${String(t.name)}.${String(inner.type)}`);
       });
-    } else skipped.push(String(t.type)); // hosted tools: web_search, file_search, computer_use, …
+    } // else a hosted tool (web_search, file_search, computer_use, …): this server cannot run it
   });
-  return { tools: out.length ? toolsFromOpenAI(out) : undefined, origin, skipped };
+  return { tools: out.length ? toolsFromOpenAI(out) : undefined, origin };
 }
 
 /** A message's content parts → chat parts (images kept as images, files as a placeholder). */

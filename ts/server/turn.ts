@@ -16,7 +16,7 @@ import { IM_END, THINK_CLOSE } from '../chat/template-tokens.js';
 import type { SampleOptions } from '../engine/types.js';
 import type { ServerContext } from './context.js';
 import type { LogprobEntry, TurnResult } from './coordinator.js';
-import { ApiError, anthropicError, openaiError } from './errors.js';
+import { ApiError } from './errors.js';
 import { Sse } from './sse.js';
 
 type Obj = Record<string, unknown>;
@@ -65,17 +65,14 @@ export interface TurnOutcome extends TurnResult {
 
 /** How an API shapes a streamed turn. */
 export interface ApiWriter {
-  open(t: TurnState): void;
+  /** the stream opened: the prompt is counted already */
+  open(t: { promptTokens: number }): void;
   /** a generated token's log-probability (only when the request asked for them) */
   logprob?(e: LogprobEntry): void;
   delta(ev: ParserEvent, t: TurnState): void;
   finish(r: TurnOutcome): void;
   /** a failure after the stream opened (already an ApiError from the catalogue) */
   error(e: ApiError): void;
-}
-
-export function errorBody(p: Provider, e: ApiError) {
-  return p === 'anthropic' ? anthropicError(e) : openaiError(e);
 }
 
 /** The provider's own refusal of a prompt longer than the context. */
@@ -161,8 +158,7 @@ export async function serveTurn(ctx: ServerContext, req: FastifyRequest, reply: 
   reply.hijack();
   const sse = new Sse(reply.raw);
   const w = api.writer(sse);
-  const state: TurnState = { callId: () => '', promptTokens: prepared.tokens.length };
-  w.open(state);
+  w.open({ promptTokens: prepared.tokens.length });
   try {
     w.finish(await executeTurn(ctx, prepared, { signal: ac.signal, origin: req.raw, onEvent: (ev, st) => w.delta(ev, st), onLogprob: w.logprob?.bind(w) }));
   } catch (e) {

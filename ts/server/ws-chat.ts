@@ -1,20 +1,18 @@
 /**
- * WebSocket chat (GET /v1/chat/ws): a connection is a conversation. The server keeps its messages
- * and renders them with Qwen3.6's preserve_thinking, so the rendered history is byte-identical to
- * what the live session already holds and a follow-up message prefills only the new suffix.
- * Protocol: docs/websocket.md.
+ * WebSocket chat (GET /v1/chat/ws): a connection is a conversation (chat/conversation.ts), whose
+ * prompts extend exactly what the live session already holds, so a follow-up message prefills only
+ * the new suffix. Protocol: docs/websocket.md.
  *
  * Every frame is validated before it changes anything: a bad frame gets an `error` frame and the
- * conversation is left as it was. Browsers cannot be trusted to stay away (any page may open a
- * socket to 127.0.0.1), so the upgrade checks Origin: loopback pages and the configured origins.
+ * conversation is left as it was. The upgrade's Origin is checked by the app's onRequest hook
+ * (app.ts), like every other request.
  */
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import websocket from '@fastify/websocket';
 import type { WebSocket } from 'ws';
 import { Conversation } from '../chat/conversation.js';
-import { ApiError, isObj, openaiError } from './errors.js';
+import { ApiError, isObj } from './errors.js';
 import { toolsFromOpenAI } from './convert.js';
-import { originAllowed, type OriginPolicy } from './origin.js';
 import type { ServerContext } from './context.js';
 import { executeTurn, prepareTurn } from './turn.js';
 import { MAX_JSON_DEPTH, parseJsonBody } from './validate.js';
@@ -41,11 +39,7 @@ function checkFrame(m: unknown): Obj & { type: string } {
   return m as Obj & { type: string };
 }
 
-export interface WsOptions {
-  origins: OriginPolicy;
-}
-
-export async function registerWsChat(app: FastifyInstance, ctx: ServerContext, o: WsOptions): Promise<void> {
+export async function registerWsChat(app: FastifyInstance, ctx: ServerContext): Promise<void> {
   await app.register(websocket, {
     options: { maxPayload: WS_MAX_FRAME },
     // shutdown: every client is told the server is going away (1001) before the listener closes
@@ -57,14 +51,7 @@ export async function registerWsChat(app: FastifyInstance, ctx: ServerContext, o
       wss.close(() => { clearTimeout(force); done(); });
     },
   });
-  const checkOrigin = async (req: FastifyRequest, reply: FastifyReply) => {
-    const origin = req.headers.origin;
-    if (!originAllowed(origin, o.origins)) {
-      const e = new ApiError('forbidden', `origin ${JSON.stringify(origin)} may not open this socket (loopback pages are allowed; add others with --allow-origin)`);
-      return reply.status(403).send(openaiError(e));
-    }
-  };
-  app.get('/v1/chat/ws', { websocket: true, preValidation: checkOrigin }, (socket: WebSocket) => {
+  app.get('/v1/chat/ws', { websocket: true }, (socket: WebSocket) => {
     const conv = new Conversation();
     let tools: Obj[] | undefined;
     let thinking = true;
