@@ -1,22 +1,7 @@
-import { spawnSync } from 'node:child_process';
-import * as fs from 'node:fs';
-import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Conversation } from '../ts/chat/conversation.js';
 import { renderChat } from '../ts/chat/render.js';
-import { fixture, tmpDir } from './helpers.js';
-
-const ROOT = path.resolve(__dirname, '..');
-
-/** Runs q36 in a pseudo-terminal with a script of keystrokes and expectations. */
-function drive(steps: object[], args: string[]) {
-  const dir = tmpDir();
-  const f = path.join(dir, 'steps.json');
-  fs.writeFileSync(f, JSON.stringify(steps));
-  const r = spawnSync('python3', [path.join(ROOT, 'test/tools/pty_drive.py'), f, '--', process.execPath, path.join(ROOT, 'dist/ts/cli/q36.js'), ...args], { encoding: 'utf8', timeout: 120_000 });
-  if (r.status !== 0) throw new Error(`pty driver failed: ${r.stderr}`);
-  return JSON.parse(r.stdout) as { ok: boolean; failed_step: number | null; transcript: string; exit: number | null };
-}
+import { driveQ36 as drive, fixture } from './helpers.js';
 
 describe('the conversation the CLI and WebSocket chats share renders what the session holds', () => {
   it('prompt + answer is a byte prefix of the next prompt (preserved thinking), with thinking on and off', () => {

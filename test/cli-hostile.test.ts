@@ -9,7 +9,7 @@ import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { safeForTerminal } from '../ts/cli/terminal.js';
-import { fixture, tmpDir } from './helpers.js';
+import { driveQ36, fixture, tmpDir } from './helpers.js';
 
 const ROOT = path.resolve(__dirname, '..');
 const SERVER = path.join(ROOT, 'dist/ts/cli/q36-server.js');
@@ -106,8 +106,7 @@ describe('q36 and Ctrl+C', () => {
     const dir = tmpDir();
     const long = path.join(dir, 'long.txt');
     fs.writeFileSync(long, 'The lighthouse keeper climbed the stairs again. '.repeat(150));
-    const steps = path.join(dir, 'steps.json');
-    fs.writeFileSync(steps, JSON.stringify([
+    const out = driveQ36([
       { expect: 'q36> ', timeout: 60 },
       { send: 'Hi\r' },
       { expect: 'ctx (\\d+)/4096\\]', timeout: 60 },
@@ -121,9 +120,7 @@ describe('q36 and Ctrl+C', () => {
       { expect: 'prefill \\d+ new tokens \\((\\d+) reused\\)', timeout: 60 },
       { expect: 'q36> ' },
       { send: '/quit\r' },
-    ]));
-    const r = spawnSync('python3', [path.join(ROOT, 'test/tools/pty_drive.py'), steps, '--', process.execPath, Q36, '--cpu', '-m', MODEL, '-n', '6', '--seed', '1', '--ctx', '4096'], { encoding: 'utf8', timeout: 240_000 });
-    const out = JSON.parse(r.stdout) as { ok: boolean; failed_step: number | null; transcript: string };
+    ], ['--cpu', '-m', MODEL, '-n', '6', '--seed', '1', '--ctx', '4096'], 240_000);
     if (!out.ok) console.log(out.transcript.slice(-3000));
     expect(out.ok, `failed at step ${out.failed_step}`).toBe(true);
     const t = out.transcript;

@@ -1,6 +1,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { spawnSync } from 'node:child_process';
 
 export const FIXTURES = path.resolve(__dirname, '..', 'fixtures');
 export const fixture = (...p: string[]) => path.join(FIXTURES, ...p);
@@ -34,4 +35,14 @@ export async function oracleLogitErrors(engine: { newSession(): import('../ts/en
     s.dispose();
   }
   return errs;
+}
+
+/** Runs q36 in a pseudo-terminal with a script of keystrokes and expectations (test/tools/pty_drive.py). */
+export function driveQ36(steps: object[], args: string[], timeoutMs = 120_000) {
+  const root = path.resolve(__dirname, '..');
+  const f = path.join(tmpDir(), 'steps.json');
+  fs.writeFileSync(f, JSON.stringify(steps));
+  const r = spawnSync('python3', [path.join(root, 'test/tools/pty_drive.py'), f, '--', process.execPath, path.join(root, 'dist/ts/cli/q36.js'), ...args], { encoding: 'utf8', timeout: timeoutMs });
+  if (r.status !== 0) throw new Error(`pty driver failed: ${r.stderr}`);
+  return JSON.parse(r.stdout) as { ok: boolean; failed_step: number | null; transcript: string; exit: number | null };
 }

@@ -25,6 +25,16 @@ async function server(dir: string, o: { model?: string; kv?: { k: KvType; v: KvT
   return { app, ctx, logs, client: new OpenAI({ baseURL: `${base}/v1`, apiKey: 'x' }) };
 }
 
+/** A directory with the cold-save files of one long prompt, written by a default (tinyA q2, f16 KV) server. */
+async function coldFileFromDefaultServer() {
+  const dir = tmpDir();
+  const s1 = await server(dir);
+  const msgs: OpenAI.ChatCompletionMessageParam[] = [{ role: 'system', content: longText }, { role: 'user', content: 'Summarise.' }];
+  await s1.client.chat.completions.create({ model: 'x', messages: msgs, max_tokens: 2, temperature: 0 });
+  await s1.app.close();
+  return { dir, msgs };
+}
+
 /** a stand-in model identity for the file-level tests */
 const MODEL = { fingerprint: Buffer.alloc(32, 0x5a), expertBits: 2 };
 
@@ -150,11 +160,7 @@ for (let i = 0; ; i++) c.save({ reason: 'cold', text: 'text ' + i, payload, toke
   });
 
   it('a file written by another model of the same shapes (q2 vs q2q4) is skipped with the reason logged, and kept', async () => {
-    const dir = tmpDir();
-    const s1 = await server(dir);
-    const msgs: OpenAI.ChatCompletionMessageParam[] = [{ role: 'system', content: longText }, { role: 'user', content: 'Summarise.' }];
-    await s1.client.chat.completions.create({ model: 'x', messages: msgs, max_tokens: 2, temperature: 0 });
-    await s1.app.close();
+    const { dir, msgs } = await coldFileFromDefaultServer();
     const files = fs.readdirSync(dir).filter((f) => f.endsWith('.kv'));
     expect(files.length).toBeGreaterThanOrEqual(1);
     const s2 = await server(dir, { model: 'tinyA/tinyA-q2q4.gguf' });
@@ -170,11 +176,7 @@ for (let i = 0; ; i++) c.save({ reason: 'cold', text: 'text ' + i, payload, toke
   });
 
   it('a file with other KV types is skipped with the reason on the log (once), kept on disk, and the prompt prefilled', async () => {
-    const dir = tmpDir();
-    const s1 = await server(dir);
-    const msgs: OpenAI.ChatCompletionMessageParam[] = [{ role: 'system', content: longText }, { role: 'user', content: 'Summarise.' }];
-    await s1.client.chat.completions.create({ model: 'x', messages: msgs, max_tokens: 2, temperature: 0 });
-    await s1.app.close();
+    const { dir, msgs } = await coldFileFromDefaultServer();
     const s2 = await server(dir, { kv: { k: 'q8_0', v: 'q4_0' } });
     const r = await s2.client.chat.completions.create({ model: 'x', messages: msgs, max_tokens: 2, temperature: 0 });
     await s2.client.chat.completions.create({ model: 'x', messages: [msgs[0], { role: 'user', content: 'Other question.' }], max_tokens: 2, temperature: 0 });
