@@ -23,7 +23,10 @@ import { originAllowed, type OriginPolicy } from './origin.js';
 import { modelIdentity } from '../model/fingerprint.js';
 import { RamCache } from './ram-cache.js';
 
-/** --cache-ram default: a few agent-sized conversations of the real model (~270 MB each at 25K tokens, q8_0/q4_0 KV). */
+/**
+ * --cache-ram default: a few agent-sized conversations of the real model (by arithmetic: 25K
+ * tokens × 8 320 B of q8_0/q4_0 KV + 30 DeltaNet layers' state ≈ 270 MB each).
+ */
 export const DEFAULT_CACHE_RAM_MIB = 1024;
 
 export interface AppOptions {
