@@ -1,8 +1,30 @@
 // Weight decoders shared by matvec.glsl and mm.glsl: decode(o, g, w) gives the 8 values of group g
 // (values 8g … 8g+7) of the row starting at byte o of W, for the weight type TYPE_*. The including
-// shader declares W (uint words) and, for IQ2_XXS, GRID (uvec2 per grid entry).
-// Block layouts: quant-spec §3.
+// shader declares W (uint words) and GRID (uvec2 units: the lookup tables of the IQ types, laid out
+// by scripts/gen-tables.mjs; generated/grids.glsl says where each starts).
+// Block layouts: quant-spec §3 (IQ2_S, IQ3_S, IQ1_S, IQ1_M: core-as/quant/dequant.ts).
 // decode(o, g, w): the 8 values of group g of the row starting at byte o.
+#include "generated/grids.glsl"
+
+// entry i of a table of u32 entries (two per GRID unit)
+uint grid32(uint at, uint i) { uvec2 v = GRID[at + (i >> 1)]; return (i & 1u) != 0u ? v.y : v.x; }
+// byte k (0..7) of a GRID unit
+uint unitByte(uvec2 v, uint k) { return ((k < 4u ? v.x : v.y) >> (8u * (k & 3u))) & 0xFFu; }
+// the 8-bit sign mask of a 7-bit ksigns index: the eighth sign makes the parity even
+uint ksigns(uint s7) { return s7 | ((bitCount(s7) & 1u) << 7); }
+// kvalues_iq4nl[i] (16 int8 in two GRID units)
+float kvalue(uint i) { return float(int(unitByte(GRID[KVALUES_IQ4NL_AT + (i >> 3)], i & 7u) << 24) >> 24); }
+// 8 nibbles of a 32-value block whose 16 bytes at q hold values 0..15 (low) and 16..31 (high)
+// (Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, and each IQ4_XS sub-block): those of quarter gi
+void nibbles(uint q, uint gi, out uint n[8]) {
+  uint a = WU32(W, q + 8u * (gi & 1u)), c = WU32(W, q + 8u * (gi & 1u) + 4u), sh = 4u * (gi >> 1);
+  [[unroll]] for (uint i = 0u; i < 4u; i++) { n[i] = (a >> (8u * i + sh)) & 15u; n[i + 4u] = (c >> (8u * i + sh)) & 15u; }
+}
+// the fifth bits (Q5_0, Q5_1) of quarter gi: bit 8gi + i of the u32 at qh
+void fifth(uint qh, uint gi, inout uint n[8]) {
+  uint h = WU32(W, qh) >> (8u * gi);
+  [[unroll]] for (uint i = 0u; i < 8u; i++) n[i] |= ((h >> i) & 1u) << 4;
+}
 #if defined(TYPE_F32)
 void decode(uint o, uint g, out float w[8]) {
   uint b = (o >> 2) + 8u * g;
@@ -99,12 +121,155 @@ void decode(uint o, uint g, out float w[8]) {
   uint aux = WU32(W, p + 4u);
   float db = WHALF(W, bo) * (0.5 + float(aux >> 28)) * 0.25;
   uint s7 = (aux >> (7u * l)) & 127u;
-  uint signs = s7 | ((bitCount(s7) & 1u) << 7);
-  uvec2 gr = GRID[WBYTE(W, p + l)];
+  uint signs = ksigns(s7);
+  uvec2 gr = GRID[IQ2XXS_GRID_AT + WBYTE(W, p + l)];
   [[unroll]] for (uint k = 0u; k < 8u; k++) {
     float mag = float(((k < 4u ? gr.x : gr.y) >> (8u * (k & 3u))) & 0xFFu);
     w[k] = ((signs >> k) & 1u) != 0u ? -db * mag : db * mag;
   }
+}
+#elif defined(TYPE_Q4_0) || defined(TYPE_IQ4_NL)
+// 18-byte blocks: f16 d, 16 bytes of nibbles; Q4_0: d·(q − 8), IQ4_NL: d·kvalues_iq4nl[q]
+void decode(uint o, uint g, out float w[8]) {
+  uint bo = o + 18u * (g >> 2), n[8];
+  float d = WHALF(W, bo);
+  nibbles(bo + 2u, g & 3u, n);
+#if defined(TYPE_Q4_0)
+  [[unroll]] for (uint i = 0u; i < 8u; i++) w[i] = d * float(int(n[i]) - 8);
+#else
+  [[unroll]] for (uint i = 0u; i < 8u; i++) w[i] = d * kvalue(n[i]);
+#endif
+}
+#elif defined(TYPE_Q4_1)
+// 20-byte blocks: f16 d, f16 m, 16 bytes of nibbles: q·d + m
+void decode(uint o, uint g, out float w[8]) {
+  uint bo = o + 20u * (g >> 2), n[8];
+  float d = WHALF(W, bo), m = WHALF(W, bo + 2u);
+  nibbles(bo + 4u, g & 3u, n);
+  [[unroll]] for (uint i = 0u; i < 8u; i++) w[i] = float(n[i]) * d + m;
+}
+#elif defined(TYPE_Q5_0)
+// 22-byte blocks: f16 d, u32 qh (fifth bits), 16 bytes of nibbles: d·(q − 16)
+void decode(uint o, uint g, out float w[8]) {
+  uint bo = o + 22u * (g >> 2), n[8];
+  float d = WHALF(W, bo);
+  nibbles(bo + 6u, g & 3u, n);
+  fifth(bo + 2u, g & 3u, n);
+  [[unroll]] for (uint i = 0u; i < 8u; i++) w[i] = d * float(int(n[i]) - 16);
+}
+#elif defined(TYPE_Q5_1)
+// 24-byte blocks: f16 d, f16 m, u32 qh, 16 bytes of nibbles: q·d + m
+void decode(uint o, uint g, out float w[8]) {
+  uint bo = o + 24u * (g >> 2), n[8];
+  float d = WHALF(W, bo), m = WHALF(W, bo + 2u);
+  nibbles(bo + 8u, g & 3u, n);
+  fifth(bo + 4u, g & 3u, n);
+  [[unroll]] for (uint i = 0u; i < 8u; i++) w[i] = float(n[i]) * d + m;
+}
+#elif defined(TYPE_Q3_K)
+// 110-byte blocks: hmask[32], qs[64] (2-bit parts as in Q2_K), 12 bytes of 6-bit scales (offset
+// 32), f16 d. Value i: d·sc·(q2 − (hmask[i%32] bit i/32 ? 0 : 4)); scale i/16.
+void decode(uint o, uint g, out float w[8]) {
+  uint bo = o + 110u * (g >> 5), i0 = 8u * (g & 31u);
+  uint h = i0 >> 7, k = (i0 & 127u) >> 5, l0 = i0 & 31u, j = i0 >> 4;
+  uint lo4 = j < 8u ? WBYTE(W, bo + 96u + j) & 15u : WBYTE(W, bo + 88u + j) >> 4;
+  uint hi2 = (WBYTE(W, bo + 104u + (j & 3u)) >> (2u * (j >> 2))) & 3u;
+  float dl = WHALF(W, bo + 108u) * float(int(lo4 | (hi2 << 4)) - 32);
+  uint qo = bo + 32u + 32u * h + l0, sh = 2u * k;
+  uint a = WU32(W, qo), c = WU32(W, qo + 4u), ma = WU32(W, bo + l0), mc = WU32(W, bo + l0 + 4u);
+  uint hb = i0 >> 5;
+  [[unroll]] for (uint i = 0u; i < 4u; i++) {
+    w[i] = dl * float(int((a >> (8u * i + sh)) & 3u) - (((ma >> (8u * i + hb)) & 1u) != 0u ? 0 : 4));
+    w[i + 4u] = dl * float(int((c >> (8u * i + sh)) & 3u) - (((mc >> (8u * i + hb)) & 1u) != 0u ? 0 : 4));
+  }
+}
+#elif defined(TYPE_IQ2_XS)
+// 74-byte blocks: f16 d, u16 qs[32] (9-bit iq2xs_grid index, 7-bit ksigns index), scales[8]
+void decode(uint o, uint g, out float w[8]) {
+  uint bo = o + 74u * (g >> 5), t = g & 31u, ib = t >> 2;
+  uint v = WU16(W, bo + 2u + 2u * t), sc = WBYTE(W, bo + 66u + ib);
+  float db = WHALF(W, bo) * (0.5 + float(((t & 3u) < 2u) ? sc & 15u : sc >> 4)) * 0.25;
+  uint signs = ksigns(v >> 9);
+  uvec2 gr = GRID[IQ2XS_GRID_AT + (v & 511u)];
+  [[unroll]] for (uint k = 0u; k < 8u; k++) { float m = db * float(unitByte(gr, k)); w[k] = ((signs >> k) & 1u) != 0u ? -m : m; }
+}
+#elif defined(TYPE_IQ2_S)
+// 82-byte blocks: f16 d, qs[32] grid low bytes, 32 sign bytes, qh[8] (2 high index bits per
+// group), scales[8] (a nibble per pair of groups): db = d·(0.5 + nibble)·0.25, iq2s_grid
+void decode(uint o, uint g, out float w[8]) {
+  uint bo = o + 82u * (g >> 5), t = g & 31u, ib = t >> 2, l = t & 3u;
+  uint sc = WBYTE(W, bo + 74u + ib);
+  float db = WHALF(W, bo) * (0.5 + float(l < 2u ? sc & 15u : sc >> 4)) * 0.25;
+  uint idx = WBYTE(W, bo + 2u + t) | (((WBYTE(W, bo + 66u + ib) >> (2u * l)) & 3u) << 8);
+  uint signs = WBYTE(W, bo + 34u + t);
+  uvec2 gr = GRID[IQ2S_GRID_AT + idx];
+  [[unroll]] for (uint k = 0u; k < 8u; k++) { float m = db * float(unitByte(gr, k)); w[k] = ((signs >> k) & 1u) != 0u ? -m : m; }
+}
+#elif defined(TYPE_IQ3_XXS)
+// 98-byte blocks: f16 d, qs[64] (iq3xxs_grid indices, 2 per group), u32 w[8] (4 ksigns indices
+// and a 4-bit scale per sub-block): db = d·(0.5 + scale)·0.5
+void decode(uint o, uint g, out float w[8]) {
+  uint bo = o + 98u * (g >> 5), t = g & 31u, ib = t >> 2, l = t & 3u;
+  uint aux = WU32(W, bo + 66u + 4u * ib);
+  float db = WHALF(W, bo) * (0.5 + float(aux >> 28)) * 0.5;
+  uint signs = ksigns((aux >> (7u * l)) & 127u);
+  uint g0 = grid32(IQ3XXS_GRID_AT, WBYTE(W, bo + 2u + 2u * t)), g1 = grid32(IQ3XXS_GRID_AT, WBYTE(W, bo + 3u + 2u * t));
+  [[unroll]] for (uint k = 0u; k < 8u; k++) {
+    float m = db * float(((k < 4u ? g0 : g1) >> (8u * (k & 3u))) & 0xFFu);
+    w[k] = ((signs >> k) & 1u) != 0u ? -m : m;
+  }
+}
+#elif defined(TYPE_IQ3_S)
+// 110-byte blocks: f16 d, qs[64] (grid low bytes, 2 per group), qh[8] (a high bit per index),
+// signs[32], scales[4] (a nibble per sub-block): db = d·(1 + 2·nibble), iq3s_grid
+void decode(uint o, uint g, out float w[8]) {
+  uint bo = o + 110u * (g >> 5), t = g & 31u, ib = t >> 2, l = t & 3u;
+  float db = WHALF(W, bo) * float(1u + 2u * ((WBYTE(W, bo + 106u + (ib >> 1)) >> (4u * (ib & 1u))) & 15u));
+  uint qh = WBYTE(W, bo + 66u + ib);
+  uint g0 = grid32(IQ3S_GRID_AT, WBYTE(W, bo + 2u + 2u * t) | (((qh >> (2u * l)) & 1u) << 8));
+  uint g1 = grid32(IQ3S_GRID_AT, WBYTE(W, bo + 3u + 2u * t) | (((qh >> (2u * l + 1u)) & 1u) << 8));
+  uint signs = WBYTE(W, bo + 74u + t);
+  [[unroll]] for (uint k = 0u; k < 8u; k++) {
+    float m = db * float(((k < 4u ? g0 : g1) >> (8u * (k & 3u))) & 0xFFu);
+    w[k] = ((signs >> k) & 1u) != 0u ? -m : m;
+  }
+}
+#elif defined(TYPE_IQ1_S) || defined(TYPE_IQ1_M)
+// IQ1_S, 50-byte blocks: f16 d, qs[32] (grid low bytes), u16 qh[8] (per sub-block: 3 high index
+// bits per group, a 3-bit scale at bit 12, the delta's sign at bit 15).
+// IQ1_M, 56-byte blocks: qs[32], qh[16] (per group a nibble: 3 high index bits, the delta's sign),
+// u16 scales[4] (two 3-bit scales per sub-block; the f16 d in the words' top nibbles).
+// Both: y = d·(2·scale + 1)·(g + ±1/8), g the int8 values of iq1s_grid.
+const float IQ1_DELTA = 0.125;
+void decode(uint o, uint g, out float w[8]) {
+  uint t = g & 31u, ib = t >> 2, l = t & 3u;
+#if defined(TYPE_IQ1_S)
+  uint bo = o + 50u * (g >> 5), qh = WU16(W, bo + 34u + 2u * ib);
+  float dl = WHALF(W, bo) * float(2u * ((qh >> 12) & 7u) + 1u);
+  float delta = (qh & 0x8000u) != 0u ? -IQ1_DELTA : IQ1_DELTA;
+  uint idx = WBYTE(W, bo + 2u + t) | (((qh >> (3u * l)) & 7u) << 8);
+#else
+  uint bo = o + 56u * (g >> 5);
+  uint s0 = WU16(W, bo + 48u), s1 = WU16(W, bo + 50u), s2 = WU16(W, bo + 52u), s3 = WU16(W, bo + 54u);
+  float d = unpackHalf2x16((s0 >> 12) | ((s1 >> 8) & 0xF0u) | ((s2 >> 4) & 0xF00u) | (s3 & 0xF000u)).x;
+  uint sc = WU16(W, bo + 48u + 2u * (ib >> 1));
+  float dl = d * float(2u * ((sc >> (6u * (ib & 1u) + (l < 2u ? 0u : 3u))) & 7u) + 1u);
+  uint h = WBYTE(W, bo + 32u + 2u * ib + (l >> 1)) >> (4u * (l & 1u));
+  float delta = (h & 8u) != 0u ? -IQ1_DELTA : IQ1_DELTA;
+  uint idx = WBYTE(W, bo + t) | ((h & 7u) << 8);
+#endif
+  uvec2 gr = GRID[IQ1S_GRID_AT + idx];
+  [[unroll]] for (uint k = 0u; k < 8u; k++) w[k] = dl * (float(int(unitByte(gr, k) << 24) >> 24) + delta);
+}
+#elif defined(TYPE_IQ4_XS)
+// 136-byte blocks: f16 d, u16 scales_h, scales_l[4], qs[128] (16 bytes of nibbles per sub-block):
+// dl = d·(6-bit scale − 32), y = dl·kvalues_iq4nl[q]
+void decode(uint o, uint g, out float w[8]) {
+  uint bo = o + 136u * (g >> 5), t = g & 31u, ib = t >> 2, n[8];
+  uint ls = ((WBYTE(W, bo + 4u + (ib >> 1)) >> (4u * (ib & 1u))) & 15u) | (((WU16(W, bo + 2u) >> (2u * ib)) & 3u) << 4);
+  float dl = WHALF(W, bo) * float(int(ls) - 32);
+  nibbles(bo + 8u + 16u * ib, t & 3u, n);
+  [[unroll]] for (uint i = 0u; i < 8u; i++) w[i] = dl * kvalue(n[i]);
 }
 #else
 #error "decode.glsl: no TYPE_ define"

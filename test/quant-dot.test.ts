@@ -182,7 +182,7 @@ describe('bad inputs raise clear errors', () => {
     expect(() => q.matmul(GgmlType.Q8_0, new Uint8Array(34 * 3), 4, 32, new Float32Array(32))).toThrow(/truncated Q8_0 data/);
   });
   it('unsupported types', () => {
-    expect(() => q.dequantize(19, new Uint8Array(50), 256)).toThrow(/IQ1_S is not supported/);
+    expect(() => q.dequantize(GgmlType.TQ1_0, new Uint8Array(54), 256)).toThrow(/TQ1_0 is not supported/);
     expect(() => q.quantize(GgmlType.Q2_K, new Float32Array(256))).toThrow(/not a KV-cache type/);
   });
 });

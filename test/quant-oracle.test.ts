@@ -19,8 +19,8 @@ const q = new QuantKernels();
 const SUPPORTED = ALL_TYPES.filter((t) => t.supported);
 
 describe('dequantization is bit-exact against the oracle (gguf-py reference decoders)', () => {
-  it('covers all 18 supported types', () => expect(SUPPORTED.map((t) => t.name).sort()).toEqual(
-    ['BF16', 'F16', 'F32', 'IQ2_XS', 'IQ2_XXS', 'IQ3_XXS', 'IQ4_NL', 'IQ4_XS', 'Q2_K', 'Q3_K', 'Q4_0', 'Q4_1', 'Q4_K', 'Q5_0', 'Q5_1', 'Q5_K', 'Q6_K', 'Q8_0']));
+  it('covers all 22 supported types', () => expect(SUPPORTED.map((t) => t.name).sort()).toEqual(
+    ['BF16', 'F16', 'F32', 'IQ1_M', 'IQ1_S', 'IQ2_S', 'IQ2_XS', 'IQ2_XXS', 'IQ3_S', 'IQ3_XXS', 'IQ4_NL', 'IQ4_XS', 'Q2_K', 'Q3_K', 'Q4_0', 'Q4_1', 'Q4_K', 'Q5_0', 'Q5_1', 'Q5_K', 'Q6_K', 'Q8_0']));
   for (const ti of SUPPORTED) {
     it(ti.name, () => {
       const o = readOracle(ti.name.toLowerCase());

@@ -5,10 +5,11 @@
  */
 import * as fs from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { GgmlType, rowBytes, typeName } from '../ts/gguf/index.js';
+import { ALL_TYPES, GgmlType, rowBytes, typeName } from '../ts/gguf/index.js';
+import { MATVEC } from '../ts/engine/vulkan/weights.js';
 import { QuantKernels } from '../ts/core/quant.js';
 import { openEngine, type Engine } from '../ts/engine/index.js';
-import { MM_MIN_ROWS, MM_MOE_PAIRS, OpList, PIPELINES, Pipelines, iq2xxsGrid, matvecOp, moeMaxTiles } from '../ts/engine/vulkan/graph.js';
+import { MM_MIN_ROWS, MM_MOE_PAIRS, OpList, PIPELINES, Pipelines, gridBlob, matvecOp, moeMaxTiles } from '../ts/engine/vulkan/graph.js';
 import { Core } from '../ts/core/wasm.js';
 import { loadAddon } from '../ts/vk/addon.js';
 import { Rng } from '../ts/model/synth.js';
@@ -29,11 +30,11 @@ function oracleRow(t: number, n: number, rng: Rng): Uint8Array {
 describe('matvec shaders vs the WASM reference (random blocks of every Vulkan type)', () => {
   const dev = new (loadAddon().Device)(-1);
   const pipes = new Pipelines(dev, PIPELINES);
-  const gridBytes = iq2xxsGrid(new Core());
+  const gridBytes = gridBlob(new Core());
   const grid = dev.createBuffer(gridBytes.byteLength, false);
   dev.write(grid, 0, gridBytes);
-  const types: [number, string][] = [[GgmlType.F32, 'f32'], [GgmlType.F16, 'f16'], [GgmlType.BF16, 'bf16'], [GgmlType.Q8_0, 'q8_0'], [GgmlType.Q2_K, 'q2_k'],
-    [GgmlType.Q4_K, 'q4_k'], [GgmlType.Q5_K, 'q5_k'], [GgmlType.Q6_K, 'q6_k'], [GgmlType.IQ2_XXS, 'iq2_xxs']];
+  const types: [number, string][] = Object.entries(MATVEC).map(([t, name]) => [Number(t), name]);
+  it('every type the CPU computes with has a Vulkan decoder', () => expect(types.length).toBe(ALL_TYPES.filter((t) => t.supported).length));
   // nx = 1 runs the matvec shader, nx = 11 the matmul shader (a full and a partial tile of 8);
   // 5 rows leave the last 4-row workgroup partly empty; nx = 70 the tiled mm shader over 70 rows
   // (a full and a partial tile of 64 both ways)

@@ -4,7 +4,7 @@
 // Accuracy contract: |dot − exact| ≤ ~1e-6 · Σ|w·x| (per-block partial sums keep error growth low).
 
 import { f16 } from '../f16';
-import { IQ2XXS_GRID, KSIGNS_IQ2XS } from '../generated/tables';
+import { GRID_BLOB, GRID_BLOB_BYTES, IQ2XXS_GRID, KSIGNS_IQ2XS } from '../generated/tables';
 import { dequantBlock, scaleMinK4 } from './dequant';
 import { T_F32, T_F16, T_BF16, T_Q8_0, T_Q2_K, T_Q4_K, T_IQ2_XXS, blockElems, blockBytes } from './types';
 
@@ -251,7 +251,11 @@ export function dotScalarPath(t: i32, w: usize, x: usize, n: i32): f32 {
   return s;
 }
 
-/** Address of the IQ2_XXS grid (256 × 8 bytes): the Vulkan backend uploads it for its shaders. */
-export function iq2xxsGridPtr(): usize {
-  return IQ2XXS_GRID;
+/** Address of the decoders' table blob (scripts/gen-tables.mjs): the Vulkan engine's GRID binding. */
+export function gridBlobPtr(): usize {
+  return GRID_BLOB;
+}
+
+export function gridBlobBytes(): i32 {
+  return GRID_BLOB_BYTES;
 }

@@ -15,8 +15,12 @@ export const T_Q6_K: i32 = 14;
 export const T_IQ2_XXS: i32 = 16;
 export const T_IQ2_XS: i32 = 17;
 export const T_IQ3_XXS: i32 = 18;
+export const T_IQ1_S: i32 = 19;
 export const T_IQ4_NL: i32 = 20;
+export const T_IQ3_S: i32 = 21;
+export const T_IQ2_S: i32 = 22;
 export const T_IQ4_XS: i32 = 23;
+export const T_IQ1_M: i32 = 29;
 export const T_BF16: i32 = 30;
 
 /** Elements per block (0 = unsupported type). */
@@ -25,7 +29,8 @@ export function blockElems(t: i32): i32 {
     case T_F32: case T_F16: case T_BF16: return 1;
     case T_Q4_0: case T_Q4_1: case T_Q5_0: case T_Q5_1: case T_Q8_0: case T_IQ4_NL: return 32;
     case T_Q2_K: case T_Q3_K: case T_Q4_K: case T_Q5_K: case T_Q6_K:
-    case T_IQ2_XXS: case T_IQ2_XS: case T_IQ3_XXS: case T_IQ4_XS: return 256;
+    case T_IQ2_XXS: case T_IQ2_XS: case T_IQ3_XXS: case T_IQ4_XS:
+    case T_IQ2_S: case T_IQ3_S: case T_IQ1_S: case T_IQ1_M: return 256;
     default: return 0;
   }
 }
@@ -49,6 +54,10 @@ export function blockBytes(t: i32): i32 {
     case T_IQ2_XS: return 74;
     case T_IQ3_XXS: return 98;
     case T_IQ4_XS: return 136;
+    case T_IQ2_S: return 82;
+    case T_IQ3_S: return 110;
+    case T_IQ1_S: return 50;
+    case T_IQ1_M: return 56;
     default: return 0;
   }
 }

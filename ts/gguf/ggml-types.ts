@@ -33,10 +33,10 @@ const TABLE: TypeInfo[] = [
   T(10, 'Q2_K', 256, 84, true), T(11, 'Q3_K', 256, 110, true), T(12, 'Q4_K', 256, 144, true),
   T(13, 'Q5_K', 256, 176, true), T(14, 'Q6_K', 256, 210, true), T(15, 'Q8_K', 256, 292, false),
   T(16, 'IQ2_XXS', 256, 66, true), T(17, 'IQ2_XS', 256, 74, true), T(18, 'IQ3_XXS', 256, 98, true),
-  T(19, 'IQ1_S', 256, 50, false), T(20, 'IQ4_NL', 32, 18, true), T(21, 'IQ3_S', 256, 110, false),
-  T(22, 'IQ2_S', 256, 82, false), T(23, 'IQ4_XS', 256, 136, true), T(24, 'I8', 1, 1, false),
+  T(19, 'IQ1_S', 256, 50, true), T(20, 'IQ4_NL', 32, 18, true), T(21, 'IQ3_S', 256, 110, true),
+  T(22, 'IQ2_S', 256, 82, true), T(23, 'IQ4_XS', 256, 136, true), T(24, 'I8', 1, 1, false),
   T(25, 'I16', 1, 2, false), T(26, 'I32', 1, 4, false), T(27, 'I64', 1, 8, false), T(28, 'F64', 1, 8, false),
-  T(29, 'IQ1_M', 256, 56, false), T(30, 'BF16', 1, 2, true), T(34, 'TQ1_0', 256, 54, false),
+  T(29, 'IQ1_M', 256, 56, true), T(30, 'BF16', 1, 2, true), T(34, 'TQ1_0', 256, 54, false),
   T(35, 'TQ2_0', 256, 66, false), T(39, 'MXFP4', 32, 17, false),
 ];
 

@@ -17,7 +17,7 @@ export function fbits(x: number): number {
 interface PipelineDef { bindings: number; push: number }
 
 /** A weight- or cache-type suffix of a shader variant's name (matvec_q8_0, attn_flash_q8_0_q4_0). */
-const TYPE_SUFFIX = /_(f32|f16|bf16|q8_0|q4_0|q2_k|q4_k|q5_k|q6_k|iq2_xxs)$/;
+const TYPE_SUFFIX = /_(f32|f16|bf16|q\d_[01k]|iq\d_(?:xxs|xs|s|m|nl))$/;
 
 /** Pipeline ids by shader name, created on first use with their binding/push sizes. */
 export class Pipelines {
@@ -100,7 +100,7 @@ export function moeMaxTiles(pairs: number, nExpert: number): number {
 export interface MatvecDispatch {
   /** weight type suffix: f32, q8_0, iq2_xxs, … */
   type: string;
-  /** weights, activations, output, expert ids, IQ2_XXS grid (iq2xxsGrid()) */
+  /** weights, activations, output, expert ids, the IQ lookup tables (gridBlob()) */
   buffers: [number, number, number, number, number];
   rows: number; n: number; rowBytes: number;
   /** activation rows (tokens, or token·K rows for routed experts) */
@@ -178,10 +178,10 @@ export function matvecOp(ops: OpList, d: MatvecDispatch): void {
   ops.op(`${shader}_${d.type}`, [...d.buffers, ...(d.epilogue?.extra ?? [])], push(), [Math.ceil(d.rows / (glu ? rows / 2 : rows)), Math.ceil(d.nRows / tokens)], d.barrier ?? true, d.label);
 }
 
-/** The IQ2_XXS grid bytes (256 × 8) from the WASM core, for the matvec shaders' GRID binding. */
-export function iq2xxsGrid(core: Core): Uint8Array {
-  const p = (core.x as unknown as { iq2xxsGridPtr(): number }).iq2xxsGridPtr();
-  return new Uint8Array(core.memory.buffer, p, 2048).slice();
+/** The decoders' lookup tables (scripts/gen-tables.mjs) from the WASM core: the shaders' GRID binding. */
+export function gridBlob(core: Core): Uint8Array {
+  const x = core.x as unknown as { gridBlobPtr(): number; gridBlobBytes(): number };
+  return new Uint8Array(core.memory.buffer, x.gridBlobPtr(), x.gridBlobBytes()).slice();
 }
 
 /** Binding and push-constant sizes of every shader (mirrors the GLSL declarations). */

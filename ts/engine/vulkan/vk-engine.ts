@@ -17,7 +17,7 @@ import { kvBytesPerToken, recurrentStateBytes, stateSizes } from '../payload.js'
 import { BaseSession } from '../session-base.js';
 import type { Engine, EngineOptions, KvType, SampleOptions, Session } from '../types.js';
 import { VkBackend } from './vk-backend.js';
-import { OpList, PIPELINES, Pipelines, TOPK_ITEMS, TOPK_MAX, attnSlots, iq2xxsGrid, matvecOp, moeMaxTiles, type MatvecDispatch } from './graph.js';
+import { OpList, PIPELINES, Pipelines, TOPK_ITEMS, TOPK_MAX, attnSlots, gridBlob, matvecOp, moeMaxTiles, type MatvecDispatch } from './graph.js';
 import { MATVEC, VkWeights, copiedBytesEstimate, readBytes, type DevTensor, type WeightMode } from './weights.js';
 
 export { TOPK_MAX };
@@ -240,7 +240,7 @@ export class VkEngine implements Engine {
         rope[(p * half + i) * 2 + 1] = Math.sin(a);
       }
     }
-    const grid = iq2xxsGrid(this.core);
+    const grid = gridBlob(this.core);
     this.buf.GRID = this.dev.createBuffer(grid.byteLength, false);
     this.dev.write(this.buf.GRID, 0, grid);
     this.buf.ROPE = this.dev.createBuffer(rope.byteLength, false);

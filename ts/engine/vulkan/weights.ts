@@ -12,16 +12,13 @@
  * converted to F32 and uploaded in both modes, and so are stacks (several projections of one input
  * in one buffer): they are small, and their layout is not the file's.
  */
-import { GgmlType, readTensorBytes, rowBytes, typeName, type GgufFile, type TensorInfo } from '../../gguf/index.js';
+import { ALL_TYPES, GgmlType, readTensorBytes, rowBytes, typeName, type GgufFile, type TensorInfo } from '../../gguf/index.js';
 import type { QuantKernels } from '../../core/quant.js';
 import { requiredTensors, type ModelShape } from '../../model/shape.js';
 import type { VkDevice } from '../../vk/addon.js';
 
-/** The matvec shader variant of each weight type the Vulkan backend decodes. */
-export const MATVEC: Record<number, string> = {
-  [GgmlType.F32]: 'f32', [GgmlType.F16]: 'f16', [GgmlType.BF16]: 'bf16', [GgmlType.Q8_0]: 'q8_0', [GgmlType.Q2_K]: 'q2_k',
-  [GgmlType.Q4_K]: 'q4_k', [GgmlType.Q5_K]: 'q5_k', [GgmlType.Q6_K]: 'q6_k', [GgmlType.IQ2_XXS]: 'iq2_xxs',
-};
+/** The matvec shader variant of each weight type the Vulkan backend decodes (shaders/decode.glsl): all the CPU's. */
+export const MATVEC: Record<number, string> = Object.fromEntries(ALL_TYPES.filter((t) => t.supported).map((t) => [t.id, t.name.toLowerCase()]));
 
 /**
  * One binding of a weight: units [first, first + count) — rows, or experts for routed-expert
