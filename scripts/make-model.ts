@@ -30,7 +30,7 @@ function main(): number {
     return 2;
   }
   if (a.help) {
-    console.log('usage: make-model --preset tiny|full --recipe bf16|q8_0|q2|q2q4 --out FILE [--seed N] [--layers N]');
+    console.log('usage: make-model --preset tiny|full --recipe bf16|q8_0|q2|q2q4|mixed|iq2m|iq1m --out FILE [--seed N] [--layers N]');
     return 0;
   }
   const preset = PRESETS[a.preset as 'tiny' | 'full'];

@@ -2,7 +2,9 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { gguf as hfGguf } from '@huggingface/gguf';
-import { GgmlType, readGguf, readTensorBytes, tensorBytes, typeName } from '../ts/gguf/index.js';
+import { ALL_TYPES, GgmlType, readGguf, readTensorBytes, tensorBytes, typeName } from '../ts/gguf/index.js';
+import { QuantKernels } from '../ts/core/quant.js';
+import { Rng, fillRandom } from '../ts/model/synth.js';
 import { validateModel } from '../ts/model/shape.js';
 import { PRESETS, RECIPES, makeModel, plannedTensors, shapeOf } from '../ts/model/synthetic-model.js';
 import { bf16ToF32, f16ToF32 } from '../ts/model/f16.js';
@@ -37,8 +39,13 @@ describe('make-model writes valid qwen35moe GGUFs', () => {
       const ty = (n: string) => typeName(f.tensorByName.get(n)!.type);
       expect(ty('blk.0.attn_norm.weight')).toBe('F32');
       expect(ty('blk.0.ffn_gate_inp.weight')).toBe('F32');
-      const expectGate = { bf16: 'BF16', q8_0: 'Q8_0', q2: 'IQ2_XXS', q2q4: 'IQ2_XXS' }[recipe];
-      expect(ty('blk.0.ffn_gate_exps.weight')).toBe(expectGate);
+      const expectGate = { bf16: 'BF16', q8_0: 'Q8_0', q2: 'IQ2_XXS', q2q4: 'IQ2_XXS', iq2m: 'IQ2_S', iq1m: 'IQ1_M', mixed: undefined }[recipe];
+      if (expectGate) expect(ty('blk.0.ffn_gate_exps.weight')).toBe(expectGate);
+      if (recipe === 'mixed') {
+        // every block type appears (the cycle over a tiny model's 48 matrices)
+        const used = new Set(f.tensors.map((t) => t.type));
+        for (const t of ALL_TYPES.filter((x) => x.supported && x.blockElems > 1)) expect(used.has(t.id), `${t.name} in the mixed model`).toBe(true);
+      }
       if (recipe === 'q2' || recipe === 'q2q4') {
         expect(ty('blk.0.ffn_down_exps.weight')).toBe('Q2_K');
         expect(ty('blk.0.attn_qkv.weight')).toBe('Q8_0');
@@ -76,6 +83,21 @@ describe('make-model writes valid qwen35moe GGUFs', () => {
       }
       expect(Math.sqrt(ss / n)).toBeGreaterThan(0.018);
       expect(Math.sqrt(ss / n)).toBeLessThan(0.022);
+    }
+  });
+
+  it('random blocks of every block type decode to RMS ≈ σ with mean ≈ 0 (finite values)', () => {
+    const q = new QuantKernels();
+    for (const t of ALL_TYPES.filter((x) => x.supported && x.blockElems > 1)) {
+      const n = 256 * 64, b = new Uint8Array((n / t.blockElems) * t.blockBytes);
+      fillRandom(t.id, b, n, new Rng(t.id), { sigma: 0.02 });
+      const v = q.dequantize(t.id, b, n);
+      let ss = 0, sum = 0;
+      for (const x of v) { expect(Number.isFinite(x)).toBe(true); ss += x * x; sum += x; }
+      const rms = Math.sqrt(ss / n);
+      expect(rms, t.name).toBeGreaterThan(0.016);
+      expect(rms, t.name).toBeLessThan(0.024);
+      expect(Math.abs(sum / n), t.name).toBeLessThan(0.004);
     }
   });
 

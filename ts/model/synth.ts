@@ -4,6 +4,7 @@
  * zero mean. Deterministic from the seed; used by make-model and by tests.
  */
 import { GgmlType, rowBytes, typeName } from '../gguf/index.js';
+import { QuantKernels } from '../core/quant.js';
 import { f32ToBf16, f32ToF16 } from './f16.js';
 
 /** xorshift128: fast, seedable, good enough for test weights (not cryptographic). */
@@ -132,7 +133,71 @@ export function fillRandom(type: number, out: Uint8Array, nElems: number, rng: R
       for (let o = 0; o < need; o += 210) dv.setUint16(o + 208, d, true);
       return;
     }
-    default:
-      throw new Error(`fillRandom: no random recipe for ${typeName(type)}`);
+    default: {
+      const sc = SCALED[type];
+      if (!sc) throw new Error(`fillRandom: no random recipe for ${typeName(type)}`);
+      setScales(type, out, need, f32ToF16(sigma / unitRms(type)));
+    }
   }
+}
+
+/**
+ * The other block types: random bytes with every f16 scale field set to one value d (a block's
+ * offset fields, Q4_1/Q5_1's m and Q5_K's dmin, as the multiple of d that centres it), so the
+ * decoded RMS is proportional to d; unitRms() measures it at d = 1 with the WASM decoders.
+ */
+const SCALED: Record<number, { bytes: number; d: number; m?: [number, number] }> = {
+  [GgmlType.Q4_0]: { bytes: 18, d: 0 }, [GgmlType.Q4_1]: { bytes: 20, d: 0, m: [2, -7.5] },
+  [GgmlType.Q5_0]: { bytes: 22, d: 0 }, [GgmlType.Q5_1]: { bytes: 24, d: 0, m: [2, -15.5] },
+  [GgmlType.Q3_K]: { bytes: 110, d: 108 }, [GgmlType.Q5_K]: { bytes: 176, d: 0, m: [2, 15.5] },
+  [GgmlType.IQ2_XS]: { bytes: 74, d: 0 }, [GgmlType.IQ2_S]: { bytes: 82, d: 0 }, [GgmlType.IQ3_XXS]: { bytes: 98, d: 0 },
+  [GgmlType.IQ3_S]: { bytes: 110, d: 0 }, [GgmlType.IQ1_S]: { bytes: 50, d: 0 }, [GgmlType.IQ1_M]: { bytes: 56, d: 48 },
+  [GgmlType.IQ4_NL]: { bytes: 18, d: 0 }, [GgmlType.IQ4_XS]: { bytes: 136, d: 0 },
+};
+
+function setScales(type: number, out: Uint8Array, need: number, d: number): void {
+  const { bytes, d: at, m } = SCALED[type];
+  const dv = new DataView(out.buffer, out.byteOffset, out.byteLength);
+  const dm = m ? f32ToF16(m[1] * f16Value(d)) : 0;
+  for (let o = 0; o < need; o += bytes) {
+    if (type === GgmlType.IQ1_M) {
+      // the f16 scale lives in the top nibbles of the four u16 scale words (lowest nibble first)
+      for (let k = 0; k < 4; k++) dv.setUint16(o + at + 2 * k, (dv.getUint16(o + at + 2 * k, true) & 0x0fff) | (((d >> (4 * k)) & 0xf) << 12), true);
+      continue;
+    }
+    dv.setUint16(o + at, d, true);
+    if (m) dv.setUint16(o + m[0], dm, true);
+    if (type === GgmlType.Q5_K) {
+      // Q4_K's packing with m_j = sc_j (quant-spec §3.5): dmin = 15.5·d centres every sub-block
+      const sc = new Uint8Array(8);
+      for (let j = 0; j < 8; j++) sc[j] = 1 + (out[o + 4 + j] % 63);
+      for (let j = 0; j < 4; j++) {
+        out[o + 4 + j] = (sc[j] & 63) | ((sc[j + 4] >> 4) << 6);
+        out[o + 8 + j] = (sc[j] & 63) | ((sc[j + 4] >> 4) << 6);
+        out[o + 12 + j] = (sc[j + 4] & 0xf) | ((sc[j + 4] & 0xf) << 4);
+      }
+    }
+  }
+}
+
+function f16Value(h: number): number {
+  const e = (h >> 10) & 31, f = h & 1023, v = e === 0 ? f * 2 ** -24 : (1 + f / 1024) * 2 ** (e - 15);
+  return h & 0x8000 ? -v : v;
+}
+
+const unitCache = new Map<number, number>();
+let kernels: QuantKernels | undefined;
+/** RMS of 64 random blocks of `type` decoded with d = 1 (deterministic: a fixed seed). */
+function unitRms(type: number): number {
+  let r = unitCache.get(type);
+  if (r === undefined) {
+    kernels ??= new QuantKernels();
+    const n = 64 * 256, b = new Uint8Array(rowBytes(type, n));
+    new Rng(12345).fill(b);
+    setScales(type, b, b.byteLength, 0x3c00);
+    const v = kernels.dequantize(type, b, n);
+    r = Math.sqrt(v.reduce((a, x) => a + x * x, 0) / n);
+    unitCache.set(type, r);
+  }
+  return r;
 }

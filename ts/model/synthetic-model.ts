@@ -4,13 +4,24 @@
  * speed and memory measurements); `tiny` has tinyA's (for tests).
  */
 import * as fs from 'node:fs';
-import { GgmlType, kv, rowBytes, writeGguf, type GgufValue, type TensorSpec } from '../gguf/index.js';
+import { GgmlType, kv, rowBytes, typeInfo, writeGguf, type GgufValue, type TensorSpec } from '../gguf/index.js';
 import { ARCH, requiredTensors, type ModelShape } from './shape.js';
 import { Rng, fillRandom, seedFor, type FloatInit } from './synth.js';
 import { BYTE_TO_UNICODE } from '../tokenizer/byte-unicode.js';
 
-export type Recipe = 'bf16' | 'q8_0' | 'q2' | 'q2q4';
-export const RECIPES: Recipe[] = ['bf16', 'q8_0', 'q2', 'q2q4'];
+export type Recipe = 'bf16' | 'q8_0' | 'q2' | 'q2q4' | 'mixed' | 'iq2m' | 'iq1m';
+export const RECIPES: Recipe[] = ['bf16', 'q8_0', 'q2', 'q2q4', 'mixed', 'iq2m', 'iq1m'];
+
+/**
+ * Recipe `mixed`: every matrix takes the next type of this cycle that its row length allows (the
+ * 256-element types need rows of multiples of 256), so one small model runs every decoder, gate and
+ * up of different types (no fused GLU) and projections that cannot be stacked.
+ */
+const MIXED_CYCLE = [
+  GgmlType.Q4_0, GgmlType.IQ2_S, GgmlType.Q4_1, GgmlType.IQ3_S, GgmlType.Q5_0, GgmlType.IQ1_S, GgmlType.Q5_1, GgmlType.IQ1_M,
+  GgmlType.Q3_K, GgmlType.IQ4_NL, GgmlType.IQ2_XS, GgmlType.Q5_K, GgmlType.IQ3_XXS, GgmlType.Q6_K, GgmlType.IQ4_XS,
+  GgmlType.Q8_0, GgmlType.Q2_K, GgmlType.IQ2_XXS, GgmlType.Q4_K, GgmlType.F16, GgmlType.BF16,
+];
 
 export type Geometry = Omit<ModelShape, 'recurrent' | 'isReal' | 'nNextn' | 'contextLength' | 'eps' | 'ropeTheta'> & {
   fullAttentionInterval: number;
@@ -70,12 +81,37 @@ function placeholderTokenizer(g: Geometry): [string, GgufValue][] {
 const isExperts = (n: string) => /_exps\.weight$/.test(n);
 const layerOf = (n: string) => Number(/^blk\.(\d+)\./.exec(n)?.[1] ?? -1);
 
-/** The recipe: tensor name + shape → ggml type. 1-D tensors, norms, routers and conv stay F32. */
-export function recipeType(recipe: Recipe, name: string, shape: number[], nLayer: number): number {
-  const floatOnly = shape.length === 1 || /norm|ffn_gate_inp|ssm_conv1d|ssm_a$|ssm_dt/.test(name) || (shape.length === 2 && shape[1] === 1);
-  if (floatOnly) return GgmlType.F32;
+const floatOnly = (name: string, shape: number[]) =>
+  shape.length === 1 || /norm|ffn_gate_inp|ssm_conv1d|ssm_a$|ssm_dt/.test(name) || (shape.length === 2 && shape[1] === 1);
+
+/**
+ * The recipe: tensor name + shape (+ for `mixed`, how many quantizable matrices precede it) → ggml type. 1-D
+ * tensors, norms, routers and conv stay F32. `iq2m` and `iq1m` follow the shape of llama.cpp's
+ * IQ2_M / IQ1_M mixes as community Qwen3.6 quants use them (routed gate/up IQ2_S or IQ1_M, routed
+ * down one step up, IQ4_XS / Q4_K elsewhere, Q6_K output); they are approximations for
+ * measurements, not copies of llama.cpp's per-tensor rules.
+ */
+export function recipeType(recipe: Recipe, name: string, shape: number[], nLayer: number, index = 0): number {
+  if (floatOnly(name, shape)) return GgmlType.F32;
   if (recipe === 'bf16') return GgmlType.BF16;
   if (recipe === 'q8_0') return GgmlType.Q8_0;
+  if (recipe === 'mixed') {
+    for (let k = 0; k < MIXED_CYCLE.length; k++) {
+      const t = MIXED_CYCLE[(index + k) % MIXED_CYCLE.length];
+      if (shape[0] % typeInfo(t)!.blockElems === 0) return t;
+    }
+    return GgmlType.F16;
+  }
+  const k256 = shape[0] % 256 === 0;
+  if (recipe === 'iq2m' || recipe === 'iq1m') {
+    if (!k256) return GgmlType.Q8_0;
+    if (name === 'output.weight') return GgmlType.Q6_K;
+    if (isExperts(name)) {
+      if (/down/.test(name)) return recipe === 'iq2m' ? GgmlType.IQ3_S : GgmlType.IQ2_S;
+      return recipe === 'iq2m' ? GgmlType.IQ2_S : GgmlType.IQ1_M;
+    }
+    return recipe === 'iq2m' ? GgmlType.Q4_K : GgmlType.IQ4_XS;
+  }
   if (isExperts(name)) {
     const q4Layers = nLayer >= 24 ? 6 : 1;
     if (recipe === 'q2q4' && layerOf(name) >= nLayer - q4Layers) return GgmlType.Q4_K;
@@ -114,9 +150,10 @@ export function shapeOf(g: Geometry): ModelShape {
 
 /** The tensors (name, shape, type) a model of this geometry and recipe holds, in file order. */
 export function plannedTensors(g: Geometry, recipe: Recipe): TensorSpec[] {
+  let matrices = 0;
   return requiredTensors(shapeOf(g)).map((r) => {
     const s = r.name.endsWith('ffn_gate_inp_shexp.weight') ? [g.nEmbd] : r.shapes[0];
-    return { name: r.name, shape: s, type: recipeType(recipe, r.name, s, g.nLayer) };
+    return { name: r.name, shape: s, type: recipeType(recipe, r.name, s, g.nLayer, floatOnly(r.name, s) ? 0 : matrices++) };
   });
 }
 

@@ -17,6 +17,7 @@ import { kvBytesPerToken, recurrentStateBytes, stateSizes } from '../payload.js'
 import { BaseSession } from '../session-base.js';
 import type { Engine, EngineOptions, KvType, SampleOptions, Session } from '../types.js';
 import { VkBackend } from './vk-backend.js';
+import { deviceProblem, shapeProblem } from './limits.js';
 import { OpList, PIPELINES, Pipelines, TOPK_ITEMS, TOPK_MAX, attnSlots, gridBlob, matvecOp, moeMaxTiles, type MatvecDispatch } from './graph.js';
 import { MATVEC, VkWeights, copiedBytesEstimate, readBytes, type DevTensor, type WeightMode } from './weights.js';
 
@@ -70,12 +71,8 @@ export class VkEngine implements Engine {
     // for the grouped expert matmul (mm_moe) to reuse each decoded weight tile
     this.chunk = options.chunk ?? 512;
     this.kv = options.kvTypes ?? { k: 'q8_0', v: 'q4_0' };
-    if (s.headDim > 256 || s.ssmHeadDim > 128 || s.nRot > s.headDim) throw new Error('Vulkan backend: head sizes above 256 (attention) / 128 (DeltaNet) are not supported');
-    if (s.ssmHeadDim % 4 !== 0) throw new Error(`Vulkan backend: DeltaNet head size ${s.ssmHeadDim} is not a multiple of 4`);
-    if (s.ssmConv > 8) throw new Error(`Vulkan backend: a DeltaNet conv width of ${s.ssmConv} is not supported (at most 8)`);
-    // attn_flash keeps the query rows of one KV head's G query heads in shared memory
-    const G = s.nHead / s.nHeadKv;
-    if (!Number.isInteger(G) || G > 8 || G * s.headDim > 2048) throw new Error(`Vulkan backend: ${G} query heads of ${s.headDim} per KV head are not supported (at most 8, 2048 values)`);
+    const shapeIssue = shapeProblem(s);
+    if (shapeIssue) throw new Error(`Vulkan backend: ${shapeIssue} (use --cpu)`);
     this.core = new Core();
     this.q = new QuantKernels(this.core);
     this.logitsPtr = this.core.alloc(s.nVocab * 4);
@@ -128,14 +125,8 @@ export class VkEngine implements Engine {
   /** Refuses, with numbers, a configuration that cannot fit the device. */
   private checkBudget(mode: WeightMode): void {
     const info = this.info;
-    if (!info.subgroupOps) throw new Error(`${info.name}: the Vulkan backend needs subgroup arithmetic, vote and shuffle operations in compute shaders (Vulkan 1.1 subgroup features); this device does not report them (use --cpu)`);
-    // deltanet_chunk: lane quads and at most 64 subgroups per 512-thread workgroup
-    if (info.subgroupSize < 8) throw new Error(`${info.name}: subgroup size ${info.subgroupSize} is below the 8 the Vulkan backend needs`);
-    if (info.maxComputeSharedMemorySize < 32768) throw new Error(`${info.name}: ${info.maxComputeSharedMemorySize} bytes of compute shared memory, the Vulkan backend needs 32768`);
-    // router.comp keeps a token's expert logits in one subgroup's registers, 32 per lane
-    // moe_tiles.comp counts the pairs of each expert in one workgroup's shared memory
-    if (this.shape.nExpert > 1024) throw new Error(`${info.name}: ${this.shape.nExpert} experts exceed the 1024 that moe_tiles groups`);
-    if (this.shape.nExpert > 32 * info.subgroupSize) throw new Error(`${info.name}: ${this.shape.nExpert} experts exceed the router's 32 per subgroup lane (subgroup size ${info.subgroupSize})`);
+    const devIssue = deviceProblem(info, this.shape);
+    if (devIssue) throw new Error(`${info.name}: ${devIssue} (use --cpu)`);
     // imported weights live in the page cache, not in device allocations
     const w = copiedBytesEstimate(this.file, this.shape, mode);
     const scratch = this.scratchEstimate();

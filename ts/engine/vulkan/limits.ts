@@ -1,0 +1,41 @@
+/**
+ * What the Vulkan kernels can compute, checked at load: a model or device past a limit is refused
+ * with an error naming the parameter and the limit, never loaded to compute something else.
+ * The geometry sweep (scripts/lib/geometries.ts) runs every limit's boundary.
+ */
+import type { ModelShape } from '../../model/shape.js';
+import type { VkDevice } from '../../vk/addon.js';
+
+type DeviceInfo = ReturnType<VkDevice['info']>;
+
+/** The first limit this model's shape exceeds, as a message, or undefined. */
+export function shapeProblem(s: ModelShape): string | undefined {
+  // attn_flash keeps a query head's row in registers (≤ 256) and the rows of one KV head's G
+  // query heads in shared memory (≤ 8 heads, 2048 values)
+  if (s.headDim > 256) return `attention head dim ${s.headDim} exceeds 256`;
+  if (s.nRot > s.headDim) return `rotary dims ${s.nRot} exceed the attention head dim ${s.headDim}`;
+  const G = s.nHead / s.nHeadKv;
+  if (G > 8 || G * s.headDim > 2048) return `${G} query heads of ${s.headDim} per KV head exceed 8 heads and 2048 values`;
+  // deltanet.comp: a head's state in shared memory, lane quads over the key dim
+  if (s.ssmHeadDim > 128) return `DeltaNet head dim ${s.ssmHeadDim} exceeds 128`;
+  if (s.ssmHeadDim % 4 !== 0) return `DeltaNet head dim ${s.ssmHeadDim} is not a multiple of 4`;
+  if (s.ssmConv > 8) return `a DeltaNet conv width of ${s.ssmConv} exceeds 8`;
+  // moe_tiles.comp counts each expert's pairs in one workgroup's shared memory
+  if (s.nExpert > 1024) return `${s.nExpert} experts exceed the 1024 that moe_tiles groups`;
+  // the matvec kernels read activations 8 floats at a time: every matrix row length
+  const rows: [string, number][] = [['embedding length', s.nEmbd], ['attention output (heads × head dim)', s.nHead * s.headDim],
+    ['DeltaNet inner size', s.ssmInner], ['expert FFN length', s.nFfExp], ['shared-expert FFN length', s.nFfShexp]];
+  for (const [what, n] of rows) if (n % 8 !== 0) return `${what} ${n} is not a multiple of 8`;
+  return undefined;
+}
+
+/** The first device capability the kernels need that this device lacks (for this model), or undefined. */
+export function deviceProblem(info: DeviceInfo, s: ModelShape): string | undefined {
+  if (!info.subgroupOps) return 'the Vulkan backend needs subgroup arithmetic, vote and shuffle operations in compute shaders (Vulkan 1.1 subgroup features); this device does not report them';
+  // deltanet_chunk: lane quads and at most 64 subgroups per 512-thread workgroup
+  if (info.subgroupSize < 8) return `subgroup size ${info.subgroupSize} is below the 8 the Vulkan backend needs`;
+  if (info.maxComputeSharedMemorySize < 32768) return `${info.maxComputeSharedMemorySize} bytes of compute shared memory, the Vulkan backend needs 32768`;
+  // router.glsl keeps a token's expert logits in one subgroup's registers, 32 per lane
+  if (s.nExpert > 32 * info.subgroupSize) return `${s.nExpert} experts exceed the router's 32 per subgroup lane (subgroup size ${info.subgroupSize})`;
+  return undefined;
+}
