@@ -3,6 +3,7 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
 import * as path from 'node:path';
+import { reflect } from './lib/spirv-reflect.mjs';
 
 const src = 'shaders';
 const outDir = 'native-vk/generated';
@@ -31,9 +32,12 @@ for (const { f, name, defs } of jobs) {
   const bytes = readFileSync(spv);
   const words = new Uint32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4);
   header += `static const uint32_t spv_${name}[] = {${Array.from(words, (w) => `0x${w.toString(16)}u`).join(',')}};\n`;
-  entries.push(`  {"${name}", spv_${name}, sizeof(spv_${name})},`);
+  // what the module itself declares: the addon checks each pipeline's bindings and push size against it
+  const r = reflect(words);
+  entries.push(`  {"${name}", spv_${name}, sizeof(spv_${name}), ${r.bindings}u, ${r.push}u, {${r.local.join('u, ')}u}},`);
 }
-header += `\nstruct EmbeddedShader { const char* name; const uint32_t* code; size_t size; };\n`;
+header += `\n// bindings: highest descriptor binding the module uses + 1 (the optimizer drops unused ones);\n// push: bytes of its push-constant block; local: its workgroup size\n`;
+header += `struct EmbeddedShader { const char* name; const uint32_t* code; size_t size; uint32_t bindings; uint32_t push; uint32_t local[3]; };\n`;
 header += `static const EmbeddedShader kEmbeddedShaders[] = {\n${entries.join('\n')}\n};\n`;
 header += `static const size_t kEmbeddedShaderCount = ${entries.length};\n`;
 writeFileSync(path.join(outDir, 'spirv.h'), header);

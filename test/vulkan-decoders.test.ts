@@ -8,7 +8,7 @@ import * as fs from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ALL_TYPES } from '../ts/gguf/index.js';
 import { Core } from '../ts/core/wasm.js';
-import { OpList, PIPELINES, Pipelines, gridBlob, matvecOp } from '../ts/engine/vulkan/graph.js';
+import { OpList, Pipelines, gridBlob, matvecOp } from '../ts/engine/vulkan/graph.js';
 import { MATVEC } from '../ts/engine/vulkan/weights.js';
 import { loadAddon } from '../ts/vk/addon.js';
 import { fixture } from './helpers.js';
@@ -29,7 +29,7 @@ const N = 256;
 
 describe('Vulkan decoders reproduce the oracle values exactly', () => {
   const dev = new (loadAddon().Device)(-1);
-  const pipes = new Pipelines(dev, PIPELINES);
+  const pipes = new Pipelines(dev);
   const g = gridBlob(new Core());
   const grid = dev.createBuffer(g.byteLength, false);
   dev.write(grid, 0, g);

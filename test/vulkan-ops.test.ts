@@ -8,14 +8,15 @@
 import { describe, expect, it } from 'vitest';
 import { GgmlType, rowBytes } from '../ts/gguf/index.js';
 import { QuantKernels } from '../ts/core/quant.js';
-import { OpList, PIPELINES, Pipelines, attnBlock, fbits } from '../ts/engine/vulkan/graph.js';
+import { OpList, Pipelines, attnBlock } from '../ts/engine/vulkan/graph.js';
+import { KERNELS, dispatch, groups } from '../ts/engine/vulkan/kernels.js';
 import type { ModelShape } from '../ts/model/shape.js';
 import { loadAddon } from '../ts/vk/addon.js';
 import { Rng } from '../ts/model/synth.js';
 
 const q = new QuantKernels();
 const dev = new (loadAddon().Device)(-1);
-const pipes = new Pipelines(dev, PIPELINES);
+const pipes = new Pipelines(dev);
 
 function buffer(data: Float32Array | Uint32Array | Uint8Array): number {
   const b = dev.createBuffer(Math.max(4, data.byteLength), false);
@@ -54,10 +55,10 @@ describe('attn_flash + attn_merge vs a plain attention', () => {
       QG: buffer(qg), K: buffer(kc), V: buffer(vc), P: dev.createBuffer(T * nHead * nBlk * hd * 4, false), ML: dev.createBuffer(T * nHead * nBlk * 8, false),
       O: dev.createBuffer(T * nHead * hd * 4, true), PARAMS: buffer(Uint32Array.of(pos, T, 0, 0)),
     };
-    const ops = new OpList(pipes)
-      .op(`attn_flash_${kName}_${vName}`, [bufs.QG, bufs.K, bufs.V, bufs.P, bufs.ML, bufs.PARAMS],
-        [nHead, nHeadKv, hd, rowBytes(kT, kvDim), rowBytes(vT, kvDim), qStride, fbits(1 / Math.sqrt(hd)), nBlk, blk, 0, 0, 0], [T, nHeadKv, nBlk])
-      .op('attn_merge', [bufs.P, bufs.ML, bufs.QG, bufs.O, bufs.PARAMS], [nHead, hd, nBlk, qStride, blk, 0, 0, 0], [T, nHead]);
+    const ops = new OpList(pipes);
+    dispatch(ops, KERNELS.attn_flash, { QG: bufs.QG, Kc: bufs.K, Vc: bufs.V, P: bufs.P, ML: bufs.ML, PARAMS: bufs.PARAMS },
+      { nHead, nHeadKv, hd, kRowBytes: rowBytes(kT, kvDim), vRowBytes: rowBytes(vT, kvDim), qStride, scale: 1 / Math.sqrt(hd), nBlk, blk, t0: 0 }, [T, nHeadKv, nBlk], { variant: `${kName}_${vName}` });
+    dispatch(ops, KERNELS.attn_merge, { P: bufs.P, ML: bufs.ML, QG: bufs.QG, O: bufs.O, PARAMS: bufs.PARAMS }, { nHead, hd, nBlk, qStride, blk, t0: 0 }, [T, nHead]);
     const cmd = dev.record(ops.build(), false);
     dev.runSync(cmd);
     const got = new Float32Array(dev.read(bufs.O, 0, T * nHead * hd * 4));
@@ -88,7 +89,9 @@ describe('router vs a plain softmax top-k (ties to the lower id)', () => {
     const T = 3, r = new Rng(nExpert + K);
     const logits = Float32Array.from({ length: T * nExpert }, () => Math.round(r.normal() * 4) / 4); // many exact ties
     const R = buffer(logits), IDS = dev.createBuffer(T * K * 4, true), WTS = dev.createBuffer(T * K * 4, true);
-    const cmd = dev.record(new OpList(pipes).op('router', [R, IDS, WTS], [nExpert, K], [T]).build(), false);
+    const rops = new OpList(pipes);
+    dispatch(rops, KERNELS.router, { R, IDS, WTS }, { nExpert, K }, [T]);
+    const cmd = dev.record(rops.build(), false);
     dev.runSync(cmd);
     const ids = new Uint32Array(dev.read(IDS, 0, T * K * 4)), wts = new Float32Array(dev.read(WTS, 0, T * K * 4));
     for (let t = 0; t < T; t++) {
@@ -122,10 +125,15 @@ describe('deltanet vs a plain gated delta rule', () => {
     const Z = Float32Array.from({ length: T * hv * dk }, () => r.normal());
     const NW = Float32Array.from({ length: dk }, () => 1 + r.normal() * 0.1);
     const b = { U: buffer(U), Bt: buffer(Bt), AL: buffer(AL), DT: buffer(DT), A: buffer(A), S: buffer(S0), O: dev.createBuffer(T * hv * dk * 4, true), Z: buffer(Z), NW: buffer(NW) };
-    const push = [T, dk, hk, hv, convCh, fbits(eps), fbits(qScale), 0];
+    const push = { T, dk, hk, hv, convCh, eps, qScale };
+    const common = { U: b.U, B: b.Bt, AL: b.AL, dtBias: b.DT, A: b.A, state: b.S, O: b.O };
     // the chunked form leaves the gated norm to ssm_gnorm (its workgroups hold 32 columns of a head)
-    const ops = shader === 'deltanet' ? new OpList(pipes).op(shader, [b.U, b.Bt, b.AL, b.DT, b.A, b.S, b.O, b.Z, b.NW], push, [hv])
-      : new OpList(pipes).op(shader, [b.U, b.Bt, b.AL, b.DT, b.A, b.S, b.O], push, [hv, Math.ceil(dk / 32)]).op('ssm_gnorm', [b.O, b.Z, b.NW], [dk, hv, fbits(eps), 0], [T, hv]);
+    const ops = new OpList(pipes);
+    if (shader === 'deltanet') dispatch(ops, KERNELS.deltanet, { ...common, Z: b.Z, normWeight: b.NW }, push, [hv]);
+    else {
+      dispatch(ops, KERNELS.deltanet_chunk, common, push, [hv, groups(KERNELS.deltanet_chunk, dk)]);
+      dispatch(ops, KERNELS.ssm_gnorm, { O: b.O, Z: b.Z, normWeight: b.NW }, { dk, hv, eps }, [T, hv]);
+    }
     const cmd = dev.record(ops.build(), false);
     dev.runSync(cmd);
     const O = new Float32Array(dev.read(b.O, 0, T * hv * dk * 4)), S = new Float32Array(dev.read(b.S, 0, hv * dk * dk * 4));
@@ -172,7 +180,9 @@ describe('kv_store vs the WASM quantizers', () => {
     rows[7] = 0; rows.fill(0, kvDim, kvDim + 32); // an all-zero block (d = 0)
     const rb = rowBytes(t, kvDim);
     const K = buffer(rows), C = buffer(new Uint8Array(ctx * rb).fill(0xab)), P = buffer(Uint32Array.of(pos, T, 0, 0));
-    const cmd = dev.record(new OpList(pipes).op(`kv_store_${name}`, [K, K, C, C, P], [kvDim, rb], [T, 1]).build(), false);
+    const kops = new OpList(pipes);
+    dispatch(kops, KERNELS.kv_store, { src: K, src2: K, cache: C, cache2: C, PARAMS: P }, { kvDim, rowBytes: rb }, [T, 1], { variant: name });
+    const cmd = dev.record(kops.build(), false);
     dev.runSync(cmd);
     const got = new Uint8Array(dev.read(C, 0, ctx * rb));
     for (let i = 0; i < T; i++) expect(got.subarray((pos + i) * rb, (pos + i + 1) * rb)).toEqual(q.quantize(t, rows.subarray(i * kvDim, (i + 1) * kvDim)));
@@ -191,7 +201,9 @@ describe('rmsnorm (with the fused residual add and MoE combine), qk_prep, ssm_co
     const X0 = rand(T * n), W = rand(n), R = rand(T * n), D = rand(T * K * n), WTS = rand(T * K), DS = rand(T * n), SG = rand(T);
     for (const mode of [0, 1, 2]) {
       const b = { X: buffer(X0), Y: dev.createBuffer(T * n * 4, true), W: buffer(W), R: buffer(R), D: buffer(D), WTS: buffer(WTS), DS: buffer(DS), SG: buffer(SG) };
-      const cmd = dev.record(new OpList(pipes).op('rmsnorm', [b.X, b.Y, b.W, b.R, b.D, b.WTS, b.DS, b.SG], [n, 0, fbits(eps), mode, K, 0, 0, 0], [T]).build(), false);
+      const nops = new OpList(pipes);
+      dispatch(nops, KERNELS.rmsnorm, { X: b.X, A: b.Y, weight: b.W, R: b.R, DE: b.D, WTS: b.WTS, DS: b.DS, SG: b.SG }, { n, row0: 0, eps, mode, K }, [T]);
+      const cmd = dev.record(nops.build(), false);
       dev.runSync(cmd);
       const Y = new Float32Array(dev.read(b.Y, 0, T * n * 4)), X = new Float32Array(dev.read(b.X, 0, T * n * 4));
       let worst = 0;
@@ -221,7 +233,9 @@ describe('rmsnorm (with the fused residual add and MoE combine), qk_prep, ssm_co
     const rope = new Float32Array(ctx * half * 2);
     for (let p = 0; p < ctx; p++) for (let i = 0; i < half; i++) { const a = p * Math.pow(theta, (-2 * i) / nRot); rope[(p * half + i) * 2] = Math.cos(a); rope[(p * half + i) * 2 + 1] = Math.sin(a); }
     const b = { QG: buffer(QG0), K: buffer(K0), QN: buffer(QN), KN: buffer(KN), ROPE: buffer(rope), P: buffer(Uint32Array.of(pos, T, 0, 0)) };
-    const cmd = dev.record(new OpList(pipes).op('qk_prep', [b.QG, b.K, b.QN, b.KN, b.ROPE, b.P], [nHead, nHeadKv, hd, nRot, qStride, kStride, fbits(eps), 0], [T, nHead + nHeadKv]).build(), false);
+    const qops = new OpList(pipes);
+    dispatch(qops, KERNELS.qk_prep, { QG: b.QG, K: b.K, qNorm: b.QN, kNorm: b.KN, ROPE: b.ROPE, PARAMS: b.P }, { nHead, nHeadKv, hd, nRot, qStride, kStride, eps }, [T, nHead + nHeadKv]);
+    const cmd = dev.record(qops.build(), false);
     dev.runSync(cmd);
     const QG = new Float32Array(dev.read(b.QG, 0, T * qStride * 4)), K = new Float32Array(dev.read(b.K, 0, T * kStride * 4));
     let worst = 0;
@@ -254,7 +268,9 @@ describe('rmsnorm (with the fused residual add and MoE combine), qk_prep, ssm_co
     const ch = 300, w = 4, r = new Rng(13 + T);
     const U0 = Float32Array.from({ length: T * ch }, () => r.normal()), CW = Float32Array.from({ length: ch * w }, () => r.normal()), H0 = Float32Array.from({ length: ch * (w - 1) }, () => r.normal());
     const b = { U: buffer(U0), CW: buffer(CW), H: buffer(H0) };
-    const cmd = dev.record(new OpList(pipes).op('ssm_conv', [b.U, b.CW, b.H], [ch, T, w, 0], [Math.ceil(ch / 64)]).build(), false);
+    const cops = new OpList(pipes);
+    dispatch(cops, KERNELS.ssm_conv, { U: b.U, weight: b.CW, state: b.H }, { convCh: ch, T, width: w }, [groups(KERNELS.ssm_conv, ch)]);
+    const cmd = dev.record(cops.build(), false);
     dev.runSync(cmd);
     const U = new Float32Array(dev.read(b.U, 0, T * ch * 4)), H = new Float32Array(dev.read(b.H, 0, ch * (w - 1) * 4));
     let worst = 0;

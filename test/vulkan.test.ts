@@ -9,7 +9,8 @@ import { ALL_TYPES, GgmlType, rowBytes, typeName } from '../ts/gguf/index.js';
 import { MATVEC } from '../ts/engine/vulkan/weights.js';
 import { QuantKernels } from '../ts/core/quant.js';
 import { openEngine, type Engine } from '../ts/engine/index.js';
-import { MM_MIN_ROWS, MM_MOE_PAIRS, OpList, PIPELINES, Pipelines, gridBlob, matvecOp, moeMaxTiles } from '../ts/engine/vulkan/graph.js';
+import { MM_MIN_ROWS, MM_MOE_PAIRS, OpList, Pipelines, gridBlob, matvecOp, moeMaxTiles } from '../ts/engine/vulkan/graph.js';
+import { KERNELS, dispatch } from '../ts/engine/vulkan/kernels.js';
 import { Core } from '../ts/core/wasm.js';
 import { loadAddon } from '../ts/vk/addon.js';
 import { Rng } from '../ts/model/synth.js';
@@ -29,7 +30,7 @@ function oracleRow(t: number, n: number, rng: Rng): Uint8Array {
 
 describe('matvec shaders vs the WASM reference (random blocks of every Vulkan type)', () => {
   const dev = new (loadAddon().Device)(-1);
-  const pipes = new Pipelines(dev, PIPELINES);
+  const pipes = new Pipelines(dev);
   const gridBytes = gridBlob(new Core());
   const grid = dev.createBuffer(gridBytes.byteLength, false);
   dev.write(grid, 0, gridBytes);
@@ -78,7 +79,9 @@ describe('matvec shaders vs the WASM reference (random blocks of every Vulkan ty
     const part = dev.createBuffer(8 * groups, false), flags = dev.createBuffer(4 * groups, false);
     const run = () => {
       dev.write(b, 0, new Uint8Array(rows.buffer));
-      const ops = new OpList(pipes).op('argmax', [b, part, flags, arg], [n, n, 0, groups], [groups]).op('argmax', [b, part, flags, arg], [n, 0, 1, groups], [1]);
+      const ops = new OpList(pipes), bind = { LOGITS: b, TKA: part, TKB: flags, ARG: arg };
+      dispatch(ops, KERNELS.argmax, bind, { n, offset: n, stage: 0, groups }, [groups]);
+      dispatch(ops, KERNELS.argmax, bind, { n, offset: 0, stage: 1, groups }, [1]);
       const cmd = dev.record(ops.build(), false);
       dev.runSync(cmd);
       dev.freeCommand(cmd);
@@ -197,7 +200,8 @@ describe('matvec shaders vs the WASM reference (random blocks of every Vulkan ty
     const yg = dev.createBuffer(P * rows * 4, true), yd = dev.createBuffer(P * rows * 4, true), yw = dev.createBuffer(P * rows * 4, true);
     dev.write(wb, 0, w); dev.write(xb, 0, new Uint8Array(x.buffer)); dev.write(ib, 0, new Uint8Array(ids.buffer));
     dev.write(yw, 0, new Uint8Array(P * rows * 4));
-    const ops = new OpList(pipes).op('moe_tiles', [ib, lb, tb], [P, nExp, MM_MOE_PAIRS, 0], [1]);
+    const ops = new OpList(pipes);
+    dispatch(ops, KERNELS.moe_tiles, { IDS: ib, LIST: lb, TILES: tb }, { nPairs: P, nExpert: nExp, BN: MM_MOE_PAIRS }, [1]);
     const base = { type: name, rows, n, rowBytes: rb, nRows: P, K, expertBytes, moe: { tiles: tb, maxTiles, ids: ib } };
     matvecOp(ops, { ...base, buffers: [wb, xb, yg, lb, grid], flags: 5, upBytes: rows * rb }); // GLU, X row = token
     matvecOp(ops, { ...base, buffers: [wb, xb, yd, lb, grid], flags: 3 }); // X row = pair

@@ -55,6 +55,24 @@ Napi::Value ShaderNames(const Napi::CallbackInfo& info) {
   return out;
 }
 
+// shaders() → [{name, bindings, push, local: [x, y, z]}]: each module's reflected interface
+Napi::Value Shaders(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Napi::Array out = Napi::Array::New(env, kEmbeddedShaderCount);
+  for (size_t i = 0; i < kEmbeddedShaderCount; i++) {
+    const auto& s = kEmbeddedShaders[i];
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("name", s.name);
+    o.Set("bindings", s.bindings);
+    o.Set("push", s.push);
+    Napi::Array l = Napi::Array::New(env, 3);
+    for (uint32_t k = 0; k < 3; k++) l.Set(k, s.local[k]);
+    o.Set("local", l);
+    out.Set(i, o);
+  }
+  return out;
+}
+
 class SelfTestWorker : public Napi::AsyncWorker {
  public:
   SelfTestWorker(Napi::Env env, int device, uint32_t n) : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), device_(device), n_(n) {}
@@ -96,6 +114,7 @@ Napi::Value SelfTest(const Napi::CallbackInfo& info) {
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("listDevices", Napi::Function::New(env, ListDevices));
   exports.Set("shaderNames", Napi::Function::New(env, ShaderNames));
+  exports.Set("shaders", Napi::Function::New(env, Shaders));
   exports.Set("selfTest", Napi::Function::New(env, SelfTest));
   exports.Set("Device", q36::Device::Define(env));
   return exports;

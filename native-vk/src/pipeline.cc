@@ -117,6 +117,11 @@ Pipeline::Pipeline(Context& ctx, const std::string& shader, uint32_t bindings, u
   if (pushBytes > ctx.info().maxPushConstantsSize)
     throw std::runtime_error(shader + ": push constants of " + std::to_string(pushBytes) + " bytes exceed the device limit");
   const auto& s = findShader(shader);
+  // the caller's layout against what the module declares (build-shaders.mjs reflects each one)
+  if (bindings < s.bindings)
+    throw std::runtime_error(shader + ": " + std::to_string(bindings) + " bindings declared, the shader uses " + std::to_string(s.bindings));
+  if (pushBytes != s.push)
+    throw std::runtime_error(shader + ": " + std::to_string(pushBytes) + " push-constant bytes declared, the shader's block has " + std::to_string(s.push));
   try {
     VkShaderModuleCreateInfo mi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
     mi.codeSize = s.size;

@@ -60,6 +60,8 @@ export interface VkAddon {
   Device: new (index: number) => VkDevice;
   listDevices(): VkDeviceInfo[];
   shaderNames(): string[];
+  /** each embedded module's interface as its SPIR-V declares it (reflected at build time) */
+  shaders(): { name: string; bindings: number; push: number; local: [number, number, number] }[];
   selfTest(deviceIndex: number, n: number): Promise<{ device: string; maxError: number; n: number }>;
 }
 

@@ -6,32 +6,25 @@
 import type { Core } from '../../core/wasm.js';
 import type { ModelShape } from '../../model/shape.js';
 import type { VkDevice } from '../../vk/addon.js';
-
-const f2u = new Float32Array(1);
-const u = new Uint32Array(f2u.buffer);
-export function fbits(x: number): number {
-  f2u[0] = x;
-  return u[0];
-}
-
-interface PipelineDef { bindings: number; push: number }
+import { KERNELS, pushWords, type KernelDecl } from './kernels.js';
 
 /** A weight- or cache-type suffix of a shader variant's name (matvec_q8_0, attn_flash_q8_0_q4_0). */
 const TYPE_SUFFIX = /_(f32|f16|bf16|q\d_[01k]|iq\d_(?:xxs|xs|s|m|nl))$/;
 
-/** Pipeline ids by shader name, created on first use with their binding/push sizes. */
+/** Pipeline ids by shader name, created on first use with the interface kernels.ts declares. */
 export class Pipelines {
   private ids = new Map<string, number>();
-  constructor(private readonly dev: VkDevice, private readonly defs: Record<string, PipelineDef>) {}
+  constructor(private readonly dev: VkDevice) {}
   get(name: string): number {
     let id = this.ids.get(name);
     if (id === undefined) {
-      // the definition is the base name's: type suffixes (one, or K and V types) stripped
+      // the declaration is the base name's: type suffixes (one, or K and V types) stripped
       let base = name;
-      while (!this.defs[base] && TYPE_SUFFIX.test(base)) base = base.replace(TYPE_SUFFIX, '');
-      const d = this.defs[base];
-      if (!d) throw new Error(`no pipeline definition for shader ${name}`);
-      id = this.dev.createPipeline(name, d.bindings, d.push);
+      while (!(base in KERNELS) && TYPE_SUFFIX.test(base)) base = base.replace(TYPE_SUFFIX, '');
+      const d = (KERNELS as Record<string, KernelDecl>)[base];
+      if (!d) throw new Error(`no kernel declaration for shader ${name}`);
+      // the addon refuses a declaration that disagrees with the module's own (SPIR-V reflection)
+      id = this.dev.createPipeline(name, d.bindings.length, 4 * d.push.length);
       this.ids.set(name, id);
     }
     return id;
@@ -45,7 +38,8 @@ export class OpList {
   constructor(private readonly p: Pipelines) {}
 
   /**
-   * One dispatch; push values are u32 (use fbits() for floats); a barrier follows by default.
+   * One dispatch (push values as u32 words: kernels.ts builds them); a barrier follows by default.
+   * Every dispatch of the engine goes through here.
    * label (e.g. the weight's name) goes into names, so profiles can tell one shader's uses apart.
    */
   op(shader: string, buffers: number[], push: number[], groups: [number, number?, number?], barrier = true, label?: string): this {
@@ -151,10 +145,10 @@ export function matvecOp(ops: OpList, d: MatvecDispatch): void {
   const flags = d.flags ?? 0;
   // the shaders read activations 8 floats at a time from group boundaries
   if (d.n % 8 !== 0 || (d.xOffset ?? 0) % 8 !== 0 || (d.xStride ?? d.n) % 8 !== 0) throw new Error(`matvec_${d.type}: n, xOffset and xStride must be multiples of 8`);
-  const push = () => [
-    d.rows, d.n, d.rowBytes, d.xStride ?? d.n, d.yStride ?? d.rows, flags, d.K ?? 1, d.expertBytes ?? 0, d.wOffset ?? 0, d.xOffset ?? 0, d.yOffset ?? 0, d.nRows,
-    (d.upBytes ?? 0) >>> 0, d.e0 ?? 0, d.ne ?? 0xffffffff, d.epilogue?.aux ?? 0,
-  ];
+  const push = () => pushWords(KERNELS.matvec, {
+    rows: d.rows, n: d.n, rowBytes: d.rowBytes, xStride: d.xStride ?? d.n, yStride: d.yStride ?? d.rows, flags, K: d.K ?? 1, expertBytes: d.expertBytes ?? 0,
+    wOffset: d.wOffset ?? 0, xOffset: d.xOffset ?? 0, yOffset: d.yOffset ?? 0, nRows: d.nRows, upBytes: d.upBytes ?? 0, e0: d.e0 ?? 0, ne: d.ne ?? 0xffffffff, aux: d.epilogue?.aux ?? 0,
+  });
   // the tiled matmuls step through rows 32 values at a time
   const tiled = d.n % MM_K === 0 && !d.epilogue;
   if (d.moe) {
@@ -183,36 +177,6 @@ export function gridBlob(core: Core): Uint8Array {
   const x = core.x as unknown as { gridBlobPtr(): number; gridBlobBytes(): number };
   return new Uint8Array(core.memory.buffer, x.gridBlobPtr(), x.gridBlobBytes()).slice();
 }
-
-/** Binding and push-constant sizes of every shader (mirrors the GLSL declarations). */
-export const PIPELINES: Record<string, PipelineDef> = {
-  matvec: { bindings: 5, push: 64 },
-  matmul: { bindings: 5, push: 64 },
-  matvec1: { bindings: 5, push: 64 },
-  matvec2: { bindings: 5, push: 64 },
-  matvec_router: { bindings: 8, push: 64 },
-  matvec_router1: { bindings: 8, push: 64 },
-  mm: { bindings: 5, push: 64 },
-  mm_moe: { bindings: 6, push: 64 },
-  moe_tiles: { bindings: 3, push: 16 },
-  rmsnorm: { bindings: 8, push: 32 },
-  swiglu: { bindings: 2, push: 4 },
-  qk_prep: { bindings: 6, push: 32 },
-  kv_store: { bindings: 5, push: 8 },
-  attn_flash: { bindings: 6, push: 48 },
-  attn_merge: { bindings: 5, push: 32 },
-  ssm_conv: { bindings: 3, push: 16 },
-  deltanet: { bindings: 9, push: 32 },
-  deltanet_chunk: { bindings: 7, push: 32 },
-  ssm_gnorm: { bindings: 3, push: 16 },
-  state_t: { bindings: 2, push: 16 },
-  router: { bindings: 3, push: 8 },
-  moe_combine: { bindings: 5, push: 12 },
-  steer: { bindings: 2, push: 16 },
-  argmax: { bindings: 4, push: 16 },
-  topk: { bindings: 3, push: 16 },
-  step_in: { bindings: 4, push: 4 },
-};
 
 /** Largest k the GPU top-k serves (a larger one reads the whole row); items per topk workgroup. */
 export const TOPK_MAX = 64;

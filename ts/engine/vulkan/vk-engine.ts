@@ -16,20 +16,20 @@ import { openModel } from '../open-model.js';
 import { kvBytesPerToken, recurrentStateBytes, stateSizes } from '../payload.js';
 import { BaseSession } from '../session-base.js';
 import type { Engine, EngineOptions, KvType, SampleOptions, Session } from '../types.js';
-import { VkBackend } from './vk-backend.js';
+import { VkSessionState } from './session-state.js';
+import type { MatvecOpts, OutputOwner, VkHost } from './host.js';
 import { deviceProblem, shapeProblem } from './limits.js';
-import { OpList, PIPELINES, Pipelines, TOPK_ITEMS, TOPK_MAX, attnSlots, gridBlob, matvecOp, moeMaxTiles, type MatvecDispatch } from './graph.js';
+import { KERNELS, dispatch } from './kernels.js';
+import { OpList, Pipelines, TOPK_ITEMS, TOPK_MAX, attnSlots, gridBlob, matvecOp, moeMaxTiles, type MatvecDispatch } from './graph.js';
 import { MATVEC, VkWeights, copiedBytesEstimate, readBytes, type DevTensor, type WeightMode } from './weights.js';
 
 export { TOPK_MAX };
-
-export interface MatvecOpts { flags?: number; xStride?: number; yStride?: number; xOffset?: number; barrier?: boolean; epilogue?: MatvecDispatch['epilogue']; moe?: MatvecDispatch['moe'] }
 
 interface SamplerExports {
   sample(logits: number, n: number, temp: number, topK: number, topP: number, minP: number, rng: number): number;
 }
 
-export class VkEngine implements Engine {
+export class VkEngine implements Engine, VkHost {
   readonly backend = 'vulkan' as const;
   readonly shape: ModelShape;
   readonly tokenizer: Tokenizer;
@@ -58,11 +58,27 @@ export class VkEngine implements Engine {
   private sessionBytes: number;
   readonly logitsPtr: number;
   /** the session whose last logits row is still only in LOGITS/ARG (forward deferLast) */
-  deferredBy?: VkBackend;
-  /** wall milliseconds spent in dev.run (submit to fence) since the engine opened, for benchmarks */
-  runMs = 0;
+  private deferredBy?: OutputOwner;
+  private ranMs = 0;
   /** with vkProfile: GPU time of each dispatch of the last step */
-  lastProfile?: { names: string[]; ns: Float64Array };
+  private lastProfile?: { names: string[]; ns: Float64Array };
+
+  /** wall milliseconds spent in dev.run (submit to fence) since the engine opened, for benchmarks */
+  get runMs(): number { return this.ranMs; }
+
+  claimOutputs(s: OutputOwner, defer: boolean): void {
+    if (this.deferredBy && this.deferredBy !== s) this.deferredBy.keep();
+    this.deferredBy = defer ? s : undefined;
+  }
+
+  ownsOutputs(s: OutputOwner): boolean { return this.deferredBy === s; }
+
+  releaseOutputs(s: OutputOwner): void { if (this.deferredBy === s) this.deferredBy = undefined; }
+
+  reportRun(ms: number, profile?: { names: string[]; ns: Float64Array }): void {
+    this.ranMs += ms;
+    if (profile) this.lastProfile = profile;
+  }
 
   constructor(readonly options: EngineOptions) {
     ({ file: this.file, shape: this.shape, tokenizer: this.tokenizer } = openModel(options));
@@ -79,7 +95,7 @@ export class VkEngine implements Engine {
     const addon = loadAddon();
     const envDev = process.env.Q36_VK_DEVICE;
     this.dev = new addon.Device(options.vkDevice ?? (envDev !== undefined ? Number(envDev) : -1));
-    this.pipes = new Pipelines(this.dev, PIPELINES);
+    this.pipes = new Pipelines(this.dev);
     this.info = this.dev.info();
     // all-position logits (test vectors, log-probabilities) for as many rows of a step as 64 MiB
     // holds: a whole 512-token step of a 248K vocabulary would take 485 MiB (67 rows fit)
@@ -297,7 +313,7 @@ export class VkEngine implements Engine {
       for (;;) {
         const groups = Math.ceil(n / TOPK_ITEMS);
         const out = groups === 1 ? this.buf.TKH : dst;
-        ops.op('topk', [this.buf.LOGITS, src, out], [n, k, 0, stage], [groups]);
+        dispatch(ops, KERNELS.topk, { LOGITS: this.buf.LOGITS, src, dst: out }, { n, k, offset: 0, stage }, [groups]);
         if (groups === 1) break;
         n = groups * k;
         stage++;
@@ -329,7 +345,7 @@ export class VkEngine implements Engine {
   }
 
   newSession(): Session {
-    return new BaseSession(new VkBackend(this));
+    return new BaseSession(new VkSessionState(this));
   }
 
   describe(): string {

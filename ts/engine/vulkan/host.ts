@@ -1,0 +1,51 @@
+/**
+ * What a Vulkan session may use of its engine: the device, the weights and scratch buffers, the
+ * matvec helpers, and two reports (a finished run, and who owns the engine-wide output buffers).
+ * Sessions see the engine only through this interface, so the session module does not import
+ * the engine's and no session writes engine fields.
+ */
+import type { Core } from '../../core/wasm.js';
+import type { ModelShape } from '../../model/shape.js';
+import type { VkDevice } from '../../vk/addon.js';
+import type { EngineOptions, KvType, SampleOptions } from '../types.js';
+import type { MatvecDispatch, OpList, Pipelines } from './graph.js';
+import type { VkWeights } from './weights.js';
+
+export interface MatvecOpts { flags?: number; xStride?: number; yStride?: number; xOffset?: number; barrier?: boolean; epilogue?: MatvecDispatch['epilogue']; moe?: MatvecDispatch['moe'] }
+
+/** A session that can save its deferred logits row before another session overwrites it. */
+export interface OutputOwner { keep(): void }
+
+export interface VkHost {
+  readonly shape: ModelShape;
+  readonly options: EngineOptions;
+  readonly dev: VkDevice;
+  readonly pipes: Pipelines;
+  readonly core: Core;
+  readonly w: VkWeights;
+  /** engine-wide scratch buffers by name (scratch.ts) */
+  readonly buf: Readonly<Record<string, number>>;
+  readonly kv: { k: KvType; v: KvType };
+  /** tokens per prefill step; logits rows one step may return */
+  readonly chunk: number;
+  readonly logitsRows: number;
+  embed(tokens: number[]): Float32Array;
+  /** one weight's matvec (every window of it) */
+  matvec(ops: OpList, name: string, x: number, y: number, nRows: number, o?: MatvecOpts): void;
+  /** decode: the stacked projections of `blk.L.key` as one matvec; the part views, or undefined */
+  stacked(ops: OpList, l: number, key: string, x: number, barrier?: boolean): number[] | undefined;
+  routesInMatvec(l: number): boolean;
+  topK(k: number): Uint32Array;
+  sampleWith(logits: Float32Array, o: SampleOptions, rng: number): number;
+  /**
+   * The LOGITS/ARG buffers are engine-wide: `s` is about to overwrite them (the previous owner
+   * saves its deferred row first); `defer` marks s as leaving its last row there.
+   */
+  claimOutputs(s: OutputOwner, defer: boolean): void;
+  /** whether s still owns the outputs (its deferred row is on the device) */
+  ownsOutputs(s: OutputOwner): boolean;
+  /** s is gone: it owns nothing */
+  releaseOutputs(s: OutputOwner): void;
+  /** a step ran: wall ms inside dev.run, and its per-dispatch GPU times when profiling */
+  reportRun(ms: number, profile?: { names: string[]; ns: Float64Array }): void;
+}

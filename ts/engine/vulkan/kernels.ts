@@ -1,0 +1,109 @@
+/**
+ * Every compute shader's interface, declared once: its bindings (names, in binding order), its
+ * push-constant block (field names in order; `:f32` marks floats, `_` padding), its workgroup
+ * size and how many items one workgroup covers. The step (step.ts), the engine and the tests
+ * build dispatches from these; the addon checks each pipeline against the interface its SPIR-V
+ * module declares (reflected by scripts/build-shaders.mjs) when the pipeline is created, and
+ * test/vulkan-kernels.test.ts checks every declaration against every variant.
+ */
+import type { OpList } from './graph.js';
+
+export interface KernelDecl<B extends string = string, P extends string = string> {
+  /** shader base name (variants add a type suffix: matvec_q8_0, kv_store_f16, …) */
+  name: string;
+  bindings: readonly B[];
+  push: readonly P[];
+  /** local_size_x of the shader */
+  local: number;
+  /** items (elements, channels, rows, …) one workgroup covers along x, for groups() */
+  per?: number;
+}
+
+type Field<P> = P extends `${infer N}:f32` ? N : P extends '_' ? never : P;
+export type PushOf<K> = K extends KernelDecl<string, infer P> ? { [F in Field<P>]: number } : never;
+export type BindOf<K> = K extends KernelDecl<infer B, string> ? Record<B, number> : never;
+
+const k = <B extends string, P extends string>(d: KernelDecl<B, P>) => d;
+
+/** The 16-word push block shared by the matvec family (matvec.glsl, mm.glsl). */
+const MATVEC_PUSH = ['rows', 'n', 'rowBytes', 'xStride', 'yStride', 'flags', 'K', 'expertBytes', 'wOffset', 'xOffset', 'yOffset', 'nRows', 'upBytes', 'e0', 'ne', 'aux'] as const;
+const MATVEC_BIND = ['W', 'X', 'Y', 'IDS', 'GRID'] as const;
+
+export const KERNELS = {
+  step_in: k({ name: 'step_in', bindings: ['XIN', 'X', 'PIN', 'PARAMS'], push: ['n'], local: 256, per: 256 }),
+  rmsnorm: k({ name: 'rmsnorm', bindings: ['X', 'A', 'weight', 'R', 'DE', 'WTS', 'DS', 'SG'], push: ['n', 'row0', 'eps:f32', 'mode', 'K', '_', '_', '_'], local: 1024 }),
+  ssm_conv: k({ name: 'ssm_conv', bindings: ['U', 'weight', 'state'], push: ['convCh', 'T', 'width', '_'], local: 256, per: 64 }),
+  deltanet: k({ name: 'deltanet', bindings: ['U', 'B', 'AL', 'dtBias', 'A', 'state', 'O', 'Z', 'normWeight'], push: ['T', 'dk', 'hk', 'hv', 'convCh', 'eps:f32', 'qScale:f32', '_'], local: 512 }),
+  deltanet_chunk: k({ name: 'deltanet_chunk', bindings: ['U', 'B', 'AL', 'dtBias', 'A', 'state', 'O'], push: ['T', 'dk', 'hk', 'hv', 'convCh', 'eps:f32', 'qScale:f32', '_'], local: 256, per: 32 }),
+  ssm_gnorm: k({ name: 'ssm_gnorm', bindings: ['O', 'Z', 'normWeight'], push: ['dk', 'hv', 'eps:f32', '_'], local: 128 }),
+  qk_prep: k({ name: 'qk_prep', bindings: ['QG', 'K', 'qNorm', 'kNorm', 'ROPE', 'PARAMS'], push: ['nHead', 'nHeadKv', 'hd', 'nRot', 'qStride', 'kStride', 'eps:f32', '_'], local: 256 }),
+  kv_store: k({ name: 'kv_store', bindings: ['src', 'src2', 'cache', 'cache2', 'PARAMS'], push: ['kvDim', 'rowBytes'], local: 64 }),
+  attn_flash: k({ name: 'attn_flash', bindings: ['QG', 'Kc', 'Vc', 'P', 'ML', 'PARAMS'], push: ['nHead', 'nHeadKv', 'hd', 'kRowBytes', 'vRowBytes', 'qStride', 'scale:f32', 'nBlk', 'blk', 't0', '_', '_'], local: 256 }),
+  attn_merge: k({ name: 'attn_merge', bindings: ['P', 'ML', 'QG', 'O', 'PARAMS'], push: ['nHead', 'hd', 'nBlk', 'qStride', 'blk', 't0', '_', '_'], local: 256 }),
+  steer: k({ name: 'steer', bindings: ['Y', 'STEER'], push: ['n', 'dOffset', 's:f32', '_'], local: 256 }),
+  router: k({ name: 'router', bindings: ['R', 'IDS', 'WTS'], push: ['nExpert', 'K'], local: 64 }),
+  swiglu: k({ name: 'swiglu', bindings: ['G', 'U'], push: ['n'], local: 256, per: 256 }),
+  moe_tiles: k({ name: 'moe_tiles', bindings: ['IDS', 'LIST', 'TILES'], push: ['nPairs', 'nExpert', 'BN', '_'], local: 1024 }),
+  moe_combine: k({ name: 'moe_combine', bindings: ['M', 'DE', 'WTS', 'DS', 'SG'], push: ['nEmbd', 'K', 'T'], local: 256, per: 256 }),
+  argmax: k({ name: 'argmax', bindings: ['LOGITS', 'TKA', 'TKB', 'ARG'], push: ['n', 'offset', 'stage', 'groups'], local: 256, per: 1024 }),
+  topk: k({ name: 'topk', bindings: ['LOGITS', 'src', 'dst'], push: ['n', 'k', 'offset', 'stage'], local: 256 }),
+  state_t: k({ name: 'state_t', bindings: ['src', 'dst'], push: ['dk', '_', '_', '_'], local: 256, per: 32 }),
+  matvec: k({ name: 'matvec', bindings: MATVEC_BIND, push: MATVEC_PUSH, local: 64 }),
+  matvec1: k({ name: 'matvec1', bindings: MATVEC_BIND, push: MATVEC_PUSH, local: 64 }),
+  matvec2: k({ name: 'matvec2', bindings: MATVEC_BIND, push: MATVEC_PUSH, local: 64 }),
+  matmul: k({ name: 'matmul', bindings: MATVEC_BIND, push: MATVEC_PUSH, local: 64 }),
+  matvec_router: k({ name: 'matvec_router', bindings: [...MATVEC_BIND, 'RIDS', 'RWTS', 'CNT'], push: MATVEC_PUSH, local: 64 }),
+  matvec_router1: k({ name: 'matvec_router1', bindings: [...MATVEC_BIND, 'RIDS', 'RWTS', 'CNT'], push: MATVEC_PUSH, local: 64 }),
+  mm: k({ name: 'mm', bindings: MATVEC_BIND, push: MATVEC_PUSH, local: 256 }),
+  mm_moe: k({ name: 'mm_moe', bindings: [...MATVEC_BIND, 'TILES'], push: MATVEC_PUSH, local: 128 }),
+} as const;
+
+export type KernelName = keyof typeof KERNELS;
+
+/** Workgroups for n items along x (the kernel's `per`). */
+export function groups(kd: KernelDecl, n: number): number {
+  if (!kd.per) throw new Error(`${kd.name}: no items-per-workgroup declared`);
+  return Math.ceil(n / kd.per);
+}
+
+const f2u = new Float32Array(1);
+const u32 = new Uint32Array(f2u.buffer);
+export function fbits(x: number): number {
+  f2u[0] = x;
+  return u32[0];
+}
+
+/** The push words of a kernel in declaration order (floats as their bits, padding 0). */
+export function pushWords<K extends KernelDecl>(kd: K, values: PushOf<K>): number[] {
+  const v = values as Record<string, number>;
+  return kd.push.map((f) => {
+    if (f === '_') return 0;
+    const [name, type] = f.split(':');
+    const x = v[name];
+    if (x === undefined || !Number.isFinite(x)) throw new Error(`${kd.name}: push field ${name} is ${x}`);
+    return type === 'f32' ? fbits(x) : x >>> 0;
+  });
+}
+
+/** The buffers of a kernel in binding order. */
+export function bindingList<K extends KernelDecl>(kd: K, b: BindOf<K>): number[] {
+  const r = b as Record<string, number>;
+  return kd.bindings.map((n) => {
+    if (r[n] === undefined) throw new Error(`${kd.name}: binding ${n} not given`);
+    return r[n];
+  });
+}
+
+export interface DispatchOpts {
+  /** variant suffix (weight or cache types): matvec_q8_0, kv_store_f16 */
+  variant?: string;
+  /** a barrier after the dispatch (default); false lets the next op overlap */
+  barrier?: boolean;
+  /** for profiles: which weight or layer */
+  label?: string;
+}
+
+/** One dispatch of a declared kernel, through the op list (the addon's single dispatch path). */
+export function dispatch<K extends KernelDecl>(ops: OpList, kd: K, b: BindOf<K>, push: PushOf<K>, grid: [number, number?, number?], o: DispatchOpts = {}): void {
+  ops.op(o.variant ? `${kd.name}_${o.variant}` : kd.name, bindingList(kd, b), pushWords(kd, push), grid, o.barrier ?? true, o.label);
+}

@@ -1,0 +1,177 @@
+/**
+ * One session's state on the Vulkan device: its KV cache and DeltaNet states, and its recorded
+ * steps (step.ts, recorded once per step shape and replayed). It reaches the engine only through
+ * VkHost (host.ts). BaseSession gives it the Session behaviour shared with the CPU engine.
+ */
+import { rowBytes } from '../../gguf/index.js';
+import { KV_TYPE_IDS, attentionLayer } from '../common.js';
+import { stateSizes } from '../payload.js';
+import { BackendSettings, type SessionBackend } from '../session-base.js';
+import type { SampleOptions } from '../types.js';
+import { OpList, TOPK_MAX } from './graph.js';
+import type { OutputOwner, VkHost } from './host.js';
+import { KERNELS, dispatch, groups } from './kernels.js';
+import { recordStep, type LayerState } from './step.js';
+
+/** Per-session device state (KV cache, DeltaNet states) and its recorded steps. */
+export class VkSessionState extends BackendSettings implements SessionBackend, OutputOwner {
+  private layers: LayerState[] = [];
+  private steps = new Map<string, number>();
+  private stepNames = new Map<number, string[]>();
+  private rng: number;
+  private freed = false;
+  /** our deferred logits row and arg-max, saved by keep() */
+  private kept?: { row: Float32Array; arg: Uint32Array };
+
+  constructor(private readonly h: VkHost) {
+    super(h);
+    const e = h, s = e.shape, st = stateSizes(s);
+    for (let l = 0; l < s.nLayer; l++) {
+      if (s.recurrent[l]) this.layers.push({ a: e.dev.createBuffer(st.convBytes, false), b: e.dev.createBuffer(st.ssmBytes, false) });
+      else this.layers.push({
+        a: e.dev.createBuffer(this.ctx * rowBytes(KV_TYPE_IDS[this.kvTypes.k], st.kvDim), false),
+        b: e.dev.createBuffer(this.ctx * rowBytes(KV_TYPE_IDS[this.kvTypes.v], st.kvDim), false),
+      });
+    }
+    this.rng = e.core.alloc(8);
+  }
+
+  /** Records the forward of T tokens (logits for rows ≥ logitsFrom): step.ts. */
+  private record(T: number, logitsFrom: number): number {
+    const h = this.h, ops = new OpList(h.pipes);
+    recordStep({ h, ops, T, layers: this.layers, kvTypes: this.kvTypes, ctx: this.ctx }, logitsFrom);
+    const cmd = h.dev.record(ops.build(), h.options.vkProfile === true);
+    this.stepNames.set(cmd, ops.names);
+    return cmd;
+  }
+
+  async forward(tokens: number[], pos: number, logitsFrom: number, deferLast = false): Promise<Float32Array[]> {
+    const e = this.h, s = this.shape, T = tokens.length;
+    if (T - logitsFrom > this.logitsRows) throw new Error('too many logits rows for one step');
+    // LOGITS and ARG are engine-wide: another session's deferred row is saved before we overwrite it
+    e.claimOutputs(this, false);
+    this.kept = undefined;
+    const key = `${T}:${logitsFrom}`;
+    let cmd = this.steps.get(key);
+    if (cmd === undefined) { cmd = this.record(T, logitsFrom); this.steps.set(key, cmd); }
+    e.dev.write(e.buf.XIN, 0, new Uint8Array(e.embed(tokens).buffer));
+    e.dev.write(e.buf.PIN, 0, new Uint8Array(Uint32Array.of(pos, T, 0, 0).buffer));
+    const t0 = performance.now();
+    await e.dev.run(cmd);
+    e.reportRun(performance.now() - t0, e.options.vkProfile ? { names: this.stepNames.get(cmd)!, ns: e.dev.timings(cmd) } : undefined);
+    const n = T - logitsFrom;
+    if (n <= 0) return [];
+    // one row left on the device: BaseSession reads it (readLast) or only its arg-max (lastArgmax)
+    if (deferLast && n === 1) { e.claimOutputs(this, true); return []; }
+    const all = new Float32Array(e.dev.read(e.buf.LOGITS, 0, n * s.nVocab * 4));
+    // one row (decode): the read-back copy itself, no second 1 MB copy
+    return n === 1 ? [all] : Array.from({ length: n }, (_, i) => all.slice(i * s.nVocab, (i + 1) * s.nVocab));
+  }
+
+  /** Saves this session's deferred row and arg-max to host memory (another session is about to run). */
+  keep(): void {
+    this.kept = { row: this.readLast(), arg: this.readArg() };
+  }
+
+  /** ARG of the last step: {arg-max index, flags} (argmax.comp) */
+  private readArg(): Uint32Array {
+    return new Uint32Array(this.h.dev.read(this.h.buf.ARG, 0, 8));
+  }
+
+  readLast(): Float32Array {
+    return this.kept?.row ?? new Float32Array(this.h.dev.read(this.h.buf.LOGITS, 0, this.shape.nVocab * 4));
+  }
+
+  lastArgmax(): number | undefined {
+    const [id, flags] = this.kept?.arg ?? this.readArg();
+    return flags !== 0 || id >= this.shape.nVocab ? undefined : id;
+  }
+
+  lastTopK(k: number): { ids: number[]; logits: Float32Array } | undefined {
+    // a row saved by keep() is on the host already; a NaN row follows the host sampler's rules
+    if (this.kept || !this.h.ownsOutputs(this) || !(k > 0 && k <= TOPK_MAX && k < this.shape.nVocab)) return undefined;
+    if (this.readArg()[1] !== 0) return undefined;
+    const pairs = this.h.topK(k);
+    const f = new Float32Array(pairs.buffer);
+    const top: [number, number][] = [];
+    for (let i = 0; i < k; i++) if (pairs[2 * i + 1] !== 0xffffffff) top.push([pairs[2 * i + 1], f[2 * i]]);
+    top.sort((a, b) => a[0] - b[0]);
+    return { ids: top.map((x) => x[0]), logits: Float32Array.from(top, (x) => x[1]) };
+  }
+
+  /**
+   * A recorded state_t command: layer l's DeltaNet state to the engine's STT buffer in the
+   * payload's value-column-major layout (toStt), or back. The GPU keeps each head key-row-major
+   * (deltanet.comp); the transpose is its own inverse.
+   */
+  private transposeCmd(l: number, toStt: boolean): number {
+    const key = `t${l}:${toStt}`;
+    let cmd = this.steps.get(key);
+    if (cmd === undefined) {
+      const s = this.shape, B = this.h.buf, dk = s.ssmHeadDim, n = groups(KERNELS.state_t, dk);
+      const [src, dst] = toStt ? [this.layers[l].b, B.STT] : [B.STT, this.layers[l].b];
+      const ops = new OpList(this.h.pipes);
+      dispatch(ops, KERNELS.state_t, { src, dst }, { dk }, [n, n, s.ssmVHeads]);
+      cmd = this.h.dev.record(ops.build());
+      this.steps.set(key, cmd);
+    }
+    return cmd;
+  }
+
+  readRecurrent(): Uint8Array {
+    const s = this.shape, st = stateSizes(s), dev = this.h.dev;
+    const out = new Uint8Array(s.recurrent.filter(Boolean).length * (st.convBytes + st.ssmBytes));
+    let o = 0;
+    s.recurrent.forEach((r, l) => {
+      if (!r) return;
+      out.set(new Uint8Array(dev.read(this.layers[l].a, 0, st.convBytes)), o); o += st.convBytes;
+      dev.runSync(this.transposeCmd(l, true));
+      out.set(new Uint8Array(dev.read(this.h.buf.STT, 0, st.ssmBytes)), o); o += st.ssmBytes;
+    });
+    return out;
+  }
+
+  writeRecurrent(state: Uint8Array | null): void {
+    const s = this.shape, st = stateSizes(s), dev = this.h.dev;
+    let o = 0;
+    s.recurrent.forEach((r, l) => {
+      if (!r) return;
+      dev.write(this.layers[l].a, 0, state ? state.subarray(o, o + st.convBytes) : new Uint8Array(st.convBytes));
+      if (state) {
+        dev.write(this.h.buf.STT, 0, state.subarray(o + st.convBytes, o + st.convBytes + st.ssmBytes));
+        dev.runSync(this.transposeCmd(l, false));
+      } else {
+        dev.write(this.layers[l].b, 0, new Uint8Array(st.ssmBytes));
+      }
+      o += st.convBytes + st.ssmBytes;
+    });
+  }
+
+  readKv(i: number, n: number): { k: Uint8Array; v: Uint8Array } {
+    const st = stateSizes(this.shape), L = this.layers[attentionLayer(this.shape, i)];
+    const kb = n * rowBytes(KV_TYPE_IDS[this.kvTypes.k], st.kvDim), vb = n * rowBytes(KV_TYPE_IDS[this.kvTypes.v], st.kvDim);
+    return { k: n ? new Uint8Array(this.h.dev.read(L.a, 0, kb)) : new Uint8Array(0), v: n ? new Uint8Array(this.h.dev.read(L.b, 0, vb)) : new Uint8Array(0) };
+  }
+
+  writeKv(i: number, k: Uint8Array, v: Uint8Array): void {
+    const L = this.layers[attentionLayer(this.shape, i)];
+    if (k.byteLength) this.h.dev.write(L.a, 0, k);
+    if (v.byteLength) this.h.dev.write(L.b, 0, v);
+  }
+
+  seed(seed: number): void {
+    new DataView(this.h.core.memory.buffer).setBigUint64(this.rng, BigInt.asUintN(64, BigInt(Math.floor(seed))), true);
+  }
+
+  sample(logits: Float32Array, o: SampleOptions): number {
+    return this.h.sampleWith(logits, o, this.rng);
+  }
+
+  release(): void {
+    if (this.freed) return;
+    this.freed = true;
+    this.h.releaseOutputs(this);
+    for (const c of this.steps.values()) this.h.dev.freeCommand(c);
+    for (const L of this.layers) { this.h.dev.freeBuffer(L.a); this.h.dev.freeBuffer(L.b); }
+  }
+}

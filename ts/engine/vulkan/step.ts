@@ -1,0 +1,180 @@
+/**
+ * One forward step on the Vulkan engine, op for op as core-as/engine/forward.ts: recorded once
+ * per step shape (tokens per step, logits rows) and replayed for every step. One function per
+ * layer kind; each producer returns the residual update it leaves pending, and the next norm
+ * applies it (rmsnorm.comp's modes), so no add runs as a dispatch of its own.
+ */
+import { rowBytes } from '../../gguf/index.js';
+import { KV_TYPE_IDS } from '../common.js';
+import { stateSizes } from '../payload.js';
+import type { KvType } from '../types.js';
+import { ATTN_TOKENS, MM_MOE_PAIRS, OpList, attnBlock, moeMaxTiles } from './graph.js';
+import type { MatvecOpts, VkHost } from './host.js';
+import { KERNELS as K, dispatch, groups } from './kernels.js';
+
+/**
+ * The residual update a producer leaves to the next norm: none (mode 0), X += R (mode 1: an
+ * attention or DeltaNet output, or a steered MoE output), or X += the MoE combine of DE/WTS with
+ * the shared expert DS gated by SG (mode 2).
+ */
+export interface Pending { mode: 0 | 1 | 2; r: number; sg: number }
+
+/** A session's device state for one layer: conv and DeltaNet state, or the K and V caches. */
+export interface LayerState { a: number; b: number }
+
+export interface StepContext {
+  h: VkHost;
+  ops: OpList;
+  /** tokens in the step */
+  T: number;
+  layers: LayerState[];
+  kvTypes: { k: KvType; v: KvType };
+  /** the session's context length (KV rows) */
+  ctx: number;
+}
+
+const none = (c: StepContext): Pending => ({ mode: 0, r: c.h.buf.A2, sg: c.h.buf.A2 });
+
+/** A = rmsnorm(X after the pending update) · weight, for rows [row0, row0 + rows). */
+function norm(c: StepContext, weight: number, p: Pending, row0: number, rows: number): void {
+  const B = c.h.buf, s = c.h.shape;
+  dispatch(c.ops, K.rmsnorm, { X: B.X, A: B.A, weight, R: p.r, DE: B.DE, WTS: B.WTS, DS: B.DS, SG: p.sg },
+    { n: s.nEmbd, row0, eps: s.eps, mode: p.mode, K: s.nExpertUsed }, [rows]);
+}
+
+const mv = (c: StepContext, l: number, n: string, x: number, y: number, rows: number, o?: MatvecOpts) => c.h.matvec(c.ops, `blk.${l}.${n}`, x, y, rows, o);
+const wbuf = (c: StepContext, l: number, n: string) => c.h.w.buf(`blk.${l}.${n}`);
+
+/** Gated DeltaNet: projections, causal conv, the recurrence (token or chunked), gated norm, out-projection into A2. */
+function deltanetMixer(c: StepContext, l: number): Pending {
+  const { h, T } = c, s = h.shape, B = h.buf, st = stateSizes(s), { a: conv, b: state } = c.layers[l];
+  // one token: the four projections as one stacked matvec, outputs read through views
+  const v = T === 1 ? h.stacked(c.ops, l, 'ssm_in', B.A) : undefined;
+  const [U, Z, Bt, AL] = v ?? [B.U, B.Z, B.B, B.AL];
+  if (!v) {
+    // independent ops back to back without a barrier between them
+    mv(c, l, 'attn_qkv.weight', B.A, U, T, { barrier: false });
+    mv(c, l, 'attn_gate.weight', B.A, Z, T, { barrier: false });
+    mv(c, l, 'ssm_beta.weight', B.A, Bt, T, { barrier: false });
+    mv(c, l, 'ssm_alpha.weight', B.A, AL, T);
+  }
+  dispatch(c.ops, K.ssm_conv, { U, weight: wbuf(c, l, 'ssm_conv1d.weight'), state: conv }, { convCh: st.convCh, T, width: s.ssmConv }, [groups(K.ssm_conv, st.convCh)]);
+  const dn = { T, dk: s.ssmHeadDim, hk: s.ssmKHeads, hv: s.ssmVHeads, convCh: st.convCh, eps: s.eps, qScale: 1 / Math.sqrt(s.ssmHeadDim) };
+  const common = { U, B: Bt, AL, dtBias: wbuf(c, l, 'ssm_dt.bias'), A: wbuf(c, l, 'ssm_a'), state, O: B.O };
+  if (T === 1) {
+    // one token: the recurrence with the q/k L2 norm and the gated output norm fused in
+    dispatch(c.ops, K.deltanet, { ...common, Z, normWeight: wbuf(c, l, 'ssm_norm.weight') }, dn, [s.ssmVHeads]);
+  } else {
+    // several: the chunked form over 32-column slices of each head, then the gated norm
+    dispatch(c.ops, K.deltanet_chunk, common, dn, [s.ssmVHeads, groups(K.deltanet_chunk, s.ssmHeadDim)]);
+    dispatch(c.ops, K.ssm_gnorm, { O: B.O, Z, normWeight: wbuf(c, l, 'ssm_norm.weight') }, { dk: s.ssmHeadDim, hv: s.ssmVHeads, eps: s.eps }, [T, s.ssmVHeads]);
+  }
+  mv(c, l, 'ssm_out.weight', B.O, B.A2, T);
+  return { mode: 1, r: B.A2, sg: B.A2 };
+}
+
+/** Gated attention: q(+gate)/k/v, q/k norm and RoPE, KV store, flash attention in blocks and their merge, out-projection into A2. */
+function attentionMixer(c: StepContext, l: number): Pending {
+  const { h, T } = c, s = h.shape, B = h.buf, st = stateSizes(s), { a: kc, b: vc } = c.layers[l];
+  const qStride = 2 * s.nHead * s.headDim;
+  const kRow = rowBytes(KV_TYPE_IDS[c.kvTypes.k], st.kvDim), vRow = rowBytes(KV_TYPE_IDS[c.kvTypes.v], st.kvDim);
+  const v = T === 1 ? h.stacked(c.ops, l, 'attn_in', B.A) : undefined;
+  const [QG, Kb, Vb] = v ?? [B.QG, B.Kb, B.Vb];
+  if (!v) {
+    mv(c, l, 'attn_q.weight', B.A, QG, T, { barrier: false });
+    mv(c, l, 'attn_k.weight', B.A, Kb, T, { barrier: false });
+    mv(c, l, 'attn_v.weight', B.A, Vb, T);
+  }
+  dispatch(c.ops, K.qk_prep, { QG, K: Kb, qNorm: wbuf(c, l, 'attn_q_norm.weight'), kNorm: wbuf(c, l, 'attn_k_norm.weight'), ROPE: B.ROPE, PARAMS: B.PARAMS },
+    { nHead: s.nHead, nHeadKv: s.nHeadKv, hd: s.headDim, nRot: s.nRot, qStride, kStride: st.kvDim, eps: s.eps }, [T, s.nHead + s.nHeadKv]);
+  // cache type names are the shader variant suffixes (shaders/variants.json)
+  dispatch(c.ops, K.kv_store, { src: Kb, src2: Kb, cache: kc, cache2: kc, PARAMS: B.PARAMS }, { kvDim: st.kvDim, rowBytes: kRow }, [T, 1], { variant: c.kvTypes.k, barrier: false });
+  dispatch(c.ops, K.kv_store, { src: Vb, src2: Vb, cache: vc, cache2: vc, PARAMS: B.PARAMS }, { kvDim: st.kvDim, rowBytes: vRow }, [T, 1], { variant: c.kvTypes.v });
+  const blk = attnBlock(s, T), nBlk = Math.ceil(c.ctx / blk);
+  // ATTN_TOKENS tokens per dispatch pair (the partials P, ML hold that many)
+  for (let t0 = 0; t0 < T; t0 += ATTN_TOKENS) {
+    const n = Math.min(ATTN_TOKENS, T - t0);
+    dispatch(c.ops, K.attn_flash, { QG, Kc: kc, Vc: vc, P: B.P, ML: B.ML, PARAMS: B.PARAMS },
+      { nHead: s.nHead, nHeadKv: s.nHeadKv, hd: s.headDim, kRowBytes: kRow, vRowBytes: vRow, qStride, scale: 1 / Math.sqrt(s.headDim), nBlk, blk, t0 }, [n, s.nHeadKv, nBlk],
+      { variant: `${c.kvTypes.k}_${c.kvTypes.v}` });
+    dispatch(c.ops, K.attn_merge, { P: B.P, ML: B.ML, QG, O: B.O, PARAMS: B.PARAMS }, { nHead: s.nHead, hd: s.headDim, nBlk, qStride, blk, t0 }, [n, s.nHead]);
+  }
+  mv(c, l, 'attn_output.weight', B.O, B.A2, T);
+  return { mode: 1, r: B.A2, sg: B.A2 };
+}
+
+/** Steering: y += scale · direction of layer l (attention output, or the MoE output before its add). */
+function steer(c: StepContext, l: number, y: number, scale: number): void {
+  const s = c.h.shape;
+  dispatch(c.ops, K.steer, { Y: y, STEER: c.h.buf.STEER }, { n: s.nEmbd, dOffset: l * s.nEmbd, s: scale }, [c.T]);
+}
+
+/** MoE: router and shared expert over the normed input, routed experts (grouped by expert for several tokens), down projections. */
+function moeFfn(c: StepContext, l: number): Pending {
+  const { h, T } = c, s = h.shape, B = h.buf, Kx = s.nExpertUsed, has = (n: string) => h.w.t.has(`blk.${l}.${n}`);
+  // shared expert and router logits only need the normed input: issued back to back
+  const rv = T === 1 ? h.stacked(c.ops, l, 'router_in', B.A, false) : undefined;
+  const [R, SG] = rv ?? [B.R, B.SG];
+  if (!rv) {
+    mv(c, l, 'ffn_gate_inp.weight', B.A, R, T, { barrier: false });
+    // the shared-expert gate is a 1-row F32 matvec over the same normed input
+    mv(c, l, 'ffn_gate_inp_shexp.weight', B.A, SG, T, { yStride: 1, barrier: false });
+  }
+  if (has('ffn_gate_up_shexp.weight')) {
+    mv(c, l, 'ffn_gate_up_shexp.weight', B.A, B.GS, T);
+  } else {
+    mv(c, l, 'ffn_gate_shexp.weight', B.A, B.GS, T, { barrier: false });
+    mv(c, l, 'ffn_up_shexp.weight', B.A, B.US, T);
+    dispatch(c.ops, K.swiglu, { G: B.GS, U: B.US }, { n: T * s.nFfShexp }, [groups(K.swiglu, T * s.nFfShexp)], { barrier: false });
+  }
+  // routing: done by the decode router matvec's last workgroup (stacked() says so), else here
+  if (!(rv && h.routesInMatvec(l))) dispatch(c.ops, K.router, { R, IDS: B.IDS, WTS: B.WTS }, { nExpert: s.nExpert, K: Kx }, [T]);
+  // several tokens: their (token, expert) pairs grouped by expert, so that each expert's weights
+  // are decoded once for all its tokens (mm_moe); one token: a matvec per expert
+  const moe = T === 1 ? undefined : { tiles: B.TILES, maxTiles: moeMaxTiles(T * Kx, s.nExpert), ids: B.IDS };
+  if (moe) dispatch(c.ops, K.moe_tiles, { IDS: B.IDS, LIST: B.LIST, TILES: B.TILES }, { nPairs: T * Kx, nExpert: s.nExpert, BN: MM_MOE_PAIRS }, [1]);
+  if (has('ffn_gate_up_exps.weight')) {
+    mv(c, l, 'ffn_gate_up_exps.weight', B.A, B.GE, T * Kx, { flags: 1, moe });
+  } else {
+    mv(c, l, 'ffn_gate_exps.weight', B.A, B.GE, T * Kx, { flags: 1, barrier: false, moe });
+    mv(c, l, 'ffn_up_exps.weight', B.A, B.UE, T * Kx, { flags: 1, moe });
+    dispatch(c.ops, K.swiglu, { G: B.GE, U: B.UE }, { n: T * Kx * s.nFfExp }, [groups(K.swiglu, T * Kx * s.nFfExp)]);
+  }
+  mv(c, l, 'ffn_down_exps.weight', B.GE, B.DE, T * Kx, { flags: 3, barrier: false, moe });
+  mv(c, l, 'ffn_down_shexp.weight', B.GS, B.DS, T);
+  const st = h.options.steering;
+  if (st && st.ffnScale !== 0) {
+    // FFN steering edits the MoE output before the residual add
+    dispatch(c.ops, K.moe_combine, { M: B.M, DE: B.DE, WTS: B.WTS, DS: B.DS, SG }, { nEmbd: s.nEmbd, K: Kx, T }, [groups(K.moe_combine, T * s.nEmbd)]);
+    steer(c, l, B.M, st.ffnScale);
+    return { mode: 1, r: B.M, sg: B.A2 };
+  }
+  return { mode: 2, r: B.A2, sg: SG };
+}
+
+/** Final norm, LM head and the arg-max stages for rows [from, T) (earlier rows are never read). */
+function outputHead(c: StepContext, p: Pending, from: number): void {
+  const { h, T } = c, s = h.shape, B = h.buf, n = T - from;
+  norm(c, h.w.buf('output_norm.weight'), p, from, n);
+  h.matvec(c.ops, 'output.weight', B.A, B.LOGITS, n);
+  // greedy decoding reads ARG instead of the logits row (see forward's deferLast)
+  const g = groups(K.argmax, s.nVocab), bind = { LOGITS: B.LOGITS, TKA: B.TKA, TKB: B.TKB, ARG: B.ARG };
+  dispatch(c.ops, K.argmax, bind, { n: s.nVocab, offset: (n - 1) * s.nVocab, stage: 0, groups: g }, [g]);
+  dispatch(c.ops, K.argmax, bind, { n: s.nVocab, offset: 0, stage: 1, groups: g }, [1]);
+}
+
+/** The whole step: embeddings in, every layer, logits for rows ≥ logitsFrom. */
+export function recordStep(c: StepContext, logitsFrom: number): void {
+  const { h, T } = c, s = h.shape, B = h.buf, steering = h.options.steering;
+  dispatch(c.ops, K.step_in, { XIN: B.XIN, X: B.X, PIN: B.PIN, PARAMS: B.PARAMS }, { n: T * s.nEmbd }, [groups(K.step_in, T * s.nEmbd)]);
+  let pending = none(c);
+  for (let l = 0; l < s.nLayer; l++) {
+    norm(c, wbuf(c, l, 'attn_norm.weight'), pending, 0, T);
+    pending = s.recurrent[l] ? deltanetMixer(c, l) : attentionMixer(c, l);
+    if (steering && steering.attnScale !== 0) steer(c, l, B.A2, steering.attnScale);
+    norm(c, wbuf(c, l, 'post_attention_norm.weight'), pending, 0, T);
+    pending = moeFfn(c, l);
+  }
+  // rows before logitsFrom are never read again, so their last residual update is skipped
+  if (T - logitsFrom > 0) outputHead(c, pending, logitsFrom);
+}
