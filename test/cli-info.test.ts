@@ -13,7 +13,17 @@ describe('q36 --info', () => {
       expect(r.status).toBe(0);
       expect(r.stdout).toMatch(/layers 4 \(3 Gated DeltaNet \+ 1 gated attention\)/);
       expect(r.stdout).toMatch(/status +OK/);
+      expect(r.stdout).toMatch(/backends +cpu \(--cpu\) and vulkan/);
     }
+  });
+  it('says when only the CPU can run a file, and why', async () => {
+    const { makeModel, PRESETS } = await import('../ts/model/synthetic-model.js');
+    const dir = require('node:fs').mkdtempSync('/tmp/q36-cli-');
+    const p = path.join(dir, 'wide.gguf');
+    makeModel({ out: p, geometry: { ...PRESETS.tiny, headDim: 512, nRot: 64, nHead: 2, nHeadKv: 1 }, recipe: 'q8_0' });
+    const r = q36('--info', '-m', p);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/backends +cpu \(--cpu\) only: Vulkan cannot run it: attention head dim 512 exceeds 256/);
   });
   it('fails with exit 2 and a one-line error for a missing or non-GGUF file', () => {
     const r = q36('--info', '-m', '/nonexistent.gguf');

@@ -349,9 +349,9 @@ describe('Vulkan prefill equals token-by-token decode; payloads move between bac
   });
 
   it('refuses a configuration the device cannot hold, with a clear error', async () => {
-    // 262144-token steps need 4.5 GiB of scratch: more than lavapipe's 2 GiB budget, or (a GPU
+    // 262144-token steps need GiBs of scratch: more than lavapipe's 2 GiB budget, or (a GPU
     // with more) a scratch buffer over its largest binding
-    await expect(openEngine({ model: fixture('tinyA/tinyA-q2.gguf'), backend: 'vulkan', ctx: 4096, chunk: 262144 })).rejects.toThrow(/does not fit .*scratch 4\.\d\d GiB.*smaller prefill chunk|scratch buffer \w+ \(\d+ MiB for 262144-token steps at ctx 4096\) exceeds this device's largest binding/);
+    await expect(openEngine({ model: fixture('tinyA/tinyA-q2.gguf'), backend: 'vulkan', ctx: 4096, chunk: 262144 })).rejects.toThrow(/does not fit .*scratch \d+\.\d\d GiB.*smaller prefill chunk|scratch buffer \w+ \(\d+ MiB for 262144-token steps at ctx 4096\) exceeds this device's largest binding/);
   });
 });
 

@@ -5,12 +5,12 @@
  * full-attention intervals 2…4. `refuse` marks geometries past a Vulkan kernel's limits: the
  * engine must refuse them at load with an error naming the parameter (the regex).
  */
-import { PRESETS, type Geometry } from '../../ts/model/synthetic-model.js';
+import { PRESETS, type Geometry, type Recipe } from '../../ts/model/synthetic-model.js';
 
 export interface SweepGeometry {
   name: string;
   geometry: Geometry;
-  recipe: 'q8_0' | 'bf16';
+  recipe: Recipe;
   /** the Vulkan engine must refuse the file at load, naming this */
   refuse?: RegExp;
 }
@@ -39,6 +39,11 @@ export const SWEEP: SweepGeometry[] = [
     geometry: g({ nEmbd: 200, nFfExp: 72, nFfShexp: 40, nHead: 4, nHeadKv: 4, headDim: 64, nRot: 16 }) },
   { name: 'DeltaNet head dim 36 (not a multiple of 8), 2 key / 2 value heads, one expert top-1', recipe: 'bf16',
     geometry: g({ ssmKHeads: 2, ssmVHeads: 2, ssmHeadDim: 36, nExpert: 1, nExpertUsed: 1 }) },
+  // tinyA's shape with every block type (recipe mixed: gate/up of different types, unstackable
+  // projections) and the IQ2_M / IQ1_M-like community mixes (fused gate+up of IQ2_S / IQ1_M)
+  { name: 'every block type (recipe mixed)', recipe: 'mixed', geometry: g({}) },
+  { name: 'IQ2_M-like mix', recipe: 'iq2m', geometry: g({}) },
+  { name: 'IQ1_M-like mix', recipe: 'iq1m', geometry: g({}) },
   // past the kernels' limits: refused by name
   { name: 'attention head dim 512', recipe: 'q8_0', refuse: /attention head dim 512 exceeds 256/,
     geometry: g({ headDim: 512, nRot: 64, nHead: 2, nHeadKv: 1 }) },

@@ -1,6 +1,8 @@
 /** `q36 --info -m FILE`: what a GGUF holds and whether QuarkStar can run it. */
 import { readGguf, typeName, type GgufFile } from '../gguf/index.js';
-import { describeShape, validateModel } from '../model/shape.js';
+import { describeShape, validateModel, type ModelShape } from '../model/shape.js';
+import { shapeProblem } from '../engine/vulkan/limits.js';
+import { MATVEC } from '../engine/vulkan/weights.js';
 
 export function describeFile(f: GgufFile): string {
   const byType = new Map<string, { n: number; bytes: number }>();
@@ -21,6 +23,13 @@ export function describeFile(f: GgufFile): string {
   ].join('\n');
 }
 
+/** Which backends run this file: the CPU runs every valid file; Vulkan within its kernels' limits (vulkan/limits.ts). */
+function backends(f: GgufFile, s: ModelShape): string {
+  const untyped = f.tensors.filter((t) => t.type !== undefined && !MATVEC[t.type] && t.name !== 'token_embd.weight' && /^(blk\.|output)/.test(t.name));
+  const problem = shapeProblem(s) ?? (untyped.length ? `${untyped[0].name}: type ${typeName(untyped[0].type)} has no Vulkan decoder` : undefined);
+  return problem ? `cpu (--cpu) only: Vulkan cannot run it: ${problem}` : 'cpu (--cpu) and vulkan (--vulkan, the default where a device is present)';
+}
+
 /** Prints the summary; returns the exit code (2 when the file is unusable). */
 export function runInfo(path: string, out: (s: string) => void, err: (s: string) => void): number {
   let f: GgufFile;
@@ -35,6 +44,7 @@ export function runInfo(path: string, out: (s: string) => void, err: (s: string)
     const s = validateModel(f);
     out(`model\n${describeShape(s).split('\n').map((l) => `  ${l}`).join('\n')}`);
     out('status    OK: all required tensors present with supported types');
+    out(`backends  ${backends(f, s)}`);
     return 0;
   } catch (e) {
     err((e as Error).message);

@@ -19,8 +19,9 @@ import type { Engine, EngineOptions, KvType, SampleOptions, Session } from '../t
 import { VkSessionState } from './session-state.js';
 import type { MatvecOpts, OutputOwner, VkHost } from './host.js';
 import { deviceProblem, shapeProblem } from './limits.js';
+import { scratchBytes, scratchTable, type ScratchBuffer } from './scratch.js';
 import { KERNELS, dispatch } from './kernels.js';
-import { OpList, Pipelines, TOPK_ITEMS, TOPK_MAX, attnSlots, gridBlob, matvecOp, moeMaxTiles, type MatvecDispatch } from './graph.js';
+import { OpList, Pipelines, TOPK_ITEMS, TOPK_MAX, gridBlob, matvecOp } from './graph.js';
 import { MATVEC, VkWeights, copiedBytesEstimate, readBytes, type DevTensor, type WeightMode } from './weights.js';
 
 export { TOPK_MAX };
@@ -152,11 +153,13 @@ export class VkEngine implements Engine, VkHost {
     }
   }
 
+  /** The scratch buffers (scratch.ts): the budget counts exactly what allocScratch creates. */
+  private scratch(): ScratchBuffer[] {
+    return scratchTable(this.shape, { T: this.chunk, ctx: this.options.ctx, logitsRows: this.logitsRows, steering: !!this.options.steering, unified: this.info.unifiedMemory });
+  }
+
   private scratchEstimate(): number {
-    const s = this.shape, T = this.chunk, st = stateSizes(s);
-    const K = s.nExpertUsed;
-    return 4 * (T * s.nEmbd * 4 + T * Math.max(st.convCh, 2 * s.nHead * s.headDim) + T * s.ssmInner * 2 + T * s.ssmVHeads * 2 + T * st.kvDim * 2 +
-      attnSlots(s, T, this.options.ctx) * (s.headDim + 2) + T * s.nExpert + 3 * T * K + 4 * (1 + moeMaxTiles(T * K, s.nExpert)) + 2 * T * K * s.nFfExp + T * K * s.nEmbd + 2 * T * s.nFfShexp + T * s.nEmbd + T + this.logitsRows * s.nVocab + st.ssmBytes / 4) + 64;
+    return scratchBytes(this.scratch());
   }
 
   /** Loads the weights; an automatic import that the driver refuses falls back to upload. */
@@ -182,42 +185,21 @@ export class VkEngine implements Engine, VkHost {
   }
 
   private allocScratch(): void {
-    const s = this.shape, T = this.chunk, st = stateSizes(s), K = s.nExpertUsed;
-    const f = (name: string, floats: number, host = false) => {
-      if (floats * 4 > this.info.maxStorageBufferRange) {
-        throw new Error(`scratch buffer ${name} (${(floats * 4 / 2 ** 20).toFixed(0)} MiB for ${T}-token steps at ctx ${this.options.ctx}) exceeds this device's largest binding (${(this.info.maxStorageBufferRange / 2 ** 20).toFixed(0)} MiB): lower --ctx or the prefill chunk`);
+    const s = this.shape, T = this.chunk, table = this.scratch();
+    for (const b of table) {
+      if (b.floats * 4 > this.info.maxStorageBufferRange) {
+        throw new Error(`scratch buffer ${b.name} (${(b.floats * 4 / 2 ** 20).toFixed(0)} MiB for ${T}-token steps at ctx ${this.options.ctx}) exceeds this device's largest binding (${(this.info.maxStorageBufferRange / 2 ** 20).toFixed(0)} MiB): lower --ctx or the prefill chunk`);
       }
-      this.buf[name] = this.dev.createBuffer(Math.max(4, floats * 4), host);
-      this.scratchBytes += floats * 4;
-    };
-    // host-written step inputs (embeddings, parameters) land in small host-visible buffers and
-    // step_in.comp copies them to device-local X and PARAMS; LOGITS is host-visible (read in
-    // place) only where host-visible memory is the device's own (unified memory): on a discrete
-    // GPU the output matvec would write it across PCIe every step, and most steps never read it
-    // (greedy and top-k sampling read ARG/TKH)
-    const unified = this.info.unifiedMemory;
-    f('XIN', T * s.nEmbd, true);
-    f('X', T * s.nEmbd);
-    f('A', T * s.nEmbd); f('A2', T * s.nEmbd);
-    f('QG', T * 2 * s.nHead * s.headDim); f('Kb', T * st.kvDim); f('Vb', T * st.kvDim);
-    f('U', T * st.convCh); f('Z', T * s.ssmInner); f('B', T * s.ssmVHeads); f('AL', T * s.ssmVHeads);
-    f('O', T * Math.max(s.nHead * s.headDim, s.ssmInner));
-    // attn_flash's per-block partial sums and (max, sum) pairs
-    f('P', attnSlots(s, T, this.options.ctx) * s.headDim);
-    f('ML', attnSlots(s, T, this.options.ctx) * 2);
-    f('R', T * s.nExpert); f('IDS', T * K); f('WTS', T * K);
-    // the pairs grouped by expert and their tiles (moe_tiles.comp), for multi-token steps
-    f('LIST', T * K); f('TILES', 4 * (1 + moeMaxTiles(T * K, s.nExpert)));
-    // the workgroup counter of matvec epilogues (each resets it when done): starts at zero
-    f('CNT', 1);
+      this.buf[b.name] = this.dev.createBuffer(Math.max(4, b.floats * 4), b.host === true);
+      this.scratchBytes += Math.max(4, b.floats * 4);
+    }
+    // the matvec epilogues' workgroup counter starts at zero
     this.dev.write(this.buf.CNT, 0, new Uint8Array(4));
-    f('GE', T * K * s.nFfExp); f('UE', T * K * s.nFfExp); f('DE', T * K * s.nEmbd);
-    f('GS', T * s.nFfShexp); f('US', T * s.nFfShexp); f('DS', T * s.nEmbd); f('SG', T);
-    // the decode output of every stack, and views of it at each part's rows (one view per distinct
-    // range: the layers' stacks of one kind share theirs)
-    f('STK', Math.max(1, ...[...this.w.stacks.values()].map((st) => st.w.rows)));
+    // views of STK at each stack part's rows (one view per distinct range: the layers' stacks of
+    // one kind share theirs)
     const views = new Map<string, number>();
     for (const st of this.w.stacks.values()) {
+      if (st.w.rows > table.find((b) => b.name === 'STK')!.floats) throw new Error(`a stack of ${st.w.rows} rows exceeds the STK scratch buffer`);
       let o = 0;
       st.views = st.parts.map((r) => {
         const k = `${o}:${r}`;
@@ -227,16 +209,6 @@ export class VkEngine implements Engine, VkHost {
         return v;
       });
     }
-    f('LOGITS', this.logitsRows * s.nVocab, unified);
-    // one layer's DeltaNet state in the payload's layout (state_t.comp), host-visible: snapshots
-    // and payloads read and write it as plain copies
-    f('STT', st.ssmBytes / 4, true);
-    f('PIN', 4, true);
-    f('PARAMS', 4);
-    f('ARG', 2, true);
-    // top-k stages (topk.comp): ping-pong pairs, the last stage's k pairs host-visible
-    const tkPairs = Math.ceil(s.nVocab / TOPK_ITEMS) * TOPK_MAX;
-    f('TKA', 2 * tkPairs); f('TKB', 2 * tkPairs); f('TKH', 2 * TOPK_MAX, true);
     // RoPE table (cos, sin) per position and frequency, computed in f64
     const half = s.nRot / 2, ctx = this.options.ctx;
     const rope = new Float32Array(ctx * half * 2);
@@ -258,7 +230,6 @@ export class VkEngine implements Engine, VkHost {
       if (d.length !== s.nLayer * s.nEmbd) throw new Error(`steering directions hold ${d.length} floats, expected ${s.nLayer} × ${s.nEmbd}`);
       this.buf.STEER = this.dev.createBuffer(d.byteLength, false);
       this.dev.write(this.buf.STEER, 0, new Uint8Array(d.buffer, d.byteOffset, d.byteLength));
-      f('M', T * s.nEmbd);
     }
   }
 

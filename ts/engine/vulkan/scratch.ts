@@ -1,0 +1,56 @@
+/**
+ * The engine-wide scratch buffers of a step, as one table: the memory budget (checkBudget) sums
+ * it and the allocator creates exactly these buffers, so the two cannot disagree.
+ * Sizes are f32 words for `T`-token steps at context `ctx`.
+ */
+import type { ModelShape } from '../../model/shape.js';
+import { stateSizes } from '../payload.js';
+import { TOPK_ITEMS, TOPK_MAX, attnSlots, moeMaxTiles } from './graph.js';
+
+export interface ScratchBuffer {
+  name: string;
+  floats: number;
+  /** host-visible (written or read by the host in place) */
+  host?: boolean;
+}
+
+export interface ScratchOptions { T: number; ctx: number; logitsRows: number; steering: boolean; unified: boolean }
+
+export function scratchTable(s: ModelShape, o: ScratchOptions): ScratchBuffer[] {
+  const { T, ctx } = o, st = stateSizes(s), K = s.nExpertUsed;
+  // the decode output of every stack (weights.ts STACKS): the largest of their row totals
+  const stackRows = Math.max(st.convCh + s.ssmInner + 2 * s.ssmVHeads, 2 * s.nHead * s.headDim + 2 * st.kvDim, s.nExpert + 1);
+  return [
+    // host-written step inputs land in small host-visible buffers; step_in.comp copies them to
+    // device-local X and PARAMS
+    { name: 'XIN', floats: T * s.nEmbd, host: true },
+    { name: 'X', floats: T * s.nEmbd }, { name: 'A', floats: T * s.nEmbd }, { name: 'A2', floats: T * s.nEmbd },
+    { name: 'QG', floats: T * 2 * s.nHead * s.headDim }, { name: 'Kb', floats: T * st.kvDim }, { name: 'Vb', floats: T * st.kvDim },
+    { name: 'U', floats: T * st.convCh }, { name: 'Z', floats: T * s.ssmInner }, { name: 'B', floats: T * s.ssmVHeads }, { name: 'AL', floats: T * s.ssmVHeads },
+    { name: 'O', floats: T * Math.max(s.nHead * s.headDim, s.ssmInner) },
+    // attn_flash's per-block partial sums and (max, sum) pairs
+    { name: 'P', floats: attnSlots(s, T, ctx) * s.headDim }, { name: 'ML', floats: attnSlots(s, T, ctx) * 2 },
+    { name: 'R', floats: T * s.nExpert }, { name: 'IDS', floats: T * K }, { name: 'WTS', floats: T * K },
+    // the pairs grouped by expert and their tiles (moe_tiles.comp), for multi-token steps
+    { name: 'LIST', floats: T * K }, { name: 'TILES', floats: 4 * (1 + moeMaxTiles(T * K, s.nExpert)) },
+    // the workgroup counter of matvec epilogues (each resets it when done)
+    { name: 'CNT', floats: 1 },
+    { name: 'GE', floats: T * K * s.nFfExp }, { name: 'UE', floats: T * K * s.nFfExp }, { name: 'DE', floats: T * K * s.nEmbd },
+    { name: 'GS', floats: T * s.nFfShexp }, { name: 'US', floats: T * s.nFfShexp }, { name: 'DS', floats: T * s.nEmbd }, { name: 'SG', floats: T },
+    { name: 'STK', floats: stackRows },
+    // host-visible only where that memory is the device's own (unified): on a discrete GPU the
+    // output matvec would write it across PCIe every step, and most steps never read it
+    { name: 'LOGITS', floats: o.logitsRows * s.nVocab, host: o.unified },
+    // one layer's DeltaNet state in the payload's layout (state_t.comp): snapshots copy it
+    { name: 'STT', floats: st.ssmBytes / 4, host: true },
+    { name: 'PIN', floats: 4, host: true }, { name: 'PARAMS', floats: 4 }, { name: 'ARG', floats: 2, host: true },
+    // top-k stages (topk.comp): ping-pong pairs, the last stage's k pairs host-visible
+    { name: 'TKA', floats: 2 * Math.ceil(s.nVocab / TOPK_ITEMS) * TOPK_MAX }, { name: 'TKB', floats: 2 * Math.ceil(s.nVocab / TOPK_ITEMS) * TOPK_MAX },
+    { name: 'TKH', floats: 2 * TOPK_MAX, host: true },
+    ...(o.steering ? [{ name: 'M', floats: T * s.nEmbd }] : []),
+  ];
+}
+
+export function scratchBytes(t: ScratchBuffer[]): number {
+  return t.reduce((a, b) => a + 4 * Math.max(1, b.floats), 0);
+}
