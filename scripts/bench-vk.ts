@@ -8,6 +8,7 @@
 import * as os from 'node:os';
 import { parseArgs } from 'node:util';
 import { openEngine } from '../ts/engine/index.js';
+import { envEngineOptions } from '../ts/cli/env.js';
 import type { VkEngine } from '../ts/engine/vulkan/vk-engine.js';
 import type { KvType } from '../ts/engine/types.js';
 import { readGguf } from '../ts/gguf/index.js';
@@ -26,7 +27,7 @@ const frontiers = a.frontiers!.split(',').map(Number);
 const ctx = Math.max(...frontiers, ...a.prefill!.split(',').map(Number)) + Number(a.gen) + 8;
 const kv = { k: a.ctk as KvType, v: a.ctv as KvType };
 const t0 = performance.now();
-const e = await openEngine({ model: a.model, backend: 'vulkan', ctx, kvTypes: kv, chunk: a.chunk ? Number(a.chunk) : undefined });
+const e = await openEngine({ ...envEngineOptions(), model: a.model, backend: 'vulkan', ctx, kvTypes: kv, chunk: a.chunk ? Number(a.chunk) : undefined });
 const vk = e as VkEngine;
 console.log(`# bench-vk ${a.model}; ${new Date().toISOString()}; host ${os.cpus()[0].model}; node ${process.version}`);
 console.log(e.describe());

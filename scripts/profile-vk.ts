@@ -4,13 +4,14 @@
  *
  *   node dist/scripts/profile-vk.js -m /tmp/full-q2.gguf [--ctx 4096] [--prefill 1024] [--chunk N]
  */
+import { envEngineOptions } from '../ts/cli/env.js';
 import { parseArgs } from 'node:util';
 import { openEngine } from '../ts/engine/index.js';
 import type { VkEngine } from '../ts/engine/vulkan/vk-engine.js';
 
 const { values: a } = parseArgs({ options: { model: { type: 'string', short: 'm' }, ctx: { type: 'string', default: '4096' }, prefill: { type: 'string', default: '1024' }, chunk: { type: 'string' } } });
 if (!a.model) { console.error('profile-vk: -m MODEL is required'); process.exit(2); }
-const e = await openEngine({ model: a.model, backend: 'vulkan', ctx: Number(a.ctx), vkProfile: true, chunk: a.chunk ? Number(a.chunk) : undefined }) as VkEngine;
+const e = await openEngine({ ...envEngineOptions(), model: a.model, backend: 'vulkan', ctx: Number(a.ctx), vkProfile: true, chunk: a.chunk ? Number(a.chunk) : undefined }) as VkEngine;
 const s = e.newSession();
 const n = Number(a.prefill);
 const toks = Array.from({ length: n }, (_, i) => (i * 7919) % 1000);

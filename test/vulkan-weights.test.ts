@@ -104,13 +104,19 @@ describe('Vulkan weight mode selection', () => {
     }
   });
 
-  it('refuses an unknown Q36_VK_WEIGHTS value by name', async () => {
-    process.env.Q36_VK_WEIGHTS = 'mmap';
-    try {
-      await expect(openEngine({ model: fixture('tinyA/tinyA-q2.gguf'), backend: 'vulkan', ctx: 64 })).rejects.toThrow(/Q36_VK_WEIGHTS must be auto, import or upload/);
-    } finally {
-      delete process.env.Q36_VK_WEIGHTS;
-    }
+  it('refuses an unknown weight mode by name: the option, and Q36_VK_WEIGHTS at the CLI edge', async () => {
+    await expect(openEngine({ model: fixture('tinyA/tinyA-q2.gguf'), backend: 'vulkan', ctx: 64, vkWeights: 'mmap' as 'auto' })).rejects.toThrow(/vkWeights must be auto, import or upload \(got "mmap"\)/);
+    const { readEnv } = await import('../ts/cli/env.js');
+    expect(() => readEnv({ Q36_VK_WEIGHTS: 'mmap' })).toThrow(/Q36_VK_WEIGHTS must be auto, import or upload, got "mmap"/);
+    expect(() => readEnv({ Q36_VK_DEVICE: 'first' })).toThrow(/Q36_VK_DEVICE must be a device index/);
+    expect(() => readEnv({ Q36_VK_MV_ROWS: '3' })).toThrow(/Q36_VK_MV_ROWS must be 1, 2 or 4/);
+    expect(readEnv({ Q36_VK_WEIGHTS: 'upload', Q36_VK_DEVICE: '0', Q36_VK_MV_ROWS: '2' })).toMatchObject({ vkWeights: 'upload', vkDevice: 0, vkMatvecRows: 2 });
+    // the CLI stops with the variable's name
+    const { spawnSync } = await import('node:child_process');
+    const path = await import('node:path');
+    const r = spawnSync(process.execPath, [path.resolve(__dirname, '../dist/ts/cli/q36.js'), '-m', fixture('tinyA/tinyA-q2.gguf'), '--vulkan', '-p', 'hi', '-n', '1'], { encoding: 'utf8', env: { ...process.env, Q36_VK_WEIGHTS: 'mmap' } });
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/Q36_VK_WEIGHTS must be auto, import or upload, got "mmap"/);
   });
 
   it('refuses a binding cap too small for one row, naming the weight', async () => {

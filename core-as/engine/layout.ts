@@ -1,6 +1,7 @@
 // Shared memory layout between JS (ts/engine/cpu/layout.ts) and the forward pass. JS writes
 // the hyperparameters, the tensor table and the session tables; the kernels only read them.
-// Keep the two files in sync: every offset here has a twin there.
+// The tensor slots are generated from the model schema; the hyperparameter and session offsets
+// below have twins in ts/engine/cpu/layout.ts (test/cpu-layout.test.ts compares the two).
 
 // Hyperparameters (written once by JS, read by configure()).
 export const H_N_LAYER = 0;
@@ -27,37 +28,10 @@ export const H_EXPERTS = 84; // ptr to the expert table
 export const H_BYTES = 96;
 
 // Tensor table: (nLayer + 1) × N_SLOTS entries of 32 bytes: ptr, type, rowBytes, ne0, rows.
-// The last "layer" holds the global tensors.
+// The last "layer" holds the global tensors. The slots come from the model schema
+// (ts/model/schema.ts → core-as/generated/slots.ts).
 export const T_ENTRY = 32;
-export const N_SLOTS = 25;
-export const S_ATTN_NORM = 0;
-export const S_POST_NORM = 1;
-export const S_ROUTER = 2;
-export const S_GATE_EXPS = 3;
-export const S_UP_EXPS = 4;
-export const S_DOWN_EXPS = 5;
-export const S_SHEXP_GATE_INP = 6;
-export const S_SHEXP_GATE = 7;
-export const S_SHEXP_UP = 8;
-export const S_SHEXP_DOWN = 9;
-export const S_Q = 10;
-export const S_K = 11;
-export const S_V = 12;
-export const S_Q_NORM = 13;
-export const S_K_NORM = 14;
-export const S_O = 15;
-export const S_QKV = 16;
-export const S_Z = 17;
-export const S_BETA = 18;
-export const S_ALPHA = 19;
-export const S_DT = 20;
-export const S_A = 21;
-export const S_CONV = 22;
-export const S_SSM_NORM = 23;
-export const S_SSM_OUT = 24;
-// global slots (layer = nLayer)
-export const S_OUTPUT_NORM = 0;
-export const S_OUTPUT = 1;
+export * from '../generated/slots';
 
 // Expert table: nLayer × nExpert entries of 12 bytes: gate, up, down pointers (0 = not loaded).
 export const E_ENTRY = 12;

@@ -2,6 +2,8 @@
  * Options shared by q36, q36-server and q36-bench: backend, context, KV types, sampling, steering.
  * Every bad value is a CliError (exit 2) naming the flag.
  */
+import { DEFAULT_CLI_CTX, DEFAULT_KV } from '../engine/defaults.js';
+import { envEngineOptions } from './env.js';
 import * as fs from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { createRequire } from 'node:module';
@@ -84,20 +86,22 @@ type Str = string | undefined;
 
 export function engineOptions(model: string, a: Record<string, unknown>, modelContext: number): EngineOptions {
   if (a.cpu && a.vulkan) throw new CliError('give --cpu or --vulkan, not both');
-  const ctx = num('--ctx', a.ctx as Str, { min: 1, int: true }) ?? Math.min(8192, modelContext);
+  const ctx = num('--ctx', a.ctx as Str, { min: 1, int: true }) ?? Math.min(DEFAULT_CLI_CTX, modelContext);
   if (ctx > modelContext) throw new CliError(`--ctx ${ctx} exceeds the model's context length ${modelContext}`);
   const kIn = kvType('-ctk/--cache-type-k', a['cache-type-k'] as Str);
   const vIn = kvType('-ctv/--cache-type-v', a['cache-type-v'] as Str);
   const mb = num('--expert-cache-mb', a['expert-cache-mb'] as Str, { min: 1 });
   const backend = a.vulkan ? 'vulkan' : a.cpu ? 'cpu' : defaultBackend();
-  const vkDevice = num('--vk-device', a['vk-device'] as Str, { min: 0, int: true });
-  const vkWeights = a['vk-weights'] as Str;
+  // flags win over the environment (read once, ts/cli/env.ts)
+  let env;
+  try { env = envEngineOptions(); } catch (e) { throw new CliError((e as Error).message); }
+  const vkDevice = num('--vk-device', a['vk-device'] as Str, { min: 0, int: true }) ?? env.vkDevice;
+  const vkWeights = (a['vk-weights'] as Str) ?? env.vkWeights;
   if (vkWeights !== undefined && !['auto', 'import', 'upload'].includes(vkWeights)) throw new CliError(`--vk-weights must be auto, import or upload (got "${vkWeights}")`);
-  // resident Vulkan defaults to q8_0 K / q4_0 V (QuarkStar's choice); the CPU to f16 / f16
-  const k = kIn ?? (backend === 'vulkan' ? 'q8_0' : 'f16');
-  const v = vIn ?? (backend === 'vulkan' ? 'q4_0' : 'f16');
+  const k = kIn ?? DEFAULT_KV[backend].k;
+  const v = vIn ?? DEFAULT_KV[backend].v;
   return {
-    model, backend, ctx, kvTypes: { k, v }, vkDevice, vkWeights: vkWeights as EngineOptions['vkWeights'],
+    model, backend, ctx, kvTypes: { k, v }, vkDevice, vkWeights: vkWeights as EngineOptions['vkWeights'], vkMatvecRows: env.vkMatvecRows,
     expertCacheMiB: mb, steering: steering(a),
   };
 }

@@ -3,6 +3,7 @@
  * q36: the QuarkStar command line. Modes: one-shot generation (-p), test vectors (--prompt-ids),
  * --info, --list-devices, --dump-tokens, --render. The interactive chat lands with the CLI issue.
  */
+import { readEnv } from './env.js';
 import { defineCommand, runMain } from 'citty';
 import { metaNumber } from '../gguf/index.js';
 import { DEFAULT_MODEL } from '../paths.js';
@@ -123,7 +124,7 @@ async function downloadCommand(argv: string[]): Promise<void> {
   try {
     let last = 0;
     const file = await download({
-      which, dir: 'gguf', baseUrl: flag('--base-url') ?? process.env.Q36_HF_BASE, token: flag('--token') ?? process.env.HF_TOKEN,
+      which, dir: 'gguf', baseUrl: flag('--base-url') ?? readEnv().hfBase, token: flag('--token') ?? readEnv().hfToken,
       verifying: () => process.stderr.write('\nverifying SHA-256…'),
       progress: (done, total) => {
         const now = Date.now();

@@ -3,6 +3,7 @@
  * snapshots and rewind, prefix sync, the payload format, sampling and log-probabilities. A
  * backend supplies the few primitives below (forward a chunk, move state in and out).
  */
+import { DEFAULT_SNAPSHOT_INTERVAL } from './defaults.js';
 import { rowBytes } from '../gguf/index.js';
 import type { ModelShape } from '../model/shape.js';
 import { AbortError, KV_TYPE_IDS, commonPrefix, topLogprobs } from './common.js';
@@ -57,7 +58,7 @@ export abstract class BackendSettings {
     this.chunk = e.chunk;
     this.kvTypes = e.kv;
     this.logitsRows = e.logitsRows;
-    this.snapshotInterval = e.options.snapshotInterval ?? 512;
+    this.snapshotInterval = e.options.snapshotInterval ?? DEFAULT_SNAPSHOT_INTERVAL;
     this.maxSnapshots = e.options.maxSnapshots ?? 8;
   }
 }

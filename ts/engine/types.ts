@@ -31,14 +31,16 @@ export interface EngineOptions {
   steering?: Steering;
   /** Vulkan: record GPU timestamps per dispatch (see VkEngine.profile()) */
   vkProfile?: boolean;
-  /** Vulkan: device index (default: Q36_VK_DEVICE, else the first real GPU, lavapipe last) */
+  /** Vulkan: device index (default: the first real GPU, lavapipe last; the CLI reads Q36_VK_DEVICE) */
   vkDevice?: number;
   /**
    * Vulkan: how weights reach the GPU: import = the mmap'd file bound in place (zero-copy,
-   * VK_EXT_external_memory_host), upload = copied to device-local memory; auto (default, or
-   * Q36_VK_WEIGHTS) imports on unified-memory devices
+   * VK_EXT_external_memory_host), upload = copied to device-local memory; auto (default; the CLI
+   * reads Q36_VK_WEIGHTS) imports on unified-memory devices
    */
   vkWeights?: 'auto' | 'import' | 'upload';
+  /** Vulkan: decode matvec rows per workgroup pinned to 1, 2 or 4 (measurements; the CLI reads Q36_VK_MV_ROWS) */
+  vkMatvecRows?: 1 | 2 | 4;
   /** Vulkan: cap on one binding's bytes below maxStorageBufferRange (tests: forces windowed weights) */
   vkMaxBinding?: number;
   /** keep an automatic snapshot every this many tokens (at chunk boundaries) */

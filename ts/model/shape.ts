@@ -4,6 +4,7 @@
  * Nothing else in the code base reads hyperparameters from metadata.
  */
 import { GgufError, metaArray, metaNumber, metaString, typeInfo, typeName, type GgufFile } from '../gguf/index.js';
+import { GLOBAL_TENSORS, dimOf, layerTensors, type TensorSchema, type TypeClass } from './schema.js';
 
 export const ARCH = 'qwen35moe';
 
@@ -111,8 +112,7 @@ export function readModelShape(f: GgufFile): ModelShape {
   return s;
 }
 
-/** Which types a tensor may have: 'float' = F32/F16/BF16 only (norms, conv, router), 'any' = every supported type. */
-export type TypeClass = 'float' | 'any';
+export type { TypeClass } from './schema.js';
 
 export interface TensorRequirement {
   name: string;
@@ -123,48 +123,11 @@ export interface TensorRequirement {
 
 const FLOAT_TYPES = new Set([0, 1, 30]);
 
-/** Every tensor the engine reads, with its expected shape, derived from the shape (model-spec §2.2). */
+/** Every tensor the engine reads, with its expected shape, in file order: the schema (schema.ts) for this shape (model-spec §2.2). */
 export function requiredTensors(s: ModelShape): TensorRequirement[] {
-  const d = s.nEmbd;
-  const r: TensorRequirement[] = [
-    { name: 'token_embd.weight', shapes: [[d, s.nVocab]], types: 'any' },
-    { name: 'output_norm.weight', shapes: [[d]], types: 'float' },
-    { name: 'output.weight', shapes: [[d, s.nVocab]], types: 'any' },
-  ];
-  const keyDim = s.ssmKHeads * s.ssmHeadDim;
-  const convCh = 2 * keyDim + s.ssmInner;
-  for (let i = 0; i < s.nLayer; i++) {
-    const b = `blk.${i}.`;
-    const add = (n: string, shapes: number[][], types: TypeClass) => r.push({ name: b + n, shapes, types });
-    add('attn_norm.weight', [[d]], 'float');
-    add('post_attention_norm.weight', [[d]], 'float');
-    add('ffn_gate_inp.weight', [[d, s.nExpert]], 'float');
-    add('ffn_gate_exps.weight', [[d, s.nFfExp, s.nExpert]], 'any');
-    add('ffn_up_exps.weight', [[d, s.nFfExp, s.nExpert]], 'any');
-    add('ffn_down_exps.weight', [[s.nFfExp, d, s.nExpert]], 'any');
-    add('ffn_gate_inp_shexp.weight', [[d], [d, 1]], 'float');
-    add('ffn_gate_shexp.weight', [[d, s.nFfShexp]], 'any');
-    add('ffn_up_shexp.weight', [[d, s.nFfShexp]], 'any');
-    add('ffn_down_shexp.weight', [[s.nFfShexp, d]], 'any');
-    if (s.recurrent[i]) {
-      add('attn_qkv.weight', [[d, convCh]], 'any');
-      add('attn_gate.weight', [[d, s.ssmInner]], 'any');
-      add('ssm_beta.weight', [[d, s.ssmVHeads]], 'any');
-      add('ssm_alpha.weight', [[d, s.ssmVHeads]], 'any');
-      add('ssm_dt.bias', [[s.ssmVHeads]], 'float');
-      add('ssm_a', [[s.ssmVHeads]], 'float');
-      add('ssm_conv1d.weight', [[s.ssmConv, convCh]], 'float');
-      add('ssm_norm.weight', [[s.ssmHeadDim]], 'float');
-      add('ssm_out.weight', [[s.ssmInner, d]], 'any');
-    } else {
-      add('attn_q.weight', [[d, 2 * s.nHead * s.headDim]], 'any');
-      add('attn_k.weight', [[d, s.nHeadKv * s.headDim]], 'any');
-      add('attn_v.weight', [[d, s.nHeadKv * s.headDim]], 'any');
-      add('attn_q_norm.weight', [[s.headDim]], 'float');
-      add('attn_k_norm.weight', [[s.headDim]], 'float');
-      add('attn_output.weight', [[s.nHead * s.headDim, d]], 'any');
-    }
-  }
+  const req = (name: string, t: TensorSchema): TensorRequirement => ({ name, shapes: t.shapes.map((sh) => sh.map((d) => dimOf(s, d))), types: t.types });
+  const r: TensorRequirement[] = GLOBAL_TENSORS.map((t) => req(t.key, t));
+  for (let i = 0; i < s.nLayer; i++) for (const t of layerTensors(s.recurrent[i])) r.push(req(`blk.${i}.${t.key}`, t));
   return r;
 }
 

@@ -3,6 +3,7 @@
  * the sessions' KV caches and DeltaNet states. Deterministic f32 math; every other path is
  * checked against it.
  */
+import { DEFAULT_CHUNK, DEFAULT_KV } from '../defaults.js';
 import { rowBytes, type GgufFile } from '../../gguf/index.js';
 import { Core } from '../../core/wasm.js';
 import type { ModelShape } from '../../model/shape.js';
@@ -49,8 +50,8 @@ export class CpuEngine implements Engine {
   constructor(readonly options: EngineOptions) {
     ({ file: this.file, shape: this.shape, tokenizer: this.tokenizer } = openModel(options));
     const s = this.shape;
-    this.chunk = options.chunk ?? 64;
-    this.kv = options.kvTypes ?? { k: 'f16', v: 'f16' };
+    this.chunk = options.chunk ?? DEFAULT_CHUNK.cpu;
+    this.kv = options.kvTypes ?? DEFAULT_KV.cpu;
     this.core = new Core({ ensureExperts: (l, ids, n) => this.weights.ensureExperts(l, ids, n) });
     this.weights = new CpuWeights(this.core, this.file, s, {
       maxTokens: this.chunk,

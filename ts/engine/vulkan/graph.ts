@@ -63,12 +63,12 @@ export const MATVEC_ROWS = 4;
  * workgroups, else the fewest. A short matrix as 4-row workgroups leaves most SMs with too few
  * loads in flight (H200 decode: the 2048-row DeltaNet out-projection 20.9 µs as 512 workgroups,
  * 16.2 µs as 2048; the router 21.5 → 16.7 µs), while a long one runs faster with 4 rows (the
- * DeltaNet in-projection: 26 µs with 4, 36.5 µs with 1). Q36_VK_MV_ROWS fixes it, for measuring.
+ * DeltaNet in-projection: 26 µs with 4, 36.5 µs with 1). `fixed` (the engine's vkMatvecRows,
+ * Q36_VK_MV_ROWS at the CLI) pins it, for measuring.
  */
 export const MATVEC_MIN_GROUPS = 2048;
-const envRows = Number(process.env.Q36_VK_MV_ROWS);
-export function decodeRows(rows: number, nRows: number, glu: boolean, minGroups = MATVEC_MIN_GROUPS): number {
-  if ([1, 2, 4].includes(envRows)) return glu ? Math.max(2, envRows) : envRows;
+export function decodeRows(rows: number, nRows: number, glu: boolean, minGroups = MATVEC_MIN_GROUPS, fixed?: 1 | 2 | 4): number {
+  if (fixed) return glu ? Math.max(2, fixed) : fixed;
   const choices = glu ? [4, 2] : [4, 2, 1];
   return choices.find((r) => Math.ceil(rows / (glu ? r / 2 : r)) * nRows >= minGroups) ?? choices[choices.length - 1];
 }
@@ -128,6 +128,8 @@ export interface MatvecDispatch {
    * 0 on a CPU device (lavapipe), where more workgroups only add overhead: 4 rows each.
    */
   minGroups?: number;
+  /** rows per workgroup pinned (decodeRows) */
+  fixedRows?: 1 | 2 | 4;
   /**
    * Routed experts with the pairs grouped by expert (moe_tiles.comp): buffers[3] is LIST and
    * this the TILES buffer and its capacity; the tiled mm_moe runs where the shape allows, else
@@ -166,7 +168,7 @@ export function matvecOp(ops: OpList, d: MatvecDispatch): void {
   const glu = (flags & 4) !== 0;
   // rows per workgroup: matmul 4; one activation row: decodeRows() (the router epilogue has a 1-
   // and a 4-row form)
-  let rows = tokens > 1 ? MATVEC_ROWS : decodeRows(d.rows, d.nRows, glu, d.minGroups);
+  let rows = tokens > 1 ? MATVEC_ROWS : decodeRows(d.rows, d.nRows, glu, d.minGroups, d.fixedRows);
   if (d.epilogue && rows === 2) rows = MATVEC_ROWS;
   const shader = d.epilogue ? `${d.epilogue.shader}${rows === 1 ? '1' : ''}` : tokens > 1 ? 'matmul' : rows === MATVEC_ROWS ? 'matvec' : `matvec${rows}`;
   ops.op(`${shader}_${d.type}`, [...d.buffers, ...(d.epilogue?.extra ?? [])], push(), [Math.ceil(d.rows / (glu ? rows / 2 : rows)), Math.ceil(d.nRows / tokens)], d.barrier ?? true, d.label);

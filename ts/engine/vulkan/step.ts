@@ -11,6 +11,7 @@ import type { KvType } from '../types.js';
 import { ATTN_TOKENS, MM_MOE_PAIRS, OpList, attnBlock, moeMaxTiles } from './graph.js';
 import type { MatvecOpts, VkHost } from './host.js';
 import { KERNELS as K, dispatch, groups } from './kernels.js';
+import type { LayerTensorKey } from '../../model/schema.js';
 
 /**
  * The residual update a producer leaves to the next norm: none (mode 0), X += R (mode 1: an
@@ -42,8 +43,10 @@ function norm(c: StepContext, weight: number, p: Pending, row0: number, rows: nu
     { n: s.nEmbd, row0, eps: s.eps, mode: p.mode, K: s.nExpertUsed }, [rows]);
 }
 
-const mv = (c: StepContext, l: number, n: string, x: number, y: number, rows: number, o?: MatvecOpts) => c.h.matvec(c.ops, `blk.${l}.${n}`, x, y, rows, o);
-const wbuf = (c: StepContext, l: number, n: string) => c.h.w.buf(`blk.${l}.${n}`);
+/** Layer weights by schema key (ts/model/schema.ts), or the fused gate+up pairs weights.ts makes. */
+type WeightKey = LayerTensorKey | 'ffn_gate_up_exps.weight' | 'ffn_gate_up_shexp.weight';
+const mv = (c: StepContext, l: number, n: WeightKey, x: number, y: number, rows: number, o?: MatvecOpts) => c.h.matvec(c.ops, `blk.${l}.${n}`, x, y, rows, o);
+const wbuf = (c: StepContext, l: number, n: LayerTensorKey) => c.h.w.buf(`blk.${l}.${n}`);
 
 /** Gated DeltaNet: projections, causal conv, the recurrence (token or chunked), gated norm, out-projection into A2. */
 function deltanetMixer(c: StepContext, l: number): Pending {
@@ -111,7 +114,7 @@ function steer(c: StepContext, l: number, y: number, scale: number): void {
 
 /** MoE: router and shared expert over the normed input, routed experts (grouped by expert for several tokens), down projections. */
 function moeFfn(c: StepContext, l: number): Pending {
-  const { h, T } = c, s = h.shape, B = h.buf, Kx = s.nExpertUsed, has = (n: string) => h.w.t.has(`blk.${l}.${n}`);
+  const { h, T } = c, s = h.shape, B = h.buf, Kx = s.nExpertUsed, has = (n: WeightKey) => h.w.t.has(`blk.${l}.${n}`);
   // shared expert and router logits only need the normed input: issued back to back
   const rv = T === 1 ? h.stacked(c.ops, l, 'router_in', B.A, false) : undefined;
   const [R, SG] = rv ?? [B.R, B.SG];

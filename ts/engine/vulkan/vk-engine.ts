@@ -19,6 +19,7 @@ import type { Engine, EngineOptions, KvType, SampleOptions, Session } from '../t
 import { VkSessionState } from './session-state.js';
 import type { MatvecOpts, OutputOwner, VkHost } from './host.js';
 import { deviceProblem, shapeProblem } from './limits.js';
+import { DEFAULT_CHUNK, DEFAULT_KV } from '../defaults.js';
 import { scratchBytes, scratchTable, type ScratchBuffer } from './scratch.js';
 import { KERNELS, dispatch } from './kernels.js';
 import { OpList, Pipelines, TOPK_ITEMS, TOPK_MAX, gridBlob, matvecOp } from './graph.js';
@@ -84,18 +85,15 @@ export class VkEngine implements Engine, VkHost {
   constructor(readonly options: EngineOptions) {
     ({ file: this.file, shape: this.shape, tokenizer: this.tokenizer } = openModel(options));
     const s = this.shape;
-    // 512-token prefill steps: enough (token, expert) pairs per expert (16 on average for 8 of 256)
-    // for the grouped expert matmul (mm_moe) to reuse each decoded weight tile
-    this.chunk = options.chunk ?? 512;
-    this.kv = options.kvTypes ?? { k: 'q8_0', v: 'q4_0' };
+    this.chunk = options.chunk ?? DEFAULT_CHUNK.vulkan;
+    this.kv = options.kvTypes ?? DEFAULT_KV.vulkan;
     const shapeIssue = shapeProblem(s);
     if (shapeIssue) throw new Error(`Vulkan backend: ${shapeIssue} (use --cpu)`);
     this.core = new Core();
     this.q = new QuantKernels(this.core);
     this.logitsPtr = this.core.alloc(s.nVocab * 4);
     const addon = loadAddon();
-    const envDev = process.env.Q36_VK_DEVICE;
-    this.dev = new addon.Device(options.vkDevice ?? (envDev !== undefined ? Number(envDev) : -1));
+    this.dev = new addon.Device(options.vkDevice ?? -1);
     this.pipes = new Pipelines(this.dev);
     this.info = this.dev.info();
     // all-position logits (test vectors, log-probabilities) for as many rows of a step as 64 MiB
@@ -128,11 +126,11 @@ export class VkEngine implements Engine, VkHost {
   /**
    * Zero-copy import of the file (weights.ts) where the GPU shares host memory and the driver can
    * import it; upload to device-local memory otherwise (on a discrete GPU imported memory would be
-   * read across PCIe every token). --vk-weights / Q36_VK_WEIGHTS overrides; auto: nobody chose.
+   * read across PCIe every token). vkWeights (--vk-weights, Q36_VK_WEIGHTS) overrides; auto: nobody chose.
    */
   private weightMode(): { mode: WeightMode; auto: boolean } {
-    const want = this.options.vkWeights ?? (process.env.Q36_VK_WEIGHTS as EngineOptions['vkWeights']) ?? 'auto';
-    if (!['auto', 'import', 'upload'].includes(want)) throw new Error(`Q36_VK_WEIGHTS must be auto, import or upload (got "${want}")`);
+    const want = this.options.vkWeights ?? 'auto';
+    if (!['auto', 'import', 'upload'].includes(want)) throw new Error(`vkWeights must be auto, import or upload (got "${want}")`);
     const canImport = this.info.externalMemoryHost && this.info.importAlignment > 0;
     if (want === 'import' && !canImport) throw new Error(`--vk-weights import: ${this.info.name} does not support VK_EXT_external_memory_host`);
     if (want === 'auto') return { mode: canImport && this.info.unifiedMemory ? 'import' : 'upload', auto: true };
@@ -310,7 +308,7 @@ export class VkEngine implements Engine, VkHost {
         barrier: i === w.windows.length - 1 ? o.barrier : false, label, epilogue: o.epilogue, moe: o.moe,
         // a CPU device (lavapipe) runs workgroups on a few cores: splitting rows finer only adds
         // overhead (tinyA decode on lavapipe: 197 ms per token with the GPU rule, 148 with 4 rows)
-        minGroups: this.info.type === 'cpu' ? 0 : undefined,
+        minGroups: this.info.type === 'cpu' ? 0 : undefined, fixedRows: this.options.vkMatvecRows,
       });
     });
   }

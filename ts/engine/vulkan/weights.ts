@@ -15,6 +15,7 @@
 import { ALL_TYPES, GgmlType, readTensorBytes, rowBytes, typeName, type GgufFile, type TensorInfo } from '../../gguf/index.js';
 import type { QuantKernels } from '../../core/quant.js';
 import { requiredTensors, type ModelShape } from '../../model/shape.js';
+import { stackMembers, type StackKey } from '../../model/schema.js';
 import type { VkDevice } from '../../vk/addon.js';
 
 /** The matvec shader variant of each weight type the Vulkan backend decodes (shaders/decode.glsl): all the CPU's. */
@@ -49,10 +50,10 @@ export interface Stack { w: DevTensor; parts: number[]; views: number[] }
  * costs several µs on its own, whatever its size); prefill still runs them one by one (over their
  * row ranges of the stack), since its per-token output layout must stay per weight.
  */
-const STACKS: { key: string; parts: string[]; layers: 'recurrent' | 'attention' | 'all' }[] = [
-  { key: 'ssm_in', parts: ['attn_qkv', 'attn_gate', 'ssm_beta', 'ssm_alpha'], layers: 'recurrent' },
-  { key: 'attn_in', parts: ['attn_q', 'attn_k', 'attn_v'], layers: 'attention' },
-  { key: 'router_in', parts: ['ffn_gate_inp', 'ffn_gate_inp_shexp'], layers: 'all' },
+const STACKS: { key: StackKey; parts: string[]; layers: 'recurrent' | 'attention' | 'all' }[] = [
+  { key: 'ssm_in', parts: stackMembers('ssm_in'), layers: 'recurrent' },
+  { key: 'attn_in', parts: stackMembers('attn_in'), layers: 'attention' },
+  { key: 'router_in', parts: stackMembers('router_in'), layers: 'all' },
 ];
 
 /** Imported file regions start every REGION bytes; a weight (or gate+up pair) never straddles two. */
@@ -112,7 +113,7 @@ export class VkWeights {
       }
       for (const st of STACKS) {
         if (st.layers !== 'all' && (st.layers === 'recurrent') !== shape.recurrent[l]) continue;
-        const names = st.parts.map((p) => `blk.${l}.${p}.weight`);
+        const names = st.parts.map((p) => `blk.${l}.${p}`);
         if (this.loadStack(`blk.${l}.${st.key}`, names, floats)) names.forEach((n) => done.add(n));
       }
     }
@@ -350,7 +351,7 @@ export function copiedBytesEstimate(file: GgufFile, shape: ModelShape, mode: Wei
   for (const r of deviceTensors(shape)) {
     const t = file.tensorByName.get(r.name)!;
     const float = r.types === 'float';
-    if (mode === 'import' && !float && !stacked.has(r.name.replace(/^blk\.\d+\./, '').replace(/\.weight$/, ''))) continue;
+    if (mode === 'import' && !float && !stacked.has(r.name.replace(/^blk\.\d+\./, ''))) continue;
     w += float ? t.rows * t.rowElems * 4 : t.nbytes;
   }
   return w;

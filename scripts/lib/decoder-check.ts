@@ -1,0 +1,84 @@
+/**
+ * The Vulkan weight decoders against the oracle's dequantized values, bit for bit: a product with
+ * one-hot activations reads each decoded weight back unchanged (the other terms are exact zeros),
+ * through each kernel that decodes — the tiled mm, the 8-row matmul and the one-row matvec.
+ * Used by test/vulkan-decoders.test.ts (lavapipe) and scripts/vk-decoders.ts (a GPU).
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { ALL_TYPES, type TypeInfo } from '../../ts/gguf/index.js';
+import { Core } from '../../ts/core/wasm.js';
+import { OpList, Pipelines, gridBlob, matvecOp } from '../../ts/engine/vulkan/graph.js';
+import { MATVEC } from '../../ts/engine/vulkan/weights.js';
+import type { VkDevice } from '../../ts/vk/addon.js';
+
+export const KERNEL_PATHS = ['mm', 'matmul', 'matvec'] as const;
+export type KernelPath = (typeof KERNEL_PATHS)[number];
+
+/** The block types (the scalar types' oracle values span the whole finite range, subnormals too). */
+export const BLOCK_TYPES: TypeInfo[] = ALL_TYPES.filter((t) => t.supported && t.blockElems > 1);
+
+const N = 256;
+
+/** quant/<type>.bin: "QORC", type id, elems/block, bytes/block, n_blocks; raw blocks; f32 values. */
+function oracle(dir: string, name: string) {
+  const b = fs.readFileSync(path.join(dir, `${name}.bin`));
+  const elems = b.readUInt32LE(8), bytes = b.readUInt32LE(12), nBlocks = b.readUInt32LE(16);
+  const raw = new Uint8Array(b.buffer, b.byteOffset + 20, bytes * nBlocks).slice();
+  const at = 20 + bytes * nBlocks;
+  return { raw, vals: new Uint32Array(b.buffer.slice(b.byteOffset + at, b.byteOffset + at + 4 * elems * nBlocks)), n: elems * nBlocks };
+}
+
+export interface DecoderCheck { type: string; kernel: KernelPath; shader: string; checked: number; bad: number; first?: string }
+
+export class DecoderChecker {
+  private pipes: Pipelines;
+  private grid: number;
+  private X: number;
+  private ids: number;
+
+  constructor(private readonly dev: VkDevice, private readonly quantDir: string) {
+    this.pipes = new Pipelines(dev);
+    const g = gridBlob(new Core());
+    this.grid = dev.createBuffer(g.byteLength, false);
+    dev.write(this.grid, 0, g);
+    // identity activations: row j is the one-hot vector e_j
+    const eye = new Float32Array(N * N);
+    for (let j = 0; j < N; j++) eye[j * N + j] = 1;
+    this.X = dev.createBuffer(eye.byteLength, false);
+    dev.write(this.X, 0, new Uint8Array(eye.buffer));
+    this.ids = dev.createBuffer(16, false);
+  }
+
+  /** mm: ≥ 64 weight rows, ≥ 16 activation rows; matmul: fewer weight rows; matvec: one activation row per dispatch, every third column. */
+  check(t: TypeInfo, kernel: KernelPath): DecoderCheck {
+    const dev = this.dev, o = oracle(this.quantDir, t.name.toLowerCase());
+    const rows = o.n / N, rb = o.raw.byteLength / rows;
+    const W = dev.createBuffer(o.raw.byteLength, false), Y = dev.createBuffer(rows * N * 4, true);
+    dev.write(W, 0, o.raw);
+    const ops = new OpList(this.pipes);
+    const base = { type: MATVEC[t.id], buffers: [W, this.X, Y, this.ids, this.grid] as [number, number, number, number, number], rows, n: N, rowBytes: rb };
+    const cols = kernel === 'matvec' ? Array.from({ length: Math.ceil(N / 3) }, (_, i) => 3 * i) : Array.from({ length: N }, (_, i) => i);
+    if (kernel === 'matvec') for (const j of cols) matvecOp(ops, { ...base, nRows: 1, xOffset: j * N, yOffset: j * rows, barrier: false });
+    else matvecOp(ops, { ...base, nRows: N, weightRows: kernel === 'mm' ? Math.max(rows, 64) : 1 });
+    const cmd = dev.record(ops.build());
+    dev.runSync(cmd);
+    // Y[j·rows + r] = W_r · e_j = element j of row r
+    const y = new Uint32Array(dev.read(Y, 0, rows * N * 4));
+    const r: DecoderCheck = { type: t.name, kernel, shader: ops.names[0].split(' ')[0], checked: 0, bad: 0 };
+    for (const j of cols) {
+      for (let row = 0; row < rows; row++) {
+        const want = o.vals[row * N + j], got = y[j * rows + row];
+        r.checked++;
+        // +0 and −0 are the same weight (a zero times a sign)
+        if (got !== want && !(((got | want) >>> 0) === 0x80000000 && (got & want) === 0)) {
+          r.bad++;
+          r.first ??= `row ${row} element ${j}: got 0x${got.toString(16)}, oracle 0x${want.toString(16)}`;
+        }
+      }
+    }
+    dev.freeCommand(cmd);
+    dev.freeBuffer(W); dev.freeBuffer(Y);
+    return r;
+  }
+}

@@ -1,0 +1,46 @@
+/**
+ * Every environment variable QuarkStar reads, read once here at the CLI edge (docs/environment.md
+ * lists them); the engine and the server take option objects and never look at the environment.
+ * A malformed value is an error naming the variable, not a silent default.
+ */
+import type { EngineOptions } from '../engine/types.js';
+
+export interface EnvSettings {
+  /** Q36_VK_DEVICE: Vulkan device index (as --vk-device) */
+  vkDevice?: number;
+  /** Q36_VK_WEIGHTS: auto | import | upload (as --vk-weights) */
+  vkWeights?: EngineOptions['vkWeights'];
+  /** Q36_VK_MV_ROWS: fix decode matvec rows per workgroup (1, 2 or 4), for measurements */
+  vkMatvecRows?: 1 | 2 | 4;
+  /** Q36_HF_BASE: the download mirror (as --base-url) */
+  hfBase?: string;
+  /** HF_TOKEN: the Hugging Face token (as --token) */
+  hfToken?: string;
+}
+
+export function readEnv(env: NodeJS.ProcessEnv = process.env): EnvSettings {
+  const out: EnvSettings = {};
+  const dev = env.Q36_VK_DEVICE;
+  if (dev !== undefined && dev !== '') {
+    if (!/^\d+$/.test(dev)) throw new Error(`Q36_VK_DEVICE must be a device index (0, 1, …), got "${dev}"`);
+    out.vkDevice = Number(dev);
+  }
+  const w = env.Q36_VK_WEIGHTS;
+  if (w !== undefined && w !== '') {
+    if (!['auto', 'import', 'upload'].includes(w)) throw new Error(`Q36_VK_WEIGHTS must be auto, import or upload, got "${w}"`);
+    out.vkWeights = w as EnvSettings['vkWeights'];
+  }
+  const r = env.Q36_VK_MV_ROWS;
+  if (r !== undefined && r !== '') {
+    if (!['1', '2', '4'].includes(r)) throw new Error(`Q36_VK_MV_ROWS must be 1, 2 or 4, got "${r}"`);
+    out.vkMatvecRows = Number(r) as 1 | 2 | 4;
+  }
+  if (env.Q36_HF_BASE) out.hfBase = env.Q36_HF_BASE;
+  if (env.HF_TOKEN) out.hfToken = env.HF_TOKEN;
+  return out;
+}
+
+/** The engine options the environment supplies where no flag did (flags win). */
+export function envEngineOptions(e: EnvSettings = readEnv()): Pick<EngineOptions, 'vkDevice' | 'vkWeights' | 'vkMatvecRows'> {
+  return { vkDevice: e.vkDevice, vkWeights: e.vkWeights, vkMatvecRows: e.vkMatvecRows };
+}
