@@ -6,7 +6,6 @@
  * module declares (reflected by scripts/build-shaders.mjs) when the pipeline is created, and
  * test/vulkan-kernels.test.ts checks every declaration against every variant.
  */
-import type { OpList } from './graph.js';
 
 export interface KernelDecl<B extends string = string, P extends string = string> {
   /** shader base name (variants add a type suffix: matvec_q8_0, kv_store_f16, …) */
@@ -103,7 +102,12 @@ export interface DispatchOpts {
   label?: string;
 }
 
+/** What dispatch() appends to: graph.ts's OpList (kept as an interface so this module imports nothing). */
+export interface OpSink {
+  op(shader: string, buffers: number[], push: number[], groups: [number, number?, number?], barrier?: boolean, label?: string): unknown;
+}
+
 /** One dispatch of a declared kernel, through the op list (the addon's single dispatch path). */
-export function dispatch<K extends KernelDecl>(ops: OpList, kd: K, b: BindOf<K>, push: PushOf<K>, grid: [number, number?, number?], o: DispatchOpts = {}): void {
+export function dispatch<K extends KernelDecl>(ops: OpSink, kd: K, b: BindOf<K>, push: PushOf<K>, grid: [number, number?, number?], o: DispatchOpts = {}): void {
   ops.op(o.variant ? `${kd.name}_${o.variant}` : kd.name, bindingList(kd, b), pushWords(kd, push), grid, o.barrier ?? true, o.label);
 }
