@@ -76,8 +76,8 @@ describe('HTTP: client mistakes are 4xx in the API shape, never 500', () => {
 });
 
 /** A WebSocket client that collects frames. */
-async function wsClient(headers: Record<string, string> = {}) {
-  const ws = new WebSocket(`${base.replace('http', 'ws')}/v1/chat/ws`, { headers });
+async function wsClient(headers: Record<string, string> = {}, route = '/v1/chat/ws') {
+  const ws = new WebSocket(`${base.replace('http', 'ws')}${route}`, { headers });
   const inbox: Record<string, unknown>[] = [];
   const waiters: (() => void)[] = [];
   ws.on('message', (d) => { inbox.push(JSON.parse(String(d))); waiters.splice(0).forEach((w) => w()); });
@@ -145,6 +145,45 @@ describe('WebSocket: frames validated, origins checked, close codes', () => {
     expect(status).toBe(403);
     const ok = await wsClient({ origin: 'http://127.0.0.1:8080' });
     ok.ws.close();
+  });
+});
+
+describe('Responses WebSocket mode: hostile events', () => {
+  it('bad events get error events (the API\'s error shape); the socket keeps working', async () => {
+    const c = await wsClient({}, '/v1/responses');
+    const bad = ['null', '5', '"x"', '[]', '{"type":5}', 'not json', '{"type":"response.create"}', '{"type":"response.create","input":7}',
+      '{"type":"response.create","input":"hi","tools":[null]}', '{"type":"response.create","input":"hi","max_output_tokens":1.5}', '{"type":"response.create","input":"hi","stream_id":3}',
+      '{"type":"response.create","input":[5]}', '{"type":"response.create","input":"hi","tools":[{"type":"function","name":"f","parameters":{"properties":{"a":null}}}]}', deep(10_000)];
+    for (const b of bad) {
+      c.ws.send(b);
+      const e = await c.next('error') as { status: number; error: { code: string; message: string } };
+      expect(e.status, b).toBe(400);
+      expect(e.error.code, b).toMatch(/^invalid_(request|json)$/);
+      expect(e.error.message.length).toBeGreaterThan(5);
+    }
+    c.ws.send(JSON.stringify({ type: 'response.create', input: 'Hello', max_output_tokens: 2, temperature: 0 }));
+    const done = await new Promise<Record<string, unknown>>((resolve) => {
+      const look = () => { const m = c.inbox.find((x) => x.type === 'response.completed' || x.type === 'response.incomplete'); if (m) resolve(m); else setTimeout(look, 5); };
+      look();
+    });
+    expect(done.type).toMatch(/response\.(completed|incomplete)/);
+    c.ws.close();
+  });
+
+  it('binary frames close with 1008, oversized with 1009, other origins are refused with 403', async () => {
+    const a = await wsClient({}, '/v1/responses');
+    a.ws.send(Buffer.from([1, 2, 3]));
+    expect((await a.closed).code).toBe(1008);
+    const b = await wsClient({}, '/v1/responses');
+    b.ws.send('x'.repeat((8 << 20) + 1));
+    expect((await b.closed).code).toBe(1009);
+    const ws = new WebSocket(`${base.replace('http', 'ws')}/v1/responses`, { headers: { origin: 'https://evil.example' } });
+    const status = await new Promise<number>((resolve) => {
+      ws.on('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+      ws.on('open', () => resolve(101));
+      ws.on('error', () => { /* reported through unexpected-response */ });
+    });
+    expect(status).toBe(403);
   });
 });
 

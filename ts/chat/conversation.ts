@@ -45,6 +45,20 @@ export class Conversation {
     this.messages.push({ role: 'tool', content: text });
   }
 
+  /** Any message after the last answer (user, tool, system: the template renders it in place). */
+  add(m: ChatMessage): void {
+    this.messages.push(m);
+  }
+
+  /** An independent copy (a fork goes on from here without changing this one). */
+  clone(): Conversation {
+    const c = new Conversation();
+    c.messages.push(...this.messages);
+    c.held = this.held;
+    c.answered = this.answered;
+    return c;
+  }
+
   /** The prompt for the next answer. */
   render(o: { think: boolean; tools?: unknown[] }): string {
     const full = renderChat(this.messages, { tools: o.tools, enableThinking: o.think ? undefined : false, preserveThinking: true });

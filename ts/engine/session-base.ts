@@ -103,6 +103,13 @@ export class BaseSession implements Session {
     return this.last;
   }
 
+  private evaluatedCount = 0;
+
+  /** Tokens evaluated since the session was made, the re-evaluations of rewinds included. */
+  get evaluated(): number {
+    return this.evaluatedCount;
+  }
+
   async eval(tokens: readonly number[], o: EvalOptions = {}): Promise<void> {
     this.check();
     if (tokens.length === 0) return;
@@ -126,6 +133,7 @@ export class BaseSession implements Session {
       // this forward overwrites logits a backend kept for us: they belonged to an older token
       if (this.lastOnDevice) this.setLast(EMPTY);
       const rows = await b.forward(part, pos, from, defer);
+      this.evaluatedCount += T;
       if (o.onLogits) rows.forEach((r, i) => o.onLogits!(r, pos + i));
       if (last) {
         if (defer && rows.length === 0) { this.last = EMPTY; this.lastOnDevice = true; }

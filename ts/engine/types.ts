@@ -79,6 +79,8 @@ export interface Snapshot {
 
 export interface Session {
   readonly tokens: readonly number[];
+  /** tokens evaluated since the session was made, rewinds' re-evaluations included (what a prefill really cost) */
+  readonly evaluated: number;
   readonly ctx: number;
   readonly kvTypes: { k: KvType; v: KvType };
   /** appends tokens and evaluates them */

@@ -16,6 +16,7 @@ import { registerOpenAIChat } from './openai-chat.js';
 import { registerOpenAICompletions } from './openai-completions.js';
 import { registerWsChat } from './ws-chat.js';
 import { registerResponses } from './responses.js';
+import { registerResponsesWs } from './responses-ws.js';
 import { ToolMemory } from './tool-memory.js';
 import { parseJsonBody } from './validate.js';
 import { validationMessage } from './schemas.js';
@@ -141,7 +142,8 @@ export async function buildApp(o: AppOptions): Promise<{ app: FastifyInstance; c
   registerOpenAIChat(app, ctx);
   registerAnthropicMessages(app, ctx);
   registerOpenAICompletions(app, ctx);
-  registerResponses(app, ctx);
+  const responses = registerResponses(app, ctx);
   await registerWsChat(app, ctx);
+  registerResponsesWs(app, ctx, responses);
   return { app, ctx };
 }

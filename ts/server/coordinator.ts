@@ -46,6 +46,11 @@ export interface TurnRequest {
   tokens?: number[];
   /** the HTTP request this turn serves: its usage is kept for the request log (usageOf) */
   origin?: object;
+  /**
+   * keep a rewind point where the answer ends: a later turn that forks from this one (the
+   * Responses WebSocket mode's previous_response_id) resumes there instead of re-prefilling
+   */
+  checkpointEnd?: boolean;
 }
 
 /** One generated token's log-probability, OpenAI's shape. */
@@ -57,6 +62,8 @@ export interface LogprobEntry {
 }
 
 export interface TurnResult {
+  /** with checkpointEnd: the tokens the session holds after the turn and their text (a later turn from here reuses them exactly) */
+  live?: { tokens: number[]; text: string };
   /** per generated token, when the request asked for log-probabilities */
   logprobs?: LogprobEntry[];
   parsed: ParsedOutput;
@@ -331,7 +338,7 @@ export class Coordinator {
       }
     }
     let reused = 0, evaluated = 0, first = true;
-    const tPrefill = performance.now();
+    const tPrefill = performance.now(), ev0 = s.evaluated;
     try {
       for (const point of [...[...actions.keys()].sort((a, b) => a - b), tokens.length]) {
         if (first) {
@@ -352,6 +359,8 @@ export class Coordinator {
     }
     this.stats.reused += reused;
     this.stats.prefilled += evaluated;
+    // what the model really evaluated (a rewind to an older snapshot re-evaluates its gap)
+    this.trace('prefill', { reused, evaluated: s.evaluated - ev0 });
     this.stats.prefillMs += performance.now() - tPrefill;
     const tDecode = performance.now();
     this.liveText = req.prompt;
@@ -431,6 +440,7 @@ export class Coordinator {
       this.liveText = req.prompt + fed;
     }
     n = res.tokens.length;
+    if (req.checkpointEnd && res.stop !== 'abort') s.checkpoint();
     finish = stopSequence !== undefined ? 'stop_sequence' : ({ eos: 'stop', length: 'length', callback: 'stop', abort: 'abort' } as const)[res.stop];
     this.stats.generated += n;
     this.stats.decodeMs += performance.now() - tDecode;
@@ -439,7 +449,10 @@ export class Coordinator {
     if (stopSequence !== undefined) parsed.content = visible;
     if (finish === 'stop' && parsed.toolCalls.length > 0) finish = 'tool_calls';
     this.trace('generated', { tokens: n, finish, text: raw });
-    return { parsed, rawText: raw, promptTokens: tokens.length, cachedTokens: reused, completionTokens: n, reasoningTokens, finish, stopSequence, ...(req.logprobs !== undefined ? { logprobs } : {}) };
+    return {
+      parsed, rawText: raw, promptTokens: tokens.length, cachedTokens: reused, completionTokens: n, reasoningTokens, finish, stopSequence, ...(req.logprobs !== undefined ? { logprobs } : {}),
+      ...(req.checkpointEnd ? { live: { tokens: s.tokens.slice(), text: this.liveText } } : {}),
+    };
   }
 
   dispose(): void {

@@ -10,6 +10,8 @@ export const ERRORS = {
   forbidden: { status: 403, type: 'permission_error' },
   not_found: { status: 404, type: 'not_found_error' },
   timeout: { status: 408, type: 'timeout_error' },
+  /** a WebSocket-mode response the client cancelled (never an HTTP status: 499 as nginx logs it) */
+  cancelled: { status: 499, type: 'invalid_request_error' },
   body_too_large: { status: 413, type: 'request_too_large' },
   internal: { status: 500, type: 'api_error' },
   overloaded: { status: 503, type: 'overloaded_error' },

@@ -13,9 +13,8 @@ import { ApiError, isObj, jsonBody } from './errors.js';
 import { fromOpenAI, toolsFromOpenAI } from './convert.js';
 import { maxTokens, sampling, stops, thinkingBudget, thinkingOn, toolChoice, unsupported } from './sampling.js';
 import { responsesBody } from './schemas.js';
-import type { Sse } from './sse.js';
 import { recallToolIds, type ServerContext } from './context.js';
-import { serveTurn, type ApiWriter, type TurnOutcome } from './turn.js';
+import { serveTurn, type ApiWriter, type TurnOutcome, type TurnSpec } from './turn.js';
 
 type Obj = Record<string, unknown>;
 
@@ -107,124 +106,156 @@ export class ResponseStore {
   }
 }
 
-export function registerResponses(app: FastifyInstance, ctx: ServerContext): void {
+/** Where a Responses stream's events go: the SSE stream, or a WebSocket (responses-ws.ts). */
+export interface EventSink { event(type: string, data: Obj): void }
+
+/** A Responses create body made into a turn: its conversation, spec and response shapes. */
+export interface ResponsesTurn {
+  id: string;
+  /** the whole conversation in chat form (history + new input), as stored for continuations */
+  msgs: Obj[];
+  /** the new input items only, as chat messages (a live continuation appends just these) */
+  added: ChatMessage[];
+  messages: ChatMessage[];
+  spec: TurnSpec;
+  /** the finished response object (stored for continuations by id) */
+  final(r: TurnOutcome): Obj;
+  /** the stream's event shapes */
+  writer(sink: EventSink): ApiWriter;
+  /** the response object of a turn that failed after it opened */
+  failed(e: ApiError): Obj;
+}
+
+/**
+ * A Responses create body → the turn and its output shapes (previous_response_id's stored
+ * conversation first, then the new input items). Both transports, SSE and WebSocket, use it.
+ */
+export function responsesTurn(ctx: ServerContext, b: Obj, store: ResponseStore): ResponsesTurn {
+  unsupported(b, 'responses');
+  const { tools: all, origin } = toolsFromResponses(b.tools);
+  const { tools, force } = toolChoice(b.tool_choice, 'responses', all);
+  const think = thinkingOn(b) && (b.reasoning as Obj | undefined)?.effort !== 'none';
+  let history: Obj[] = [];
+  if (b.previous_response_id !== undefined && b.previous_response_id !== null) {
+    const prev = typeof b.previous_response_id === 'string' ? store.get(b.previous_response_id) : undefined;
+    if (!prev) throw new ApiError('previous_response_not_found', `previous response ${JSON.stringify(b.previous_response_id)} not found (this server keeps the last ${store.max})`, 'previous_response_id');
+    history = prev;
+  }
+  const newMsgs = inputToMessages(b.input, history.length ? undefined : b.instructions);
+  const msgs = [...history, ...newMsgs];
+  recallToolIds(ctx, msgs.flatMap((m) => (Array.isArray(m.tool_calls) ? (m.tool_calls as Obj[]).map((c) => String(c.id)) : [])));
+  const messages = fromOpenAI(msgs, ctx.tools, tools) as ChatMessage[];
+  const added = history.length ? (fromOpenAI(newMsgs, ctx.tools, tools) as ChatMessage[]) : messages;
+  const id = `resp_${ctx.tools.newId('')}`;
+  const spec: TurnSpec = {
+    provider: 'openai', messages, tools, think, param: 'input', toolIdPrefix: 'call_', thinkingBudget: thinkingBudget(b), forceToolCall: force,
+    maxTokens: maxTokens(b, ['max_output_tokens'], ctx.defaultMaxTokens), sampling: sampling(b, ctx.sampling), stop: stops(b.stop, 'stop'),
+  };
+  const created = Math.floor(Date.now() / 1000);
+  const incomplete = (r: TurnOutcome) => r.finish === 'length' || r.finish === 'timeout';
+  const shell = (status: string, output: Obj[], usage: Obj | null, extra: Obj = {}) => ({
+    id, object: 'response', created_at: created, status, model: ctx.modelName, output, usage, error: null, incomplete_details: null,
+    instructions: b.instructions ?? null, tools: b.tools ?? [], parallel_tool_calls: true, previous_response_id: b.previous_response_id ?? null, ...extra,
+  });
+  const usageOf = (r: TurnOutcome) => ({ input_tokens: r.promptTokens, input_tokens_details: { cached_tokens: r.cachedTokens }, output_tokens: r.completionTokens, output_tokens_details: { reasoning_tokens: r.reasoningTokens }, total_tokens: r.promptTokens + r.completionTokens });
+  const callItem = (name: string, args: Obj, cid: string, status: string) => {
+    const o = origin.get(name);
+    const ns = o?.namespace ? { namespace: o.namespace } : {};
+    return o?.kind === 'custom'
+      ? { type: 'custom_tool_call', id: `ctc_${cid}`, call_id: cid, name, input: typeof args.input === 'string' ? args.input : JSON.stringify(args), status, ...ns }
+      : { type: 'function_call', id: `fc_${cid}`, call_id: cid, name, arguments: JSON.stringify(args), status, ...ns };
+  };
+  const message = (text: string, status: string) => ({ type: 'message', id: `msg_${id}`, role: 'assistant', status, content: [{ type: 'output_text', text, annotations: [] }] });
+  const reasoningItem = (text: string) => ({ type: 'reasoning', id: `rs_${id}`, summary: [], content: [{ type: 'reasoning_text', text }] });
+  const items = (r: TurnOutcome) => {
+    const out: Obj[] = [];
+    if (r.parsed.reasoning) out.push(reasoningItem(r.parsed.reasoning));
+    if (r.parsed.content || !r.parsed.toolCalls.length) out.push(message(r.parsed.content, incomplete(r) ? 'incomplete' : 'completed'));
+    r.parsed.toolCalls.forEach((c, i) => out.push(callItem(c.name, c.arguments, r.callIds[i], 'completed')));
+    return out;
+  };
+  const failed = (e: ApiError) => shell('failed', [], null, { error: { code: e.code, message: e.message } });
+  /** the finished response: stored for continuations, with its status */
+  const final = (r: TurnOutcome) => {
+    store.put(id, [...msgs, { role: 'assistant', content: r.parsed.content, tool_calls: r.parsed.toolCalls.length ? r.parsed.toolCalls.map((c, i) => ({ id: r.callIds[i], type: 'function', function: { name: c.name, arguments: c.arguments } })) : undefined }]);
+    return incomplete(r)
+      ? shell('incomplete', items(r), usageOf(r), { incomplete_details: { reason: 'max_output_tokens' } })
+      : shell('completed', items(r), usageOf(r));
+  };
+
+  const writer = (sink: EventSink): ApiWriter => {
+    let seq = 0;
+    const ev = (type: string, data: Obj) => sink.event(type, { type, sequence_number: seq++, ...data });
+    let outIndex = -1;
+    let open: 'reasoning' | 'message' | null = null;
+    let reasoning = '', text = '';
+    const closeOpen = () => {
+      if (open === 'reasoning') {
+        ev('response.reasoning_text.done', { item_id: `rs_${id}`, output_index: outIndex, content_index: 0, text: reasoning });
+        ev('response.content_part.done', { item_id: `rs_${id}`, output_index: outIndex, content_index: 0, part: { type: 'reasoning_text', text: reasoning } });
+        ev('response.output_item.done', { output_index: outIndex, item: reasoningItem(reasoning) });
+      } else if (open === 'message') {
+        ev('response.output_text.done', { item_id: `msg_${id}`, output_index: outIndex, content_index: 0, text });
+        ev('response.content_part.done', { item_id: `msg_${id}`, output_index: outIndex, content_index: 0, part: { type: 'output_text', text, annotations: [] } });
+        ev('response.output_item.done', { output_index: outIndex, item: message(text, 'completed') });
+      }
+      open = null;
+    };
+    return {
+      open: () => {
+        ev('response.created', { response: shell('in_progress', [], null) });
+        ev('response.in_progress', { response: shell('in_progress', [], null) });
+      },
+      delta: (e, t) => {
+        if (e.type === 'reasoning') {
+          if (open !== 'reasoning') {
+            closeOpen(); outIndex++; open = 'reasoning';
+            ev('response.output_item.added', { output_index: outIndex, item: { type: 'reasoning', id: `rs_${id}`, summary: [], content: [] } });
+            ev('response.content_part.added', { item_id: `rs_${id}`, output_index: outIndex, content_index: 0, part: { type: 'reasoning_text', text: '' } });
+          }
+          reasoning += e.text;
+          ev('response.reasoning_text.delta', { item_id: `rs_${id}`, output_index: outIndex, content_index: 0, delta: e.text });
+        } else if (e.type === 'content') {
+          if (open !== 'message') {
+            closeOpen(); outIndex++; open = 'message';
+            ev('response.output_item.added', { output_index: outIndex, item: { type: 'message', id: `msg_${id}`, role: 'assistant', status: 'in_progress', content: [] } });
+            ev('response.content_part.added', { item_id: `msg_${id}`, output_index: outIndex, content_index: 0, part: { type: 'output_text', text: '', annotations: [] } });
+          }
+          text += e.text;
+          ev('response.output_text.delta', { item_id: `msg_${id}`, output_index: outIndex, content_index: 0, delta: e.text });
+        } else if (e.type === 'tool_call_end') {
+          closeOpen();
+          outIndex++;
+          const cid = t.callId(e.index);
+          const done = callItem(e.call.name, e.call.arguments, cid, 'completed');
+          const custom = done.type === 'custom_tool_call';
+          ev('response.output_item.added', { output_index: outIndex, item: { ...done, status: 'in_progress', ...(custom ? { input: '' } : { arguments: '' }) } });
+          if (custom) {
+            ev('response.custom_tool_call_input.delta', { item_id: done.id, output_index: outIndex, delta: (done as { input: string }).input });
+            ev('response.custom_tool_call_input.done', { item_id: done.id, output_index: outIndex, input: (done as { input: string }).input });
+          } else {
+            ev('response.function_call_arguments.delta', { item_id: done.id, output_index: outIndex, delta: (done as { arguments: string }).arguments });
+            ev('response.function_call_arguments.done', { item_id: done.id, output_index: outIndex, arguments: (done as { arguments: string }).arguments });
+          }
+          ev('response.output_item.done', { output_index: outIndex, item: done });
+        }
+      },
+      finish: (r) => {
+        closeOpen();
+        const resp = final(r);
+        ev(resp.status === 'incomplete' ? 'response.incomplete' : 'response.completed', { response: resp });
+      },
+      error: (e: ApiError) => ev('response.failed', { response: failed(e) }),
+    };
+  };
+  return { id, msgs, added, messages, spec, final, writer, failed };
+}
+
+export function registerResponses(app: FastifyInstance, ctx: ServerContext): ResponseStore {
   const store = new ResponseStore();
   app.post('/v1/responses', { schema: { body: responsesBody } }, async (req: FastifyRequest, reply: FastifyReply) => {
-    const b = jsonBody(req.body);
-    unsupported(b, 'responses');
-    const { tools: all, origin } = toolsFromResponses(b.tools);
-    const { tools, force } = toolChoice(b.tool_choice, 'responses', all);
-    const think = thinkingOn(b) && (b.reasoning as Obj | undefined)?.effort !== 'none';
-    let history: Obj[] = [];
-    if (b.previous_response_id !== undefined && b.previous_response_id !== null) {
-      const prev = typeof b.previous_response_id === 'string' ? store.get(b.previous_response_id) : undefined;
-      if (!prev) throw new ApiError('previous_response_not_found', `previous response ${JSON.stringify(b.previous_response_id)} not found (this server keeps the last ${store.max})`, 'previous_response_id');
-      history = prev;
-    }
-    const msgs = [...history, ...inputToMessages(b.input, history.length ? undefined : b.instructions)];
-    recallToolIds(ctx, msgs.flatMap((m) => (Array.isArray(m.tool_calls) ? (m.tool_calls as Obj[]).map((c) => String(c.id)) : [])));
-    const messages = fromOpenAI(msgs, ctx.tools, tools) as ChatMessage[];
-    const id = `resp_${ctx.tools.newId('')}`;
-    const created = Math.floor(Date.now() / 1000);
-    const incomplete = (r: TurnOutcome) => r.finish === 'length' || r.finish === 'timeout';
-    const shell = (status: string, output: Obj[], usage: Obj | null, extra: Obj = {}) => ({
-      id, object: 'response', created_at: created, status, model: ctx.modelName, output, usage, error: null, incomplete_details: null,
-      instructions: b.instructions ?? null, tools: b.tools ?? [], parallel_tool_calls: true, previous_response_id: b.previous_response_id ?? null, ...extra,
-    });
-    const usageOf = (r: TurnOutcome) => ({ input_tokens: r.promptTokens, input_tokens_details: { cached_tokens: r.cachedTokens }, output_tokens: r.completionTokens, output_tokens_details: { reasoning_tokens: r.reasoningTokens }, total_tokens: r.promptTokens + r.completionTokens });
-    const callItem = (name: string, args: Obj, cid: string, status: string) => {
-      const o = origin.get(name);
-      const ns = o?.namespace ? { namespace: o.namespace } : {};
-      return o?.kind === 'custom'
-        ? { type: 'custom_tool_call', id: `ctc_${cid}`, call_id: cid, name, input: typeof args.input === 'string' ? args.input : JSON.stringify(args), status, ...ns }
-        : { type: 'function_call', id: `fc_${cid}`, call_id: cid, name, arguments: JSON.stringify(args), status, ...ns };
-    };
-    const message = (text: string, status: string) => ({ type: 'message', id: `msg_${id}`, role: 'assistant', status, content: [{ type: 'output_text', text, annotations: [] }] });
-    const reasoningItem = (text: string) => ({ type: 'reasoning', id: `rs_${id}`, summary: [], content: [{ type: 'reasoning_text', text }] });
-    const items = (r: TurnOutcome) => {
-      const out: Obj[] = [];
-      if (r.parsed.reasoning) out.push(reasoningItem(r.parsed.reasoning));
-      if (r.parsed.content || !r.parsed.toolCalls.length) out.push(message(r.parsed.content, incomplete(r) ? 'incomplete' : 'completed'));
-      r.parsed.toolCalls.forEach((c, i) => out.push(callItem(c.name, c.arguments, r.callIds[i], 'completed')));
-      return out;
-    };
-    /** the finished response: stored for continuations, with its status */
-    const final = (r: TurnOutcome) => {
-      store.put(id, [...msgs, { role: 'assistant', content: r.parsed.content, tool_calls: r.parsed.toolCalls.length ? r.parsed.toolCalls.map((c, i) => ({ id: r.callIds[i], type: 'function', function: { name: c.name, arguments: c.arguments } })) : undefined }]);
-      return incomplete(r)
-        ? shell('incomplete', items(r), usageOf(r), { incomplete_details: { reason: 'max_output_tokens' } })
-        : shell('completed', items(r), usageOf(r));
-    };
-
-    const writer = (sse: Sse): ApiWriter => {
-      let seq = 0;
-      const ev = (type: string, data: Obj) => sse.event(type, { type, sequence_number: seq++, ...data });
-      let outIndex = -1;
-      let open: 'reasoning' | 'message' | null = null;
-      let reasoning = '', text = '';
-      const closeOpen = () => {
-        if (open === 'reasoning') {
-          ev('response.reasoning_text.done', { item_id: `rs_${id}`, output_index: outIndex, content_index: 0, text: reasoning });
-          ev('response.content_part.done', { item_id: `rs_${id}`, output_index: outIndex, content_index: 0, part: { type: 'reasoning_text', text: reasoning } });
-          ev('response.output_item.done', { output_index: outIndex, item: reasoningItem(reasoning) });
-        } else if (open === 'message') {
-          ev('response.output_text.done', { item_id: `msg_${id}`, output_index: outIndex, content_index: 0, text });
-          ev('response.content_part.done', { item_id: `msg_${id}`, output_index: outIndex, content_index: 0, part: { type: 'output_text', text, annotations: [] } });
-          ev('response.output_item.done', { output_index: outIndex, item: message(text, 'completed') });
-        }
-        open = null;
-      };
-      return {
-        open: () => {
-          ev('response.created', { response: shell('in_progress', [], null) });
-          ev('response.in_progress', { response: shell('in_progress', [], null) });
-        },
-        delta: (e, t) => {
-          if (e.type === 'reasoning') {
-            if (open !== 'reasoning') {
-              closeOpen(); outIndex++; open = 'reasoning';
-              ev('response.output_item.added', { output_index: outIndex, item: { type: 'reasoning', id: `rs_${id}`, summary: [], content: [] } });
-              ev('response.content_part.added', { item_id: `rs_${id}`, output_index: outIndex, content_index: 0, part: { type: 'reasoning_text', text: '' } });
-            }
-            reasoning += e.text;
-            ev('response.reasoning_text.delta', { item_id: `rs_${id}`, output_index: outIndex, content_index: 0, delta: e.text });
-          } else if (e.type === 'content') {
-            if (open !== 'message') {
-              closeOpen(); outIndex++; open = 'message';
-              ev('response.output_item.added', { output_index: outIndex, item: { type: 'message', id: `msg_${id}`, role: 'assistant', status: 'in_progress', content: [] } });
-              ev('response.content_part.added', { item_id: `msg_${id}`, output_index: outIndex, content_index: 0, part: { type: 'output_text', text: '', annotations: [] } });
-            }
-            text += e.text;
-            ev('response.output_text.delta', { item_id: `msg_${id}`, output_index: outIndex, content_index: 0, delta: e.text });
-          } else if (e.type === 'tool_call_end') {
-            closeOpen();
-            outIndex++;
-            const cid = t.callId(e.index);
-            const done = callItem(e.call.name, e.call.arguments, cid, 'completed');
-            const custom = done.type === 'custom_tool_call';
-            ev('response.output_item.added', { output_index: outIndex, item: { ...done, status: 'in_progress', ...(custom ? { input: '' } : { arguments: '' }) } });
-            if (custom) {
-              ev('response.custom_tool_call_input.delta', { item_id: done.id, output_index: outIndex, delta: (done as { input: string }).input });
-              ev('response.custom_tool_call_input.done', { item_id: done.id, output_index: outIndex, input: (done as { input: string }).input });
-            } else {
-              ev('response.function_call_arguments.delta', { item_id: done.id, output_index: outIndex, delta: (done as { arguments: string }).arguments });
-              ev('response.function_call_arguments.done', { item_id: done.id, output_index: outIndex, arguments: (done as { arguments: string }).arguments });
-            }
-            ev('response.output_item.done', { output_index: outIndex, item: done });
-          }
-        },
-        finish: (r) => {
-          closeOpen();
-          const resp = final(r);
-          ev(resp.status === 'incomplete' ? 'response.incomplete' : 'response.completed', { response: resp });
-        },
-        error: (e: ApiError) => ev('response.failed', { response: shell('failed', [], null, { error: { code: e.code, message: e.message } }) }),
-      };
-    };
-
-    return serveTurn(ctx, req, reply, {
-      provider: 'openai', messages, tools, think, param: 'input', toolIdPrefix: 'call_', thinkingBudget: thinkingBudget(b), forceToolCall: force,
-      maxTokens: maxTokens(b, ['max_output_tokens'], ctx.defaultMaxTokens), sampling: sampling(b, ctx.sampling), stop: stops(b.stop, 'stop'),
-    }, { stream: b.stream === true, body: final, writer });
+    const t = responsesTurn(ctx, jsonBody(req.body), store);
+    return serveTurn(ctx, req, reply, t.spec, { stream: jsonBody(req.body).stream === true, body: t.final, writer: t.writer });
   });
+  return store;
 }

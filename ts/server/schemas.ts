@@ -90,3 +90,30 @@ export function validationMessage(v: { instancePath: string; keyword: string; pa
   }
   return `${at || 'the body'} ${e.message ?? 'is invalid'}`;
 }
+
+type Schema = { type?: string | readonly string[]; items?: Schema; properties?: Record<string, Schema>; required?: readonly string[]; minimum?: number; maximum?: number; minItems?: number };
+
+/**
+ * The same checks for a body that does not arrive over HTTP (a WebSocket event): the subset of
+ * JSON Schema these schemas use (type, items, properties, required, minimum, maximum, minItems),
+ * with Ajv's error shape, so validationMessage() words the first problem the same way.
+ */
+export function schemaErrors(schema: Schema, value: unknown, path = ''): Parameters<typeof validationMessage>[0] {
+  const types = schema.type === undefined ? [] : typeof schema.type === 'string' ? [schema.type] : [...schema.type];
+  const is = (t: string) => t === 'null' ? value === null : t === 'array' ? Array.isArray(value) : t === 'integer' ? Number.isInteger(value)
+    : t === 'object' ? typeof value === 'object' && value !== null && !Array.isArray(value) : typeof value === t;
+  if (types.length && !types.some(is)) return [{ instancePath: path, keyword: 'type', params: { type: types.join(',') } }];
+  if (typeof value === 'number') {
+    if (schema.minimum !== undefined && value < schema.minimum) return [{ instancePath: path, keyword: 'minimum', params: {}, message: `must be >= ${schema.minimum}` }];
+    if (schema.maximum !== undefined && value > schema.maximum) return [{ instancePath: path, keyword: 'maximum', params: {}, message: `must be <= ${schema.maximum}` }];
+  }
+  if (Array.isArray(value)) {
+    if (schema.minItems !== undefined && value.length < schema.minItems) return [{ instancePath: path, keyword: 'minItems', params: {}, message: `must NOT have fewer than ${schema.minItems} items` }];
+    if (schema.items) for (let i = 0; i < value.length; i++) { const e = schemaErrors(schema.items, value[i], `${path}/${i}`); if (e?.length) return e; }
+  } else if (typeof value === 'object' && value !== null) {
+    const o = value as Record<string, unknown>;
+    for (const r of schema.required ?? []) if (o[r] === undefined) return [{ instancePath: path, keyword: 'required', params: { missingProperty: r } }];
+    for (const [k, sub] of Object.entries(schema.properties ?? {})) if (o[k] !== undefined) { const e = schemaErrors(sub, o[k], `${path}/${k}`); if (e?.length) return e; }
+  }
+  return [];
+}

@@ -89,7 +89,7 @@ export interface PreparedTurn {
   tokens: number[];
 }
 
-export function prepareTurn(ctx: ServerContext, spec: TurnSpec, o: { admit?: boolean } = {}): PreparedTurn {
+export function prepareTurn(ctx: ServerContext, spec: TurnSpec, o: { admit?: boolean; tokens?: number[] } = {}): PreparedTurn {
   let prompt: string;
   if (spec.prompt !== undefined) prompt = spec.prompt;
   else {
@@ -107,14 +107,15 @@ export function prepareTurn(ctx: ServerContext, spec: TurnSpec, o: { admit?: boo
     }
   }
   const engine = ctx.coordinator.engine;
-  const tokens = engine.tokenizer.encode(prompt);
+  // the caller may know the prompt's tokens better than a fresh encoding (a live continuation: the session's own)
+  const tokens = o.tokens ?? engine.tokenizer.encode(prompt);
   if (tokens.length + 1 > engine.options.ctx) throw contextError(spec.provider, tokens.length, engine.options.ctx);
   if (o.admit !== false) ctx.coordinator.admit();
   return { spec, prompt, tokens };
 }
 
 /** Runs a prepared turn to its outcome; the tool memory learns the sampled turn. */
-export async function executeTurn(ctx: ServerContext, t: PreparedTurn, o: { signal: AbortSignal; origin?: object; onEvent?: (ev: ParserEvent, st: TurnState) => void; onLogprob?: (e: LogprobEntry) => void }): Promise<TurnOutcome> {
+export async function executeTurn(ctx: ServerContext, t: PreparedTurn, o: { signal: AbortSignal; origin?: object; onEvent?: (ev: ParserEvent, st: TurnState) => void; onLogprob?: (e: LogprobEntry) => void; checkpointEnd?: boolean }): Promise<TurnOutcome> {
   const callIds: string[] = [];
   const state: TurnState = { callId: (i) => (callIds[i] ??= ctx.tools.newId(t.spec.toolIdPrefix ?? 'call_')), promptTokens: t.tokens.length };
   const s = t.spec;
@@ -122,7 +123,7 @@ export async function executeTurn(ctx: ServerContext, t: PreparedTurn, o: { sign
     prompt: t.prompt, tokens: t.tokens, startInReasoning: (s.prompt === undefined || s.parse === true) && s.think && !s.continueAssistant, tools: s.tools, maxTokens: s.maxTokens,
     sampling: s.sampling, stop: s.stop, signal: o.signal, origin: o.origin, raw: s.prompt !== undefined && s.parse !== true,
     thinkingBudget: s.think ? s.thinkingBudget : undefined, forceToolCall: s.tools?.length ? s.forceToolCall : undefined,
-    logprobs: s.logprobs, onLogprob: o.onLogprob,
+    logprobs: s.logprobs, onLogprob: o.onLogprob, checkpointEnd: o.checkpointEnd,
     onEvent: o.onEvent ? (ev) => o.onEvent!(ev, state) : undefined,
   });
   r.parsed.toolCalls.forEach((_, i) => state.callId(i));
