@@ -34,7 +34,7 @@ describe('q36 --info', () => {
     expect(r2.stderr).toMatch(/not a GGUF file/);
   });
   it('tools that have not landed say so and exit non-zero', () => {
-    for (const tool of ['q36-agent', 'q36-eval']) {
+    for (const tool of ['q36-agent']) {
       let code = 0, err = '';
       try { execFileSync(process.execPath, [path.join(ROOT, `dist/ts/cli/${tool}.js`)], { encoding: 'utf8', stdio: 'pipe' }); } catch (e) {
         code = (e as { status: number }).status; err = String((e as { stderr: string }).stderr);

@@ -38,11 +38,11 @@ export async function oracleLogitErrors(engine: { newSession(): import('../ts/en
 }
 
 /** Runs q36 in a pseudo-terminal with a script of keystrokes and expectations (test/tools/pty_drive.py). */
-export function driveQ36(steps: object[], args: string[], timeoutMs = 120_000) {
+export function driveQ36(steps: object[], args: string[], timeoutMs = 120_000, tool = 'q36') {
   const root = path.resolve(__dirname, '..');
   const f = path.join(tmpDir(), 'steps.json');
   fs.writeFileSync(f, JSON.stringify(steps));
-  const r = spawnSync('python3', [path.join(root, 'test/tools/pty_drive.py'), f, '--', process.execPath, path.join(root, 'dist/ts/cli/q36.js'), ...args], { encoding: 'utf8', timeout: timeoutMs });
+  const r = spawnSync('python3', [path.join(root, 'test/tools/pty_drive.py'), f, '--', process.execPath, path.join(root, `dist/ts/cli/${tool}.js`), ...args], { encoding: 'utf8', timeout: timeoutMs });
   if (r.status !== 0) throw new Error(`pty driver failed: ${r.stderr}`);
   return JSON.parse(r.stdout) as { ok: boolean; failed_step: number | null; transcript: string; exit: number | null };
 }

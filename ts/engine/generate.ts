@@ -28,6 +28,8 @@ export interface GenerateOptions {
   feed?: 'not-last' | 'non-stop' | 'all';
   onLogits?: (row: Float32Array, position: number) => void;
   signal?: AbortSignal;
+  /** awaited before each step (a pause: q36-eval's TUI holds generation here) */
+  gate?: () => Promise<void>;
 }
 
 export interface GenerateResult {
@@ -42,6 +44,7 @@ export async function generate(s: Session, o: GenerateOptions): Promise<Generate
   const feed = o.feed ?? 'not-last';
   let stop: GenerateResult['stop'] = 'length';
   for (let step = 0; step < o.maxTokens; step++) {
+    if (o.gate) await o.gate();
     if (o.signal?.aborted) { stop = 'abort'; break; }
     const forced = o.next?.(step);
     const id = forced ?? s.sample(typeof o.sampling === 'function' ? o.sampling(step) : o.sampling);
