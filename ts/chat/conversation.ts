@@ -50,6 +50,19 @@ export class Conversation {
     this.messages.push(m);
   }
 
+  /** What a saved session keeps (agent/sessions.ts). */
+  toJSON(): { messages: ChatMessage[]; held: string; answered: number } {
+    return { messages: [...this.messages], held: this.held, answered: this.answered };
+  }
+
+  static fromJSON(j: { messages: ChatMessage[]; held: string; answered: number }): Conversation {
+    const c = new Conversation();
+    c.messages.push(...j.messages);
+    c.held = j.held;
+    c.answered = Math.min(j.answered, j.messages.length);
+    return c;
+  }
+
   /** An independent copy (a fork goes on from here without changing this one). */
   clone(): Conversation {
     const c = new Conversation();

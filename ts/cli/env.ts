@@ -16,6 +16,8 @@ export interface EnvSettings {
   hfBase?: string;
   /** HF_TOKEN: the Hugging Face token (as --token) */
   hfToken?: string;
+  /** Q36_AGENT_SESSIONS: q36-agent's saved sessions (as --sessions-dir) */
+  agentSessions?: string;
 }
 
 export function readEnv(env: NodeJS.ProcessEnv = process.env): EnvSettings {
@@ -37,6 +39,7 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): EnvSettings {
   }
   if (env.Q36_HF_BASE) out.hfBase = env.Q36_HF_BASE;
   if (env.HF_TOKEN) out.hfToken = env.HF_TOKEN;
+  if (env.Q36_AGENT_SESSIONS) out.agentSessions = env.Q36_AGENT_SESSIONS;
   return out;
 }
 

@@ -1,0 +1,106 @@
+/**
+ * The agent's tools on real files in a temporary workspace, error paths included: missing files,
+ * ambiguous and missing edits, output caps, timeouts, refusals outside the workspace (symlinks
+ * too), background processes, offline fetches.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { DEFAULT_LIMITS, Processes, globRegex, makeTools, runTool } from '../ts/agent/tools.js';
+import { Workspace } from '../ts/agent/workspace.js';
+import { tmpDir } from './helpers.js';
+
+let root: string, asked: string[], ws: Workspace, allow: boolean;
+const procs = new Processes();
+const tools = makeTools(procs);
+const run = (name: string, args: Record<string, unknown>, limits = DEFAULT_LIMITS) => runTool(tools, name, args, { ws, limits });
+
+beforeEach(() => {
+  root = tmpDir('q36-agent-ws-');
+  asked = [];
+  allow = false;
+  ws = new Workspace({ root, confirm: async (w) => { asked.push(w); return allow; } });
+  fs.writeFileSync(path.join(root, 'a.txt'), 'one\ntwo\nthree\n');
+  fs.mkdirSync(path.join(root, 'src/deep'), { recursive: true });
+  fs.writeFileSync(path.join(root, 'src/x.ts'), 'const x = 1;\nconst y = x + 1;\n');
+  fs.writeFileSync(path.join(root, 'src/deep/z.ts'), 'export const z = "x";\n');
+});
+
+describe('files', () => {
+  it('read_file: numbered lines, ranges, errors', async () => {
+    expect((await run('read_file', { path: 'a.txt' })).text).toBe('1\tone\n2\ttwo\n3\tthree');
+    expect((await run('read_file', { path: 'a.txt', offset: 2, limit: 1 })).text).toBe('2\ttwo\n[… 1 more lines: read with offset 3]');
+    expect(await run('read_file', { path: 'nope.txt' })).toEqual({ ok: false, text: 'error: nope.txt: no such file or directory' });
+    expect((await run('read_file', { path: 'src' })).text).toMatch(/src: is a directory/);
+    expect((await run('read_file', { path: 'a.txt', offset: 0 })).text).toMatch(/offset must be an integer ≥ 1/);
+    expect((await run('read_file', { path: 'a.txt', offset: 99 })).text).toMatch(/has 3 lines; offset 99 is past the end/);
+  });
+  it('write_file creates parents; edit_file replaces a unique match, refuses missing and ambiguous ones', async () => {
+    expect((await run('write_file', { path: 'new/dir/f.txt', content: 'hello hello' })).ok).toBe(true);
+    expect(fs.readFileSync(path.join(root, 'new/dir/f.txt'), 'utf8')).toBe('hello hello');
+    expect((await run('edit_file', { path: 'new/dir/f.txt', old_text: 'hello', new_text: 'bye' })).text).toMatch(/occurs 2 times.*replace_all/);
+    expect((await run('edit_file', { path: 'new/dir/f.txt', old_text: 'absent', new_text: 'x' })).text).toMatch(/was not found/);
+    expect((await run('edit_file', { path: 'new/dir/f.txt', old_text: 'hello', new_text: 'bye', replace_all: true })).text).toMatch(/replaced 2/);
+    expect(fs.readFileSync(path.join(root, 'new/dir/f.txt'), 'utf8')).toBe('bye bye');
+    // "$&" in the replacement is literal text, not a regex backreference
+    await run('edit_file', { path: 'a.txt', old_text: 'two', new_text: '$&$&' });
+    expect(fs.readFileSync(path.join(root, 'a.txt'), 'utf8')).toBe('one\n$&$&\nthree\n');
+    expect((await run('edit_file', { path: 'missing.txt', old_text: 'a', new_text: 'b' })).text).toMatch(/no such file/);
+  });
+  it('list_files and search, with globs', async () => {
+    expect((await run('list_files', {})).text.split('\n')).toEqual(['a.txt', 'src/deep/z.ts', 'src/x.ts']);
+    expect((await run('list_files', { glob: '**/*.ts' })).text.split('\n')).toEqual(['src/deep/z.ts', 'src/x.ts']);
+    expect((await run('list_files', { path: 'a.txt' })).text).toMatch(/not a directory/);
+    expect((await run('search', { pattern: 'const \\w' })).text.split('\n')).toEqual(['src/deep/z.ts:1:export const z = "x";', 'src/x.ts:1:const x = 1;', 'src/x.ts:2:const y = x + 1;']);
+    expect((await run('search', { pattern: 'x', glob: '*.txt' })).text).toBe('(no matches)');
+    expect((await run('search', { pattern: '(' })).text).toMatch(/pattern: Invalid regular expression/);
+    expect(globRegex('src/**/*.ts').test('src/deep/z.ts')).toBe(true);
+    expect(globRegex('*.ts').test('src/x.ts')).toBe(false);
+  });
+});
+
+describe('the workspace boundary', () => {
+  it('outside paths ask first; refused unless confirmed; symlinks are followed to where they lead', async () => {
+    const outside = tmpDir('q36-outside-');
+    fs.writeFileSync(path.join(outside, 'secret'), 'data');
+    expect((await run('read_file', { path: path.join(outside, 'secret') })).text).toMatch(/outside the workspace .* was not confirmed/);
+    expect(asked.length).toBe(1);
+    fs.symlinkSync(outside, path.join(root, 'link'));
+    expect((await run('read_file', { path: 'link/secret' })).text).toMatch(/outside the workspace/);
+    expect((await run('write_file', { path: 'link/new', content: 'x' })).text).toMatch(/outside the workspace/);
+    expect(fs.existsSync(path.join(outside, 'new'))).toBe(false);
+    expect((await run('read_file', { path: '../' + path.basename(outside) + '/secret' })).ok).toBe(false);
+    allow = true;
+    expect((await run('read_file', { path: 'link/secret' })).text).toMatch(/data/);
+    const yes = new Workspace({ root, yes: true, confirm: async () => { throw new Error('not asked with --yes'); } });
+    expect((await runTool(tools, 'read_file', { path: 'link/secret' }, { ws: yes, limits: DEFAULT_LIMITS })).ok).toBe(true);
+  });
+});
+
+describe('commands', () => {
+  it('run_shell asks, then reports exit codes and output, caps it, kills on timeout', async () => {
+    expect((await run('run_shell', { command: 'echo hi' })).text).toMatch(/did not allow/);
+    allow = true;
+    expect((await run('run_shell', { command: 'echo hi; exit 3' })).text).toBe('[exit code 3]\nhi\n');
+    expect((await run('run_shell', { command: 'pwd' })).text).toContain(fs.realpathSync(root));
+    const capped = await run('run_shell', { command: 'yes x | head -c 5000' }, { ...DEFAULT_LIMITS, outputChars: 100 });
+    expect(capped.text).toMatch(/more characters cut: output cap 100/);
+    const t0 = Date.now();
+    expect((await run('run_shell', { command: 'sleep 30', timeout_s: 1 })).text).toMatch(/^\[timed out after 1 s\]/);
+    expect(Date.now() - t0).toBeLessThan(10_000);
+  });
+  it('background processes: start, read, stop; unknown ids', async () => {
+    allow = true;
+    const id = Number(/started process (\d+)/.exec((await run('process_start', { command: 'echo ready; sleep 30' })).text)![1]);
+    await new Promise((r) => setTimeout(r, 300));
+    expect((await run('process_read', { id })).text).toMatch(/running\]\nready/);
+    expect((await run('process_stop', { id })).text).toMatch(/stopped process/);
+    expect((await run('process_read', { id: 999 })).text).toMatch(/no background process 999/);
+    procs.stopAll();
+  });
+  it('web_fetch fails clearly offline; bad urls; unknown tools', async () => {
+    expect((await run('web_fetch', { url: 'ftp://x' })).text).toMatch(/must start with http/);
+    expect((await run('web_fetch', { url: 'http://127.0.0.1:9/' })).text).toMatch(/could not fetch .*offline/);
+    expect((await run('rm_rf', {})).text).toMatch(/no tool named "rm_rf"/);
+  });
+});

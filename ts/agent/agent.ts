@@ -1,0 +1,218 @@
+/**
+ * The native agent's loop: one Conversation (chat/conversation.ts: the exact text the session
+ * holds) and one engine Session, in process — no API conversion. A user message is appended, the
+ * model answers (reasoning, text, Qwen3.6 <tool_call> blocks parsed as they stream), each call
+ * runs (tools.ts) and its result goes back as a tool turn, until an answer without calls. Each
+ * prompt is the held text plus the template's bytes for what was added, and its tokens are the
+ * session's own plus the new suffix's: only new tokens are ever prefilled.
+ */
+import { Conversation } from '../chat/conversation.js';
+import { OutputParser, type ParserEvent } from '../chat/output-parser.js';
+import { THINK_CLOSE } from '../chat/template-tokens.js';
+import { AbortError } from '../engine/common.js';
+import { generate } from '../engine/generate.js';
+import type { Engine, SampleOptions, Session } from '../engine/types.js';
+import { modelIdentity } from '../model/fingerprint.js';
+import { makeTools, Processes, runTool, toolSpecs, DEFAULT_LIMITS, type ToolLimits } from './tools.js';
+import { sessionId, type SessionRecord, type SessionStore } from './sessions.js';
+import type { Workspace } from './workspace.js';
+
+export interface AgentUi {
+  reasoning?(text: string): void;
+  content?(text: string): void;
+  toolStart?(name: string, args: Record<string, unknown>): void;
+  toolEnd?(name: string, ok: boolean, text: string): void;
+  prefill?(done: number, total: number): void;
+  note?(text: string): void;
+}
+
+export interface AgentOptions {
+  engine: Engine;
+  workspace: Workspace;
+  store: SessionStore;
+  think: boolean;
+  sampling: SampleOptions;
+  /** tokens per assistant turn */
+  maxTokens: number;
+  /** tool rounds per user message before the agent stops and says so */
+  maxSteps?: number;
+  limits?: ToolLimits;
+  ui?: AgentUi;
+  /**
+   * Tests only: the text each assistant turn "samples", in order. The engine still evaluates
+   * every token (fed through the decode loop's `next`), so the KV state is what sampling that
+   * text would have produced.
+   */
+  script?: string[];
+}
+
+export function systemPrompt(root: string): string {
+  return [
+    'You are QuarkStar\'s coding agent, working in the project at ' + root + '.',
+    'Use the tools to read, search, edit and run things; paths are relative to the project.',
+    'Read a file before editing it; edit_file replaces an exact, unique text.',
+    'When the task is done, answer briefly with what you did and what is left.',
+  ].join('\n');
+}
+
+export class Agent {
+  conv: Conversation;
+  readonly session: Session;
+  readonly procs = new Processes();
+  private readonly tools: ReturnType<typeof makeTools>;
+  private id?: string;
+  private created = 0;
+  title = '';
+  /** the text the session's tokens stand for (a prefix of every next prompt) */
+  private heldText = '';
+
+  constructor(private readonly o: AgentOptions) {
+    this.tools = makeTools(this.procs);
+    this.session = o.engine.newSession();
+    this.conv = new Conversation(systemPrompt(o.workspace.root));
+  }
+
+  get sessionIdValue(): string | undefined { return this.id; }
+
+  /** One user message to its final answer (tool rounds included). */
+  async send(text: string, signal?: AbortSignal): Promise<{ answer: string; steps: number; stopped?: string }> {
+    if (!this.id) { this.created = Date.now(); this.id = sessionId(text, this.created); this.title = text.replace(/\s+/g, ' ').slice(0, 60); }
+    const keep = this.conv.length;
+    this.conv.add({ role: 'user', content: text });
+    const max = this.o.maxSteps ?? 50;
+    for (let step = 0; ; step++) {
+      let r;
+      try { r = await this.answer(signal); } catch (e) {
+        if (e instanceof AbortError) { if (this.conv.length === keep + 1) this.conv.truncate(keep); return { answer: '', steps: step, stopped: 'stopped by the user' }; }
+        throw e;
+      }
+      if (!r.calls.length) return { answer: r.content, steps: step };
+      if (step + 1 >= max) return { answer: r.content, steps: step + 1, stopped: `stopped after ${max} tool rounds` };
+      for (const c of r.calls) {
+        this.o.ui?.toolStart?.(c.name, c.arguments);
+        const res = await runTool(this.tools, c.name, c.arguments, { ws: this.o.workspace, signal, limits: this.o.limits ?? DEFAULT_LIMITS });
+        this.o.ui?.toolEnd?.(c.name, res.ok, res.text);
+        this.conv.addToolResult(res.text);
+      }
+      if (signal?.aborted) return { answer: '', steps: step + 1, stopped: 'stopped by the user' };
+    }
+  }
+
+  /** The prompt's tokens: the session's own for the held text, then the new suffix. */
+  private promptTokens(prompt: string): number[] {
+    const tok = this.o.engine.tokenizer;
+    if (this.heldText && prompt.startsWith(this.heldText)) return [...this.session.tokens, ...tok.encode(prompt.slice(this.heldText.length))];
+    return tok.encode(prompt);
+  }
+
+  private async answer(signal?: AbortSignal) {
+    const e = this.o.engine, tok = e.tokenizer;
+    const toolsSpec = toolSpecs(this.tools);
+    let prompt = this.conv.render({ think: this.o.think, tools: toolsSpec });
+    let tokens = this.promptTokens(prompt);
+    // room for an answer: the turn budget, or at least 1024 tokens of it; less than that compacts
+    if (e.options.ctx - tokens.length < Math.min(this.o.maxTokens, 1024)) {
+      this.o.ui?.note?.(`context nearly full (${tokens.length} of ${e.options.ctx} tokens): compacting`);
+      await this.compact(signal);
+      prompt = this.conv.render({ think: this.o.think, tools: toolsSpec });
+      tokens = this.promptTokens(prompt);
+      if (tokens.length + 16 > e.options.ctx) throw new Error(`the conversation does not fit the context (${tokens.length} tokens > ${e.options.ctx}) even after compacting: start a new session`);
+    }
+    await this.session.sync(tokens, { signal, progress: (d, t) => this.o.ui?.prefill?.(d, t) });
+    const parser = new OutputParser({ startInReasoning: this.o.think, tools: toolsSpec as never });
+    const dec = tok.decoder();
+    let raw = '';
+    const forced = this.o.script ? [...tok.encode(this.o.script.shift() ?? ''), [...tok.stopIds][0]] : undefined;
+    const emit = (evs: ParserEvent[]) => { for (const ev of evs) { if (ev.type === 'reasoning') this.o.ui?.reasoning?.(ev.text); else if (ev.type === 'content') this.o.ui?.content?.(ev.text); } };
+    let res;
+    try {
+      res = await generate(this.session, {
+        maxTokens: Math.min(this.o.maxTokens, e.options.ctx - this.session.tokens.length), stopIds: tok.stopIds, signal, feed: 'non-stop',
+        sampling: () => (parser.inProtocol() ? { temperature: 0 } : this.o.sampling),
+        next: forced ? () => forced.shift() : undefined,
+        onToken: (id) => { if (tok.stopIds.has(id)) return; const t = dec.push(id); raw += t; emit(parser.push(t)); },
+      });
+    } finally {
+      const tail = dec.end();
+      raw += tail;
+      emit(parser.push(tail));
+      emit(parser.end());
+    }
+    if (res.stop === 'abort' && !raw) throw new AbortError();
+    this.conv.addAnswer({ prompt, raw, think: this.o.think, reasoning: parser.result().reasoning });
+    this.heldText = tok.decode(this.session.tokens);
+    const out = parser.result();
+    return { content: out.content, calls: out.toolCalls };
+  }
+
+  /** /compact: the model summarises the work so far; the context restarts from the task and that summary. */
+  async compact(signal?: AbortSignal): Promise<void> {
+    const first = this.conv.messages.find((m) => m.role === 'user');
+    const task = typeof first?.content === 'string' ? first.content : '';
+    const probe = this.conv.clone();
+    probe.add({ role: 'user', content: 'Summarise the work so far for a fresh start: the task, what was done, what was found, and what is left. Be concise.' });
+    const saved = this.conv;
+    this.conv = probe;
+    let summary = '';
+    try {
+      const prompt = this.conv.render({ think: false, tools: toolSpecs(this.tools) });
+      const tokens = this.promptTokens(prompt);
+      if (tokens.length + 512 <= this.o.engine.options.ctx) {
+        await this.session.sync(tokens, { signal });
+        const tok = this.o.engine.tokenizer, dec = tok.decoder();
+        const forced = this.o.script ? [...tok.encode(this.o.script.shift() ?? ''), [...tok.stopIds][0]] : undefined;
+        await generate(this.session, { maxTokens: 512, stopIds: tok.stopIds, signal, sampling: this.o.sampling, next: forced ? () => forced.shift() : undefined, onToken: (id) => { if (!tok.stopIds.has(id)) summary += dec.push(id); } });
+        summary += dec.end();
+        const i = summary.lastIndexOf(THINK_CLOSE);
+        if (i >= 0) summary = summary.slice(i + THINK_CLOSE.length);
+      }
+    } finally {
+      this.conv = saved;
+    }
+    const fresh = new Conversation(systemPrompt(this.o.workspace.root));
+    fresh.add({ role: 'user', content: `${task}\n\n[The earlier context was compacted. Summary of the work so far:]\n${summary.trim() || '(no summary: the conversation was too long to summarise; continue from the task)'}` });
+    this.conv = fresh;
+    this.heldText = '';
+    this.o.ui?.note?.('context compacted');
+  }
+
+  private fingerprint(): Buffer {
+    return modelIdentity(this.o.engine.options.model).fingerprint;
+  }
+
+  /** /save: the transcript and the live KV state. */
+  save(): SessionRecord {
+    if (!this.id) throw new Error('nothing to save yet: send a message first');
+    const text = this.o.engine.tokenizer.decode(this.session.tokens);
+    return this.o.store.save(
+      { id: this.id, title: this.title, created: this.created, updated: Date.now(), conversation: this.conv.toJSON() },
+      { fingerprint: this.fingerprint(), text, payload: this.session.savePayload(), tokens: this.session.tokens.length, ctx: this.session.ctx },
+    );
+  }
+
+  /** /switch: the saved session, its KV state loaded (no prefill) or, without one, rebuilt by prefill. */
+  async switchTo(prefix: string, signal?: AbortSignal): Promise<{ record: SessionRecord; prefilled: boolean } | undefined> {
+    const r = this.o.store.find(prefix);
+    if (!r) return undefined;
+    const kv = this.o.store.payload(r, this.fingerprint());
+    this.conv = Conversation.fromJSON(r.conversation);
+    this.id = r.id; this.title = r.title; this.created = r.created;
+    if (kv) {
+      this.session.loadPayload(kv.payload);
+      this.heldText = kv.text;
+      return { record: r, prefilled: false };
+    }
+    // stripped (or unusable payload): the saved text prefilled, as a fresh session would
+    this.heldText = '';
+    const tokens = this.o.engine.tokenizer.encode(this.conv.text);
+    if (tokens.length) await this.session.sync(tokens, { signal, progress: (d, t) => this.o.ui?.prefill?.(d, t) });
+    else await this.session.rewind(0);
+    this.heldText = this.conv.text;
+    return { record: r, prefilled: true };
+  }
+
+  dispose(): void {
+    this.procs.stopAll();
+    this.session.dispose();
+  }
+}
