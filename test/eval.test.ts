@@ -126,6 +126,7 @@ describe('the TUI', () => {
       { expect: 'NEXT', timeout: 20 },
       { send: 'p' },
       { expect: 'q7 +science +RUN', timeout: 60 },
+      { expect: 'q7 +science +(PASS|FAIL)', timeout: 120 },
       { send: 'q' },
       // the report lists the questions in the order they ran: the queued q7 before q3
       { expect: 'result(?:(?!q3 )[\\s\\S])*q7 +science', timeout: 60 },
