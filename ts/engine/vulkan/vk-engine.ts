@@ -19,7 +19,7 @@ import type { Engine, EngineOptions, KvType, SampleOptions, Session } from '../t
 import { VkSessionState } from './session-state.js';
 import type { MatvecOpts, OutputOwner, VkHost } from './host.js';
 import { deviceProblem, shapeProblem } from './limits.js';
-import { DEFAULT_CHUNK, DEFAULT_KV } from '../defaults.js';
+import { DEFAULT_KV, vulkanChunk } from '../defaults.js';
 import { scratchBytes, scratchTable, type ScratchBuffer } from './scratch.js';
 import { KERNELS, dispatch } from './kernels.js';
 import { OpList, Pipelines, TOPK_ITEMS, TOPK_MAX, gridBlob, matvecOp } from './graph.js';
@@ -85,7 +85,6 @@ export class VkEngine implements Engine, VkHost {
   constructor(readonly options: EngineOptions) {
     ({ file: this.file, shape: this.shape, tokenizer: this.tokenizer } = openModel(options));
     const s = this.shape;
-    this.chunk = options.chunk ?? DEFAULT_CHUNK.vulkan;
     this.kv = options.kvTypes ?? DEFAULT_KV.vulkan;
     const shapeIssue = shapeProblem(s);
     if (shapeIssue) throw new Error(`Vulkan backend: ${shapeIssue} (use --cpu)`);
@@ -96,6 +95,8 @@ export class VkEngine implements Engine, VkHost {
     this.dev = new addon.Device(options.vkDevice ?? -1);
     this.pipes = new Pipelines(this.dev);
     this.info = this.dev.info();
+    // the prefill step follows the device's memory unless the caller chose one
+    this.chunk = options.chunk ?? vulkanChunk(this.info);
     // all-position logits (test vectors, log-probabilities) for as many rows of a step as 64 MiB
     // holds: a whole 512-token step of a 248K vocabulary would take 485 MiB (67 rows fit)
     this.logitsRows = Math.max(1, Math.min(this.chunk, Math.floor((64 << 20) / (s.nVocab * 4))));
