@@ -1,8 +1,9 @@
 /**
- * The Vulkan engine: the device, the weights (weights.ts), engine-wide scratch buffers, the matvec
- * and top-k helpers the forward pass uses, memory budget and report. Sessions (vk-backend.ts)
- * hold the KV cache and DeltaNet states and record the forward pass; BaseSession gives them the
- * same Session behaviour and payload as the CPU engine.
+ * The Vulkan engine: the device, the weights (weights.ts), engine-wide scratch buffers
+ * (scratch.ts), the matvec and top-k helpers the step uses, memory budget and report. It is the
+ * VkHost (host.ts) sessions see: each session's state (session-state.ts) holds its KV cache and
+ * DeltaNet states and records the step (step.ts); BaseSession gives them the same Session
+ * behaviour and payload as the CPU engine.
  */
 import * as fs from 'node:fs';
 import { GgmlType, rowBytes, type GgufFile, type TensorInfo } from '../../gguf/index.js';
