@@ -60,6 +60,10 @@ export class Agent {
   readonly session: Session;
   readonly procs = new Processes();
   private readonly tools: ReturnType<typeof makeTools>;
+  /** the tools as the chat template takes them (the same every turn) */
+  private readonly toolsSpec: Record<string, unknown>[];
+  /** thinking on or off for the next turns (/think, /nothink) */
+  think: boolean;
   private id?: string;
   private created = 0;
   title = '';
@@ -68,6 +72,8 @@ export class Agent {
 
   constructor(private readonly o: AgentOptions) {
     this.tools = makeTools(this.procs);
+    this.toolsSpec = toolSpecs(this.tools);
+    this.think = o.think;
     this.session = o.engine.newSession();
     this.conv = new Conversation(systemPrompt(o.workspace.root));
   }
@@ -101,35 +107,40 @@ export class Agent {
   /** The prompt's tokens: the session's own for the held text, then the new suffix. */
   private promptTokens(prompt: string): number[] {
     const tok = this.o.engine.tokenizer;
-    if (this.heldText && prompt.startsWith(this.heldText)) return [...this.session.tokens, ...tok.encode(prompt.slice(this.heldText.length))];
-    return tok.encode(prompt);
+    return (this.heldText ? tok.encodeAfter({ tokens: this.session.tokens, text: this.heldText }, prompt) : undefined) ?? tok.encode(prompt);
+  }
+
+  /** Tests only (AgentOptions.script): the next scripted turn's tokens, fed one per step, then a stop token. */
+  private scripted(): ((step: number) => number | undefined) | undefined {
+    if (!this.o.script) return undefined;
+    const tok = this.o.engine.tokenizer;
+    const forced = [...tok.encode(this.o.script.shift() ?? ''), [...tok.stopIds][0]];
+    return () => forced.shift();
   }
 
   private async answer(signal?: AbortSignal) {
-    const e = this.o.engine, tok = e.tokenizer;
-    const toolsSpec = toolSpecs(this.tools);
-    let prompt = this.conv.render({ think: this.o.think, tools: toolsSpec });
+    const e = this.o.engine, tok = e.tokenizer, toolsSpec = this.toolsSpec;
+    let prompt = this.conv.render({ think: this.think, tools: toolsSpec });
     let tokens = this.promptTokens(prompt);
     // room for an answer: the turn budget, or at least 1024 tokens of it; less than that compacts
     if (e.options.ctx - tokens.length < Math.min(this.o.maxTokens, 1024)) {
       this.o.ui?.note?.(`context nearly full (${tokens.length} of ${e.options.ctx} tokens): compacting`);
       await this.compact(signal);
-      prompt = this.conv.render({ think: this.o.think, tools: toolsSpec });
+      prompt = this.conv.render({ think: this.think, tools: toolsSpec });
       tokens = this.promptTokens(prompt);
       if (tokens.length + 16 > e.options.ctx) throw new Error(`the conversation does not fit the context (${tokens.length} tokens > ${e.options.ctx}) even after compacting: start a new session`);
     }
     await this.session.sync(tokens, { signal, progress: (d, t) => this.o.ui?.prefill?.(d, t) });
-    const parser = new OutputParser({ startInReasoning: this.o.think, tools: toolsSpec as never });
+    const parser = new OutputParser({ startInReasoning: this.think, tools: toolsSpec as never });
     const dec = tok.decoder();
     let raw = '';
-    const forced = this.o.script ? [...tok.encode(this.o.script.shift() ?? ''), [...tok.stopIds][0]] : undefined;
     const emit = (evs: ParserEvent[]) => { for (const ev of evs) { if (ev.type === 'reasoning') this.o.ui?.reasoning?.(ev.text); else if (ev.type === 'content') this.o.ui?.content?.(ev.text); } };
     let res;
     try {
       res = await generate(this.session, {
         maxTokens: Math.min(this.o.maxTokens, e.options.ctx - this.session.tokens.length), stopIds: tok.stopIds, signal, feed: 'non-stop',
         sampling: () => (parser.inProtocol() ? { temperature: 0 } : this.o.sampling),
-        next: forced ? () => forced.shift() : undefined,
+        next: this.scripted(),
         onToken: (id) => { if (tok.stopIds.has(id)) return; const t = dec.push(id); raw += t; emit(parser.push(t)); },
       });
     } finally {
@@ -139,7 +150,7 @@ export class Agent {
       emit(parser.end());
     }
     if (res.stop === 'abort' && !raw) throw new AbortError();
-    this.conv.addAnswer({ prompt, raw, think: this.o.think, reasoning: parser.result().reasoning });
+    this.conv.addAnswer({ prompt, raw, think: this.think, reasoning: parser.result().reasoning });
     this.heldText = tok.decode(this.session.tokens);
     const out = parser.result();
     return { content: out.content, calls: out.toolCalls };
@@ -149,25 +160,18 @@ export class Agent {
   async compact(signal?: AbortSignal): Promise<void> {
     const first = this.conv.messages.find((m) => m.role === 'user');
     const task = typeof first?.content === 'string' ? first.content : '';
+    // the summary request goes to a copy: the conversation itself is replaced below
     const probe = this.conv.clone();
     probe.add({ role: 'user', content: 'Summarise the work so far for a fresh start: the task, what was done, what was found, and what is left. Be concise.' });
-    const saved = this.conv;
-    this.conv = probe;
     let summary = '';
-    try {
-      const prompt = this.conv.render({ think: false, tools: toolSpecs(this.tools) });
-      const tokens = this.promptTokens(prompt);
-      if (tokens.length + 512 <= this.o.engine.options.ctx) {
-        await this.session.sync(tokens, { signal });
-        const tok = this.o.engine.tokenizer, dec = tok.decoder();
-        const forced = this.o.script ? [...tok.encode(this.o.script.shift() ?? ''), [...tok.stopIds][0]] : undefined;
-        await generate(this.session, { maxTokens: 512, stopIds: tok.stopIds, signal, sampling: this.o.sampling, next: forced ? () => forced.shift() : undefined, onToken: (id) => { if (!tok.stopIds.has(id)) summary += dec.push(id); } });
-        summary += dec.end();
-        const i = summary.lastIndexOf(THINK_CLOSE);
-        if (i >= 0) summary = summary.slice(i + THINK_CLOSE.length);
-      }
-    } finally {
-      this.conv = saved;
+    const tokens = this.promptTokens(probe.render({ think: false, tools: this.toolsSpec }));
+    if (tokens.length + 512 <= this.o.engine.options.ctx) {
+      await this.session.sync(tokens, { signal });
+      const tok = this.o.engine.tokenizer, dec = tok.decoder();
+      await generate(this.session, { maxTokens: 512, stopIds: tok.stopIds, signal, sampling: this.o.sampling, next: this.scripted(), onToken: (id) => { if (!tok.stopIds.has(id)) summary += dec.push(id); } });
+      summary += dec.end();
+      const i = summary.lastIndexOf(THINK_CLOSE);
+      if (i >= 0) summary = summary.slice(i + THINK_CLOSE.length);
     }
     const fresh = new Conversation(systemPrompt(this.o.workspace.root));
     fresh.add({ role: 'user', content: `${task}\n\n[The earlier context was compacted. Summary of the work so far:]\n${summary.trim() || '(no summary: the conversation was too long to summarise; continue from the task)'}` });

@@ -15,7 +15,7 @@ import { report, resultLine } from '../eval/report.js';
 import { renderQuestion, runQuestion, type QuestionResult } from '../eval/runner.js';
 import { TraceWriter, regrade } from '../eval/trace.js';
 import { EvalTui } from '../eval/tui.js';
-import { CliError, openModelHeader } from './load-tokenizer.js';
+import { CliError, loadTokenizer, openModelHeader } from './load-tokenizer.js';
 import { ENGINE_PARSE_OPTIONS, engineOptions, num, parseCliArgs } from './options.js';
 
 const HELP = `usage: q36-eval [-m MODEL] [--cpu|--vulkan] [--tokens N (16000)] [--nothink] [--questions N | --only IDS/CATEGORIES]
@@ -73,7 +73,7 @@ async function main(): Promise<number> {
   const header = openModelHeader(a.model!);
   const native = Number(header.metadata.get('qwen35moe.context_length')?.value ?? 262144);
   // the context: the largest selected prompt plus the budget (the tokenizer of the file counts)
-  const probe = await openTokenizerOnly(a.model!);
+  const probe = loadTokenizer(a.model!);
   const longest = Math.max(...picked.map((q) => probe.encode(renderQuestion(q, think)).length));
   const ctx = longest + tokens + 8;
   if (ctx > native) throw new CliError(`the largest selected prompt (${longest} tokens) plus --tokens ${tokens} needs a context of ${ctx}, more than the model's ${native}: lower --tokens`);
@@ -116,12 +116,6 @@ async function main(): Promise<number> {
   }
   console.log(report(results, { total: picked.length }));
   return stopped ? 130 : 0;
-}
-
-/** The file's tokenizer, without loading weights (to size the context before the engine opens). */
-async function openTokenizerOnly(model: string) {
-  const { loadTokenizer } = await import('./load-tokenizer.js');
-  return loadTokenizer(model);
 }
 
 main().then((c) => { process.exitCode = c; }, (e) => {

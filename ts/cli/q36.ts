@@ -123,8 +123,9 @@ async function downloadCommand(argv: string[]): Promise<void> {
   }
   try {
     let last = 0;
+    const env = readEnv();
     const file = await download({
-      which, dir: 'gguf', baseUrl: flag('--base-url') ?? readEnv().hfBase, token: flag('--token') ?? readEnv().hfToken,
+      which, dir: 'gguf', baseUrl: flag('--base-url') ?? env.hfBase, token: flag('--token') ?? env.hfToken,
       verifying: () => process.stderr.write('\nverifying SHA-256…'),
       progress: (done, total) => {
         const now = Date.now();

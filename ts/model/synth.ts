@@ -5,7 +5,7 @@
  */
 import { GgmlType, rowBytes, typeName } from '../gguf/index.js';
 import { QuantKernels } from '../core/quant.js';
-import { f32ToBf16, f32ToF16 } from './f16.js';
+import { f16ToF32, f32ToBf16, f32ToF16 } from './f16.js';
 
 /** xorshift128: fast, seedable, good enough for test weights (not cryptographic). */
 export class Rng {
@@ -158,7 +158,7 @@ const SCALED: Record<number, { bytes: number; d: number; m?: [number, number] }>
 function setScales(type: number, out: Uint8Array, need: number, d: number): void {
   const { bytes, d: at, m } = SCALED[type];
   const dv = new DataView(out.buffer, out.byteOffset, out.byteLength);
-  const dm = m ? f32ToF16(m[1] * f16Value(d)) : 0;
+  const dm = m ? f32ToF16(m[1] * f16ToF32(d)) : 0;
   for (let o = 0; o < need; o += bytes) {
     if (type === GgmlType.IQ1_M) {
       // the f16 scale lives in the top nibbles of the four u16 scale words (lowest nibble first)
@@ -180,10 +180,6 @@ function setScales(type: number, out: Uint8Array, need: number, d: number): void
   }
 }
 
-function f16Value(h: number): number {
-  const e = (h >> 10) & 31, f = h & 1023, v = e === 0 ? f * 2 ** -24 : (1 + f / 1024) * 2 ** (e - 15);
-  return h & 0x8000 ? -v : v;
-}
 
 const unitCache = new Map<number, number>();
 let kernels: QuantKernels | undefined;

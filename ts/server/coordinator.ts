@@ -287,9 +287,10 @@ export class Coordinator {
     const direct = encoded ?? tok.encode(prompt);
     const live = this.session.tokens;
     const byToken = this.session.commonPrefix(direct);
-    if (byToken < live.length && this.liveText && prompt.startsWith(this.liveText)) {
+    const after = byToken < live.length && this.liveText ? tok.encodeAfter({ tokens: live, text: this.liveText }, prompt) : undefined;
+    if (after) {
       this.trace('cache', { decision: 'byte-prefix', liveTokens: live.length, tokenPrefix: byToken });
-      return [...live, ...tok.encode(prompt.slice(this.liveText.length))];
+      return after;
     }
     this.trace('cache', { decision: byToken >= live.length ? 'token-prefix' : 'partial', liveTokens: live.length, tokenPrefix: byToken });
     return direct;

@@ -84,7 +84,7 @@ export function registerResponsesWs(app: FastifyInstance, ctx: ServerContext, st
           const prompt = conv.render({ think: turn.spec.think, tools: turn.spec.tools });
           // the previous response's own tokens, then the new text: the session's token history
           // matches them exactly, so a fork rewinds to that response's end-of-turn checkpoint
-          const tokens = held && prompt.startsWith(held.text) ? [...held.tokens, ...ctx.coordinator.engine.tokenizer.encode(prompt.slice(held.text.length))] : undefined;
+          const tokens = held ? ctx.coordinator.engine.tokenizer.encodeAfter(held, prompt) : undefined;
           const prepared = prepareTurn(ctx, { ...turn.spec, messages: undefined, prompt, parse: true }, { tokens });
           const writer = turn.writer(sink);
           writer.open({ promptTokens: prepared.tokens.length });

@@ -142,6 +142,16 @@ export class Tokenizer {
     return out;
   }
 
+  /**
+   * The tokens of `text` when a session already holds `held` (tokens standing for held.text, as
+   * sampled — re-encoding them could split the same text differently): those tokens, then the
+   * rest encoded; undefined when `text` does not start with held.text.
+   */
+  encodeAfter(held: { tokens: readonly number[]; text: string }, text: string): number[] | undefined {
+    if (!text.startsWith(held.text)) return undefined;
+    return [...held.tokens, ...this.encode(text.slice(held.text.length))];
+  }
+
   /** The bytes a token stands for (added/control tokens: their text). */
   bytesOf(id: number): Uint8Array {
     if (id < 0 || id >= this.tokens.length) throw new RangeError(`token id ${id} is outside the vocabulary (0..${this.tokens.length - 1})`);

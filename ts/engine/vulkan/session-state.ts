@@ -25,15 +25,15 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
 
   constructor(private readonly h: VkHost) {
     super(h);
-    const e = h, s = e.shape, st = stateSizes(s);
+    const s = h.shape, st = stateSizes(s);
     for (let l = 0; l < s.nLayer; l++) {
-      if (s.recurrent[l]) this.layers.push({ a: e.dev.createBuffer(st.convBytes, false), b: e.dev.createBuffer(st.ssmBytes, false) });
+      if (s.recurrent[l]) this.layers.push({ a: h.dev.createBuffer(st.convBytes, false), b: h.dev.createBuffer(st.ssmBytes, false) });
       else this.layers.push({
-        a: e.dev.createBuffer(this.ctx * rowBytes(KV_TYPE_IDS[this.kvTypes.k], st.kvDim), false),
-        b: e.dev.createBuffer(this.ctx * rowBytes(KV_TYPE_IDS[this.kvTypes.v], st.kvDim), false),
+        a: h.dev.createBuffer(this.ctx * rowBytes(KV_TYPE_IDS[this.kvTypes.k], st.kvDim), false),
+        b: h.dev.createBuffer(this.ctx * rowBytes(KV_TYPE_IDS[this.kvTypes.v], st.kvDim), false),
       });
     }
-    this.rng = e.core.alloc(8);
+    this.rng = h.core.alloc(8);
   }
 
   /** Records the forward of T tokens (logits for rows ≥ logitsFrom): step.ts. */
