@@ -4,7 +4,7 @@
  *
  *   node dist/scripts/bench-quant.js [--rows 4096] [--n 4096] [--seconds 0.5]
  */
-import * as fs from 'node:fs';
+import { readQuantOracle } from './lib/quant-oracle.js';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -18,14 +18,10 @@ const rows = Number(a.rows), n = Number(a.n), seconds = Number(a.seconds);
 
 function matrix(t: number, rng: Rng): Uint8Array {
   const name = ALL_TYPES.find((x) => x.id === t)!.name.toLowerCase();
-  const b = fs.readFileSync(path.join(ROOT, 'fixtures', 'quant', `${name}.bin`));
-  const bytes = b.readUInt32LE(12), nBlocks = b.readUInt32LE(16);
+  const q = readQuantOracle(path.join(ROOT, 'fixtures', 'quant', `${name}.bin`));
   const total = rowBytes(t, n) * rows;
   const out = new Uint8Array(total);
-  for (let o = 0; o < total; o += bytes) {
-    const k = rng.int(0, nBlocks - 1);
-    out.set(b.subarray(20 + k * bytes, 20 + (k + 1) * bytes), o);
-  }
+  for (let o = 0; o < total; o += q.bytes) out.set(q.block(rng.int(0, q.nBlocks - 1)), o);
   return out;
 }
 

@@ -1,4 +1,4 @@
-import * as fs from 'node:fs';
+import { readQuantOracle } from '../scripts/lib/quant-oracle.js';
 import { describe, expect, it } from 'vitest';
 import { ALL_TYPES, GgmlType, rowBytes, typeName } from '../ts/gguf/index.js';
 import { QuantKernels } from '../ts/core/quant.js';
@@ -11,11 +11,8 @@ const SUPPORTED = ALL_TYPES.filter((t) => t.supported);
 
 /** Oracle blocks of a type (random bytes with valid scales, made by llama.cpp's tools). */
 function oracleBlocks(name: string): { bytes: number; blocks: Uint8Array[] } {
-  const b = fs.readFileSync(fixture('quant', `${name}.bin`));
-  const bytes = b.readUInt32LE(12), nBlocks = b.readUInt32LE(16);
-  const blocks: Uint8Array[] = [];
-  for (let i = 0; i < nBlocks; i++) blocks.push(new Uint8Array(b.buffer, b.byteOffset + 20 + i * bytes, bytes));
-  return { bytes, blocks };
+  const o = readQuantOracle(fixture('quant', `${name}.bin`));
+  return { bytes: o.bytes, blocks: Array.from({ length: o.nBlocks }, (_, i) => o.block(i)) };
 }
 
 /** A random row of n elements of type t, assembled from random oracle blocks. */
@@ -159,9 +156,8 @@ describe('KV-cache quantizers', () => {
   });
 
   it('F16 is round-to-nearest-even: every oracle f16 value survives decode → encode unchanged', () => {
-    const b = fs.readFileSync(fixture('quant', 'f16.bin'));
-    const n = b.readUInt32LE(16);
-    const raw = new Uint8Array(b.buffer.slice(b.byteOffset + 20, b.byteOffset + 20 + 2 * n));
+    const o = readQuantOracle(fixture('quant', 'f16.bin'));
+    const n = o.nBlocks, raw = o.raw;
     const vals = q.dequantize(GgmlType.F16, raw, n);
     const back = q.quantize(GgmlType.F16, vals);
     expect(Buffer.from(back).equals(Buffer.from(raw))).toBe(true);

@@ -1,18 +1,13 @@
-import * as fs from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ALL_TYPES, GgmlType, rowBytes, typeInfo } from '../ts/gguf/index.js';
 import { QuantKernels } from '../ts/core/quant.js';
 import { fixture } from './helpers.js';
+import { readQuantOracle } from '../scripts/lib/quant-oracle.js';
 
-/** quant/<type>.bin: "QORC", type id, elems/block, bytes/block, n_blocks; raw blocks; f32 values. */
 function readOracle(name: string) {
-  const b = fs.readFileSync(fixture('quant', `${name}.bin`));
-  expect(b.toString('latin1', 0, 4)).toBe('QORC');
-  const type = b.readUInt32LE(4), elems = b.readUInt32LE(8), bytes = b.readUInt32LE(12), nBlocks = b.readUInt32LE(16);
-  const raw = new Uint8Array(b.buffer, b.byteOffset + 20, bytes * nBlocks);
-  const valsOff = 20 + bytes * nBlocks;
-  const vals = new Uint32Array(b.buffer.slice(b.byteOffset + valsOff, b.byteOffset + valsOff + 4 * elems * nBlocks));
-  return { type, elems, bytes, nBlocks, raw, vals };
+  const o = readQuantOracle(fixture('quant', `${name}.bin`));
+  expect(o.magic).toBe('QORC');
+  return o;
 }
 
 const q = new QuantKernels();

@@ -15,16 +15,16 @@ import { Core } from '../ts/core/wasm.js';
 import { loadAddon } from '../ts/vk/addon.js';
 import { Rng } from '../ts/model/synth.js';
 import { fixture, oracleLogitErrors } from './helpers.js';
+import { readQuantOracle } from '../scripts/lib/quant-oracle.js';
 import { prefillVsDecode } from '../scripts/prefill-check.js';
 
 const FULL = process.env.Q36_VK_FULL === '1';
 const q = new QuantKernels();
 
 function oracleRow(t: number, n: number, rng: Rng): Uint8Array {
-  const b = fs.readFileSync(fixture('quant', `${typeName(t).toLowerCase()}.bin`));
-  const bytes = b.readUInt32LE(12), nb = b.readUInt32LE(16), be = b.readUInt32LE(8);
-  const out = new Uint8Array((n / be) * bytes);
-  for (let i = 0; i < n / be; i++) { const k = rng.int(0, nb - 1); out.set(b.subarray(20 + k * bytes, 20 + (k + 1) * bytes), i * bytes); }
+  const o = readQuantOracle(fixture('quant', `${typeName(t).toLowerCase()}.bin`));
+  const out = new Uint8Array((n / o.elems) * o.bytes);
+  for (let i = 0; i < n / o.elems; i++) out.set(o.block(rng.int(0, o.nBlocks - 1)), i * o.bytes);
   return out;
 }
 

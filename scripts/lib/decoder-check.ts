@@ -4,13 +4,13 @@
  * through each kernel that decodes — the tiled mm, the 8-row matmul and the one-row matvec.
  * Used by test/vulkan-decoders.test.ts (lavapipe) and scripts/vk-decoders.ts (a GPU).
  */
-import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ALL_TYPES, type TypeInfo } from '../../ts/gguf/index.js';
 import { Core } from '../../ts/core/wasm.js';
 import { OpList, Pipelines, gridBlob, matvecOp } from '../../ts/engine/vulkan/graph.js';
 import { MATVEC } from '../../ts/engine/vulkan/weights.js';
 import type { VkDevice } from '../../ts/vk/addon.js';
+import { readQuantOracle } from './quant-oracle.js';
 
 export const KERNEL_PATHS = ['mm', 'matmul', 'matvec'] as const;
 export type KernelPath = (typeof KERNEL_PATHS)[number];
@@ -19,15 +19,6 @@ export type KernelPath = (typeof KERNEL_PATHS)[number];
 export const BLOCK_TYPES: TypeInfo[] = ALL_TYPES.filter((t) => t.supported && t.blockElems > 1);
 
 const N = 256;
-
-/** quant/<type>.bin: "QORC", type id, elems/block, bytes/block, n_blocks; raw blocks; f32 values. */
-function oracle(dir: string, name: string) {
-  const b = fs.readFileSync(path.join(dir, `${name}.bin`));
-  const elems = b.readUInt32LE(8), bytes = b.readUInt32LE(12), nBlocks = b.readUInt32LE(16);
-  const raw = new Uint8Array(b.buffer, b.byteOffset + 20, bytes * nBlocks).slice();
-  const at = 20 + bytes * nBlocks;
-  return { raw, vals: new Uint32Array(b.buffer.slice(b.byteOffset + at, b.byteOffset + at + 4 * elems * nBlocks)), n: elems * nBlocks };
-}
 
 export interface DecoderCheck { type: string; kernel: KernelPath; shader: string; checked: number; bad: number; first?: string }
 
@@ -52,8 +43,8 @@ export class DecoderChecker {
 
   /** mm: ≥ 64 weight rows, ≥ 16 activation rows; matmul: fewer weight rows; matvec: one activation row per dispatch, every third column. */
   check(t: TypeInfo, kernel: KernelPath): DecoderCheck {
-    const dev = this.dev, o = oracle(this.quantDir, t.name.toLowerCase());
-    const rows = o.n / N, rb = o.raw.byteLength / rows;
+    const dev = this.dev, o = readQuantOracle(path.join(this.quantDir, `${t.name.toLowerCase()}.bin`));
+    const rows = (o.nBlocks * o.elems) / N, rb = o.raw.byteLength / rows;
     const W = dev.createBuffer(o.raw.byteLength, false), Y = dev.createBuffer(rows * N * 4, true);
     dev.write(W, 0, o.raw);
     const ops = new OpList(this.pipes);
