@@ -13,7 +13,7 @@ const model = fixture('tinyA/tinyA-q2.gguf');
 const agentCli = (args: string[], cwd: string) => spawnSync(process.execPath, [path.join(ROOT, 'dist/ts/cli/q36-agent.js'), ...args], { encoding: 'utf8', cwd, timeout: 120_000 });
 
 describe('q36-agent', () => {
-  it('interactive: /help, /list, a turn, /save, /list with the session, unknown commands, /quit', () => {
+  it('interactive: /help, /list, a turn, /nothink, /save, /list with the session, unknown commands, /quit', () => {
     const ws = tmpDir('q36-agent-cli-'), sessions = path.join(tmpDir(), 'sessions');
     fs.writeFileSync(path.join(ws, 'f.txt'), 'x\n');
     const out = driveQ36([
@@ -21,6 +21,8 @@ describe('q36-agent', () => {
       { send: '/help\r' }, { expect: '/switch ID', timeout: 10 },
       { send: '/list\r' }, { expect: 'no saved sessions', timeout: 10 },
       { send: 'hello there\r' }, { expect: 'tool round|stopped', timeout: 120 }, { expect: 'agent> ', timeout: 10 },
+      // /nothink keeps the session: it is still the one /save writes
+      { send: '/nothink\r' }, { expect: 'thinking off', timeout: 10 },
       { send: '/save\r' }, { expect: 'saved session [0-9a-f]{12}: hello there', timeout: 20 },
       { send: '/list\r' }, { expect: '[0-9a-f]{12} .* kv +hello there', timeout: 10 },
       { send: '/switch zz\r' }, { expect: 'not a session id', timeout: 10 },

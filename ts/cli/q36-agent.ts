@@ -75,10 +75,8 @@ async function main(): Promise<number> {
     note: (t) => process.stderr.write(dim(`[${t}]\n`)),
   };
   const store = new SessionStore(sessionsDir, (w) => process.stderr.write(`warning: ${w}\n`));
-  let think = !a.nothink;
   const sampling = { temperature: num('--temp', a.temp, { min: 0 })!, topP: num('--top-p', a['top-p'], { min: 0, max: 1 })!, topK: num('--top-k', a['top-k'], { min: 0, int: true })!, minP: 0 };
-  const make = () => new Agent({ engine, workspace: ws, store, think, sampling, maxTokens: num('--tokens', a.tokens, { min: 16, int: true })!, maxSteps: num('--max-steps', a['max-steps'], { min: 1, int: true })!, ui });
-  let agent = make();
+  const agent = new Agent({ engine, workspace: ws, store, think: !a.nothink, sampling, maxTokens: num('--tokens', a.tokens, { min: 16, int: true })!, maxSteps: num('--max-steps', a['max-steps'], { min: 1, int: true })!, ui });
   agent.session.seed(num('--seed', a.seed, { int: true })!);
   try {
     if (!interactive) {
@@ -105,15 +103,11 @@ async function main(): Promise<number> {
       switch (cmd) {
         case '/help': out(`${COMMANDS}\n`); return true;
         case '/quit': case '/exit': closed = true; rl!.close(); return true;
-        case '/think': case '/nothink': {
-          think = cmd === '/think';
-          const prev = agent;
-          agent = make();
-          agent.conv = prev.conv; // (the conversation goes on; the next prompt renders the new mode)
-          prev.dispose();
-          out(`thinking ${think ? 'on' : 'off'}\n`);
+        case '/think': case '/nothink':
+          // the same session goes on (its id, KV state, background processes); the next prompt renders the new mode
+          agent.think = cmd === '/think';
+          out(`thinking ${agent.think ? 'on' : 'off'}\n`);
           return true;
-        }
         case '/save': { const r = agent.save(); out(`saved session ${r.id}: ${r.title}\n`); return true; }
         case '/list': {
           const all = store.list();
