@@ -21,8 +21,7 @@ import { ApiError, isObj } from './errors.js';
 import { responsesTurn, type ResponseStore } from './responses.js';
 import { responsesBody, schemaErrors, validationMessage } from './schemas.js';
 import { executeTurn, prepareTurn, type ApiWriter } from './turn.js';
-import { MAX_JSON_DEPTH, parseJsonBody } from './validate.js';
-import { WS_CLOSE } from './ws-chat.js';
+import { onJsonFrames } from './ws-chat.js';
 
 type Obj = Record<string, unknown>;
 
@@ -125,22 +124,15 @@ export function registerResponsesWs(app: FastifyInstance, ctx: ServerContext, st
         throw Object.assign(new ApiError('invalid_request', `unknown event type ${JSON.stringify(m.type)} (response.create, response.cancel)`, 'type'), { streamId });
       };
 
-      socket.on('message', (data: Buffer, isBinary: boolean) => {
-        try {
-          if (isBinary) {
-            send(errorEvent(new ApiError('invalid_request', 'binary frames are not part of this protocol: send JSON text frames')));
-            socket.close(WS_CLOSE.policy, 'text frames only');
-            return;
-          }
-          handle(parseJsonBody(data.toString('utf8'), MAX_JSON_DEPTH));
-        } catch (e) {
-          const err = e instanceof ApiError ? e : new ApiError('invalid_json', `malformed JSON event: ${(e as Error).message}`);
+      onJsonFrames(socket, {
+        onFrame: handle,
+        onError: (e) => {
+          const err = e instanceof ApiError ? e : new ApiError('internal', (e as Error).message);
           send(errorEvent(err, (e as { streamId?: string }).streamId));
-        }
+        },
+        // the client went away: its turns are cancelled (the running one stops at its next token)
+        onClose: () => { closed = true; for (const j of running) j.ac.abort(); },
       });
-      socket.on('error', () => { /* a broken connection is its own close */ });
-      // the client went away: its turns are cancelled (the running one stops at its next token)
-      socket.on('close', () => { closed = true; for (const j of running) j.ac.abort(); });
     },
   });
 }

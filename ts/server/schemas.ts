@@ -8,7 +8,6 @@ const int = (minimum?: number) => ({ type: ['integer', 'null'], ...(minimum !== 
 const num = { type: ['number', 'null'] };
 const bool = { type: ['boolean', 'null'] };
 const obj = { type: 'object' };
-const objects = { type: 'array', items: obj };
 const stop = { type: ['string', 'array', 'null'], items: { type: 'string' } };
 const sampling = { temperature: num, top_p: num, top_k: int(0), min_p: num, seed: int(), stream: bool };
 /** a message's content: a string, null, or an array of part objects */

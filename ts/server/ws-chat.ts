@@ -24,6 +24,28 @@ export const WS_CLOSE = { goingAway: 1001, policy: 1008, tooBig: 1009 } as const
 /** Largest frame accepted; larger ones close the socket with 1009 (done by ws). */
 export const WS_MAX_FRAME = 8 << 20;
 
+/**
+ * The frame policy both WebSocket protocols share: text frames of JSON (nesting bounded like
+ * HTTP bodies) go to onFrame; a binary frame is an error and closes the socket (1008); any error
+ * goes to onError and the socket stays open; a close ends what the connection started.
+ */
+export function onJsonFrames(socket: WebSocket, o: { onFrame(value: unknown): void; onError(e: unknown): void; onClose(): void }): void {
+  socket.on('message', (data: Buffer, isBinary: boolean) => {
+    try {
+      if (isBinary) {
+        o.onError(new ApiError('invalid_request', 'binary frames are not part of this protocol: send JSON text frames'));
+        socket.close(WS_CLOSE.policy, 'text frames only');
+        return;
+      }
+      o.onFrame(parseJsonBody(data.toString('utf8'), MAX_JSON_DEPTH));
+    } catch (e) {
+      o.onError(e);
+    }
+  });
+  socket.on('error', () => { /* a broken connection is its own close */ });
+  socket.on('close', () => o.onClose());
+}
+
 /** The fields of a client frame, checked; an ApiError names the first bad one. */
 function checkFrame(m: unknown): Obj & { type: string } {
   if (!isObj(m)) throw new ApiError('invalid_request', 'a frame must be a JSON object with a "type"');
@@ -136,19 +158,6 @@ export async function registerWsChat(app: FastifyInstance, ctx: ServerContext): 
       }
     };
 
-    socket.on('message', (data: Buffer, isBinary: boolean) => {
-      try {
-        if (isBinary) {
-          send({ type: 'error', code: 'invalid_request', message: 'binary frames are not part of this protocol: send JSON text frames' });
-          socket.close(WS_CLOSE.policy, 'text frames only');
-          return;
-        }
-        handle(checkFrame(parseJsonBody(data.toString('utf8'), MAX_JSON_DEPTH)));
-      } catch (e) {
-        fail(e);
-      }
-    });
-    socket.on('error', () => { /* a broken connection is its own close */ });
-    socket.on('close', () => busy?.abort());
+    onJsonFrames(socket, { onFrame: (m) => handle(checkFrame(m)), onError: fail, onClose: () => busy?.abort() });
   });
 }
