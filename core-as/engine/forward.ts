@@ -29,6 +29,29 @@ let ROUTE: usize = 0, SEL_ID: usize = 0, SEL_W: usize = 0, LISTS: usize = 0, COU
 let XE: usize = 0, GE: usize = 0, UE: usize = 0, DE: usize = 0, MOE: usize = 0, SHG: usize = 0;
 let KTMP: usize = 0, VTMP: usize = 0;
 
+// ---- activation statistics (q36-imatrix): 0 = off ----
+// A table of nLayer × N_SLOTS u32 pointers (0 = not collected). Each points at f32 sums of the
+// squared input activations per column (ne0 × nExp, nExp = nExpert for the routed-expert slots,
+// else 1) followed by nExp f32 token counts: llama-imatrix's in_sum2 and counts.
+let ACT: usize = 0;
+
+export function setActivationStats(table: usize): void {
+  ACT = table;
+}
+
+function collect(layer: i32, slot: i32, e: i32, x: usize, T: i32, ne0: i32): void {
+  const p = <usize>load<u32>(ACT + <usize>((layer * L.N_SLOTS + slot) << 2));
+  if (p == 0) return;
+  const nExp = slot == L.S_GATE_EXPS || slot == L.S_UP_EXPS || slot == L.S_DOWN_EXPS ? nExpert : 1;
+  const sums = p + (<usize>(e * ne0) << 2);
+  for (let t = 0; t < T; t++) {
+    const row = fptr(x, t * ne0);
+    for (let i = 0; i < ne0; i++) { const v = ld(row, i); st(sums, i, ld(sums, i) + v * v); }
+  }
+  const c = p + (<usize>(nExp * ne0 + e) << 2);
+  store<f32>(c, load<f32>(c) + <f32>T);
+}
+
 function need(p: usize): usize {
   if (p == 0) unreachable(); // out of memory: JS checks alloc sizes before configure
   return p;
@@ -80,6 +103,7 @@ export function engineConfigure(h: usize): i32 {
 function proj(layer: i32, slot: i32, x: usize, T: i32, y: usize): void {
   const e = ent(layer, slot);
   const rows = load<i32>(e, 16);
+  if (ACT) collect(layer, slot, 0, x, T, load<i32>(e, 12));
   matmul(load<i32>(e, 4), load<u32>(e), load<u32>(e, 8), rows, x, load<i32>(e, 12), T, y, rows);
 }
 
@@ -239,9 +263,11 @@ function moe(l: i32, f: usize, T: i32): void {
       const t = load<i32>(fptr(LISTS, e * maxT + i)) / nUsed;
       memory.copy(fptr(XE, i * nEmbd), fptr(f, t * nEmbd), <usize>nEmbd << 2);
     }
+    if (ACT) { collect(l, L.S_GATE_EXPS, e, XE, n, nEmbd); collect(l, L.S_UP_EXPS, e, XE, n, nEmbd); }
     matmul(load<i32>(eg, 4), load<u32>(te), load<u32>(eg, 8), nFf, XE, nEmbd, n, GE, nFf);
     matmul(load<i32>(eu, 4), load<u32>(te, 4), load<u32>(eu, 8), nFf, XE, nEmbd, n, UE, nFf);
     for (let i = 0; i < n * nFf; i++) st(GE, i, silu(ld(GE, i)) * ld(UE, i));
+    if (ACT) collect(l, L.S_DOWN_EXPS, e, GE, n, nFf);
     matmul(load<i32>(ed, 4), load<u32>(te, 8), load<u32>(ed, 8), nEmbd, GE, nFf, n, DE, nEmbd);
     for (let i = 0; i < n; i++) {
       const slot = load<i32>(fptr(LISTS, e * maxT + i));
@@ -250,6 +276,7 @@ function moe(l: i32, f: usize, T: i32): void {
   }
   // shared expert, gated by sigmoid(w · f)
   const gInp = tptr(l, L.S_SHEXP_GATE_INP);
+  if (ACT) collect(l, L.S_SHEXP_GATE_INP, 0, f, T, nEmbd);
   proj(l, L.S_SHEXP_GATE, f, T, GE);
   proj(l, L.S_SHEXP_UP, f, T, UE);
   for (let i = 0; i < T * nFfSh; i++) st(GE, i, silu(ld(GE, i)) * ld(UE, i));

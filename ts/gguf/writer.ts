@@ -79,7 +79,8 @@ export function tensorBytes(t: TensorSpec): number {
  * the alignment (the last one too). `fill` streams each tensor's bytes; their total must match the
  * tensor's size exactly. Writes to `path.tmp` and renames, so a crash never leaves a half file.
  */
-export function writeGguf(path: string, o: WriteGgufOptions): { bytes: number } {
+/** The header and tensor directory of a GGUF file, and each tensor's size in bytes (unpadded). */
+export function ggufHeader(o: Omit<WriteGgufOptions, 'fill'>): { header: Buffer; sizes: number[]; alignment: number } {
   const alignment = o.alignment ?? GGUF_DEFAULT_ALIGNMENT;
   const h = new Bytes();
   h.u32(GGUF_MAGIC);
@@ -115,7 +116,11 @@ export function writeGguf(path: string, o: WriteGgufOptions): { bytes: number } 
     offset += Math.ceil(n / alignment) * alignment;
   }
   if (o.tensors.length > 0) h.pad(alignment);
+  return { header: h.bytes(), sizes, alignment };
+}
 
+export function writeGguf(path: string, o: WriteGgufOptions): { bytes: number } {
+  const { header, sizes, alignment } = ggufHeader(o);
   const tmp = `${path}.tmp`;
   const fd = fs.openSync(tmp, 'w');
   let pos = 0;
@@ -125,7 +130,7 @@ export function writeGguf(path: string, o: WriteGgufOptions): { bytes: number } 
     pos += b.byteLength;
   };
   try {
-    put(h.bytes());
+    put(header);
     const zeros = new Uint8Array(alignment);
     o.tensors.forEach((t, i) => {
       let n = 0;
