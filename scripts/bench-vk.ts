@@ -4,6 +4,7 @@
  *
  *   node dist/scripts/bench-vk.js -m /tmp/full-q2.gguf --frontiers 2048,10240,32768 --gen 32 [--bandwidth 4.3e12]
  *     [--temp 0.6 --top-k 20 --top-p 0.95]   (decode sampling; default greedy)
+ *     [--attn-flash]   (prefill attention per token, the kernel before attn_tile: A/B runs)
  */
 import * as os from 'node:os';
 import { parseArgs } from 'node:util';
@@ -19,7 +20,7 @@ const { values: a } = parseArgs({ options: {
   model: { type: 'string', short: 'm' }, frontiers: { type: 'string', default: '2048' }, gen: { type: 'string', default: '32' },
   prefill: { type: 'string', default: '512,2048' }, bandwidth: { type: 'string', default: '4.3e12' }, ctk: { type: 'string', default: 'q8_0' }, ctv: { type: 'string', default: 'q4_0' },
   chunk: { type: 'string' }, temp: { type: 'string', default: '0' }, 'top-k': { type: 'string', default: '20' },
-  'top-p': { type: 'string', default: '0.95' },
+  'top-p': { type: 'string', default: '0.95' }, 'attn-flash': { type: 'boolean' },
 } });
 const sampling = { temperature: Number(a.temp), topK: Number(a['top-k']), topP: Number(a['top-p']), minP: 0 };
 if (!a.model) { console.error('bench-vk: -m MODEL is required'); process.exit(2); }
@@ -27,7 +28,7 @@ const frontiers = a.frontiers!.split(',').map(Number);
 const ctx = Math.max(...frontiers, ...a.prefill!.split(',').map(Number)) + Number(a.gen) + 8;
 const kv = { k: a.ctk as KvType, v: a.ctv as KvType };
 const t0 = performance.now();
-const e = await openEngine({ ...envEngineOptions(), model: a.model, backend: 'vulkan', ctx, kvTypes: kv, chunk: a.chunk ? Number(a.chunk) : undefined });
+const e = await openEngine({ ...envEngineOptions(), model: a.model, backend: 'vulkan', ctx, kvTypes: kv, chunk: a.chunk ? Number(a.chunk) : undefined, vkAttnTile: a['attn-flash'] ? false : undefined });
 const vk = e as VkEngine;
 console.log(`# bench-vk ${a.model}; ${new Date().toISOString()}; host ${os.cpus()[0].model}; node ${process.version}`);
 console.log(e.describe());

@@ -1,14 +1,14 @@
 /**
  * Op-level checks of the attention, router, DeltaNet, KV-store, norm, RoPE and conv shaders against plain JS statements of the math
  * (the KV rows go through the WASM quantizers and dequantizers, the CPU engine's reference):
- * attn_flash + attn_merge over several blocks, GQA, decode and prefill shapes, every cache type;
+ * attn_flash / attn_tile + attn_merge over several blocks, GQA, decode and prefill shapes, every cache type;
  * router top-k with ties; the DeltaNet recurrence with its fused norms; kv_store (bit for bit
  * against the WASM quantizers), rmsnorm modes, qk_prep and ssm_conv.
  */
 import { describe, expect, it } from 'vitest';
 import { GgmlType, rowBytes } from '../ts/gguf/index.js';
 import { QuantKernels } from '../ts/core/quant.js';
-import { OpList, Pipelines, attnBlock } from '../ts/engine/vulkan/graph.js';
+import { OpList, Pipelines, attnBlock, attnTileTokens } from '../ts/engine/vulkan/graph.js';
 import { KERNELS, dispatch, groups } from '../ts/engine/vulkan/kernels.js';
 import type { ModelShape } from '../ts/model/shape.js';
 import { loadAddon } from '../ts/vk/addon.js';
@@ -30,11 +30,13 @@ const KV_TYPES = [['f32', GgmlType.F32], ['f16', GgmlType.F16], ['q8_0', GgmlTyp
 describe('attn_flash + attn_merge vs a plain attention', () => {
   const nHead = 8, nHeadKv = 2, hd = 64, ctx = 700, kvDim = nHeadKv * hd, qStride = 2 * nHead * hd;
   const shape = { nHead, nHeadKv, headDim: hd } as ModelShape;
-  const cases: [string, number, number, string, string][] = [];
-  for (const [T, pos] of [[1, 0], [1, 63], [1, 64], [1, 650], [5, 520]] as const) {
-    for (const [kName] of KV_TYPES) for (const [vName] of KV_TYPES) if (kName === vName || (kName === 'q8_0' && vName === 'q4_0')) cases.push([`T=${T} pos=${pos} K ${kName} V ${vName}`, T, pos, kName, vName]);
+  const cases: [string, number, number, string, string, 'attn_flash' | 'attn_tile'][] = [];
+  for (const [T, pos] of [[1, 0], [1, 63], [1, 64], [1, 650], [5, 520], [70, 130], [33, 0]] as const) {
+    for (const kernel of T > 1 ? ['attn_flash', 'attn_tile'] as const : ['attn_flash'] as const) {
+      for (const [kName] of KV_TYPES) for (const [vName] of KV_TYPES) if (kName === vName || (kName === 'q8_0' && vName === 'q4_0')) cases.push([`${kernel} T=${T} pos=${pos} K ${kName} V ${vName}`, T, pos, kName, vName, kernel]);
+    }
   }
-  it.each(cases)('%s', (_name, T, pos, kName, vName) => {
+  it.each(cases)('%s', (_name, T, pos, kName, vName, kernel) => {
     const r = new Rng(T * 1000 + pos);
     const kT = KV_TYPES.find((x) => x[0] === kName)![1], vT = KV_TYPES.find((x) => x[0] === vName)![1];
     const n = pos + T; // cache rows written (this step's included)
@@ -56,8 +58,14 @@ describe('attn_flash + attn_merge vs a plain attention', () => {
       O: dev.createBuffer(T * nHead * hd * 4, true), PARAMS: buffer(Uint32Array.of(pos, T, 0, 0)),
     };
     const ops = new OpList(pipes);
-    dispatch(ops, KERNELS.attn_flash, { QG: bufs.QG, Kc: bufs.K, Vc: bufs.V, P: bufs.P, ML: bufs.ML, PARAMS: bufs.PARAMS },
-      { nHead, nHeadKv, hd, kRowBytes: rowBytes(kT, kvDim), vRowBytes: rowBytes(vT, kvDim), qStride, scale: 1 / Math.sqrt(hd), nBlk, blk, t0: 0 }, [T, nHeadKv, nBlk], { variant: `${kName}_${vName}` });
+    const push = { nHead, nHeadKv, hd, kRowBytes: rowBytes(kT, kvDim), vRowBytes: rowBytes(vT, kvDim), qStride, scale: 1 / Math.sqrt(hd), nBlk, blk, t0: 0 };
+    const bind = { QG: bufs.QG, Kc: bufs.K, Vc: bufs.V, P: bufs.P, ML: bufs.ML, PARAMS: bufs.PARAMS };
+    if (kernel === 'attn_tile') {
+      const tq = attnTileTokens(shape);
+      dispatch(ops, KERNELS.attn_tile, bind, { ...push, nTok: T, tq }, [Math.ceil(T / tq), nHeadKv, nBlk], { variant: `${kName}_${vName}` });
+    } else {
+      dispatch(ops, KERNELS.attn_flash, bind, push, [T, nHeadKv, nBlk], { variant: `${kName}_${vName}` });
+    }
     dispatch(ops, KERNELS.attn_merge, { P: bufs.P, ML: bufs.ML, QG: bufs.QG, O: bufs.O, PARAMS: bufs.PARAMS }, { nHead, hd, nBlk, qStride, blk, t0: 0 }, [T, nHead]);
     const cmd = dev.record(ops.build(), false);
     dev.runSync(cmd);

@@ -41,6 +41,8 @@ export interface EngineOptions {
   vkWeights?: 'auto' | 'import' | 'upload';
   /** Vulkan: decode matvec rows per workgroup pinned to 1, 2 or 4 (measurements; the CLI reads Q36_VK_MV_ROWS) */
   vkMatvecRows?: 1 | 2 | 4;
+  /** Vulkan: prefill attention in tiles of tokens (attn_tile, default) or per token (attn_flash: false; A/B measurements) */
+  vkAttnTile?: boolean;
   /** Vulkan: cap on one binding's bytes below maxStorageBufferRange (tests: forces windowed weights) */
   vkMaxBinding?: number;
   /** keep an automatic snapshot every this many tokens (at chunk boundaries) */

@@ -192,6 +192,16 @@ export function attnBlock(s: ModelShape, T: number): number {
   return T === 1 ? 64 : Math.min(512, 2048 / (s.nHead / s.nHeadKv));
 }
 
+/** attn_tile (prefill attention over tiles of 64 query rows): head dims a multiple of 32, ≤ 256. */
+export function attnTileFits(s: ModelShape): boolean {
+  return s.headDim % 32 === 0 && s.headDim <= 256 && s.nHead / s.nHeadKv <= 64;
+}
+
+/** Tokens per attn_tile workgroup: as many as fit 64 rows of G query heads each. */
+export function attnTileTokens(s: ModelShape): number {
+  return Math.floor(64 / (s.nHead / s.nHeadKv));
+}
+
 /**
  * Tokens per attn_flash + attn_merge dispatch pair: a longer prefill chunk runs its attention as
  * several pairs, so the partials (P, ML: tokens × heads × ⌈ctx / blk⌉) do not grow with the chunk.

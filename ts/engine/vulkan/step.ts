@@ -8,7 +8,7 @@ import { rowBytes } from '../../gguf/index.js';
 import { KV_TYPE_IDS } from '../common.js';
 import { stateSizes } from '../payload.js';
 import type { KvType } from '../types.js';
-import { ATTN_TOKENS, MM_MOE_PAIRS, OpList, attnBlock, moeMaxTiles } from './graph.js';
+import { ATTN_TOKENS, MM_MOE_PAIRS, OpList, attnBlock, attnTileFits, attnTileTokens, moeMaxTiles } from './graph.js';
 import type { MatvecOpts, VkHost } from './host.js';
 import { KERNELS as K, dispatch, groups } from './kernels.js';
 import type { LayerTensorKey } from '../../model/schema.js';
@@ -97,9 +97,16 @@ function attentionMixer(c: StepContext, l: number): Pending {
   // ATTN_TOKENS tokens per dispatch pair (the partials P, ML hold that many)
   for (let t0 = 0; t0 < T; t0 += ATTN_TOKENS) {
     const n = Math.min(ATTN_TOKENS, T - t0);
-    dispatch(c.ops, K.attn_flash, { QG, Kc: kc, Vc: vc, P: B.P, ML: B.ML, PARAMS: B.PARAMS },
-      { nHead: s.nHead, nHeadKv: s.nHeadKv, hd: s.headDim, kRowBytes: kRow, vRowBytes: vRow, qStride, scale: 1 / Math.sqrt(s.headDim), nBlk, blk, t0 }, [n, s.nHeadKv, nBlk],
-      { variant: `${c.kvTypes.k}_${c.kvTypes.v}` });
+    const push = { nHead: s.nHead, nHeadKv: s.nHeadKv, hd: s.headDim, kRowBytes: kRow, vRowBytes: vRow, qStride, scale: 1 / Math.sqrt(s.headDim), nBlk, blk, t0 };
+    const variant = `${c.kvTypes.k}_${c.kvTypes.v}`;
+    const bind = { QG, Kc: kc, Vc: vc, P: B.P, ML: B.ML, PARAMS: B.PARAMS };
+    if (T > 1 && c.h.options.vkAttnTile !== false && attnTileFits(s)) {
+      // prefill: tiles of tokens × the KV head's query heads share every K/V read
+      const tq = attnTileTokens(s);
+      dispatch(c.ops, K.attn_tile, bind, { ...push, nTok: n, tq }, [Math.ceil(n / tq), s.nHeadKv, nBlk], { variant });
+    } else {
+      dispatch(c.ops, K.attn_flash, bind, push, [n, s.nHeadKv, nBlk], { variant });
+    }
     dispatch(c.ops, K.attn_merge, { P: B.P, ML: B.ML, QG, O: B.O, PARAMS: B.PARAMS }, { nHead: s.nHead, hd: s.headDim, nBlk, qStride, blk, t0 }, [n, s.nHead]);
   }
   mv(c, l, 'attn_output.weight', B.O, B.A2, T);
