@@ -10,7 +10,7 @@
 // attn_merge combines the blocks unchanged. Rows whose token lies before the block are written
 // with l = 0 and never read (attn_merge only reads blocks up to the token's position).
 // Dispatch: (⌈nTok / tq⌉, nHeadKv, nBlk) for the chunk's tokens t0 … t0+nTok−1. Variant per K × V
-// cache type. Shared memory 26.4 KB; hd a multiple of 32, ≤ 256 (checked by the engine).
+// cache type. Shared memory 27904 bytes; hd a multiple of 32, ≤ 256 (checked by the engine).
 #extension GL_GOOGLE_include_directive : enable
 #include "common.glsl"
 layout(local_size_x = 256) in;
@@ -40,12 +40,16 @@ layout(push_constant) uniform PC {
 const uint R = 64u;   // query rows per workgroup
 const uint BC = 64u;  // keys per tile
 const uint DK = 16u;  // dims per staging step of S
-const uint SQ = DK + 1u;
-const uint VK = 8u;   // V rows per staging step of O
+const uint VK = 8u;   // V rows per staging step of O (staged in qk4's space)
 const uint PS = BC + 1u;
 
-shared float stage[2u * R * SQ];  // Q and K dim slices, then V rows (VK · hd ≤ 2048 floats)
+// Q and K dim slices, dim-major: qk4[dd·16 + i] holds rows (or keys) 4i … 4i+3 of dim dd, so a
+// thread reads its 4 rows and its 4 keys as two vec4 loads per dim (shared-memory bandwidth, not
+// the FMAs, bounded the scalar layout)
+// Then, for O, V rows: VK · hd floats in the same space (value i at qk4[i / 4][i % 4])
+shared vec4 qk4[2u * DK * 16u];
 shared float ps[R * PS];          // scores, then probabilities
+shared float red[256];            // softmax partial max / sum, 4 threads per row
 shared float rowM[R];
 shared float rowL[R];
 shared float rowA[R];
@@ -73,62 +77,97 @@ void main() {
   [[unroll]] for (uint i = 0u; i < 8u; i++) [[unroll]] for (uint j = 0u; j < 8u; j++) o[i][j] = 0.0;
   // S accumulators: rows sy·4 … +3, keys sx·4 … +3
   uint sy = tid >> 4u, sx = tid & 15u;
+  // what this thread stages, fixed for the whole block (G and hd are not constants: their
+  // divisions are done once here, not per load): Q/K slice elements (row or key tid/16 + 16e,
+  // dim tid%16), V elements (row i / hd, dim i % hd of i = tid + 256e)
+  uint qOff[4], vRow[8], vDim[8];
+  [[unroll]] for (uint e = 0u; e < 8u; e++) {
+    uint i = tid + 256u * e;
+    vRow[e] = i < VK * hd ? i / hd : 0xffffu;
+    vDim[e] = i < VK * hd ? kvh * hd + i % hd : 0u;
+  }
+  [[unroll]] for (uint e = 0u; e < 4u; e++) {
+    uint r = (tid >> 4u) + 16u * e;
+    qOff[e] = r < rows ? (pc.t0 + tok0 + r / G) * pc.qStride + (kvh * G + r % G) * 2u * hd + (tid & 15u) : 0xffffffffu;
+  }
   for (uint kt = u0; kt < uEnd; kt += BC) {
     uint nk = min(BC, uEnd - kt);
     float acc[4][4];
     [[unroll]] for (uint a = 0u; a < 4u; a++) [[unroll]] for (uint c = 0u; c < 4u; c++) acc[a][c] = 0.0;
+    // the next dim slice's Q and K values are loaded into registers while the current one is
+    // multiplied (a load → barrier → multiply sequence waited out a memory latency per slice)
+    float qn[4], kn[4];
+    [[unroll]] for (uint e = 0u; e < 4u; e++) {
+      uint r = (tid >> 4u) + 16u * e;
+      qn[e] = qOff[e] != 0xffffffffu ? QG[qOff[e]] : 0.0;
+      kn[e] = r < nk ? k_get((kt + r) * pc.kRowBytes, kvh * hd + (tid & 15u)) : 0.0;
+    }
     for (uint d0 = 0u; d0 < hd; d0 += DK) {
       barrier();
-      for (uint i = tid; i < R * DK; i += 256u) {
-        uint r = i / DK, dd = i % DK;
-        float v = 0.0;
-        if (r < rows) v = QG[(pc.t0 + tok0 + r / G) * pc.qStride + (kvh * G + r % G) * 2u * hd + d0 + dd];
-        stage[r * SQ + dd] = v;
-      }
-      for (uint i = tid; i < BC * DK; i += 256u) {
-        uint j = i / DK, dd = i % DK;
-        stage[R * SQ + j * SQ + dd] = j < nk ? k_get((kt + j) * pc.kRowBytes, kvh * hd + d0 + dd) : 0.0;
+      [[unroll]] for (uint e = 0u; e < 4u; e++) {
+        uint r = (tid >> 4u) + 16u * e, dd = tid & 15u;
+        qk4[dd * 16u + (r >> 2u)][r & 3u] = qn[e];
+        qk4[DK * 16u + dd * 16u + (r >> 2u)][r & 3u] = kn[e];
       }
       barrier();
+      if (d0 + DK < hd) {
+        [[unroll]] for (uint e = 0u; e < 4u; e++) {
+          uint r = (tid >> 4u) + 16u * e;
+          qn[e] = qOff[e] != 0xffffffffu ? QG[qOff[e] + d0 + DK] : 0.0;
+          kn[e] = r < nk ? k_get((kt + r) * pc.kRowBytes, kvh * hd + d0 + DK + (tid & 15u)) : 0.0;
+        }
+      }
       [[unroll]] for (uint dd = 0u; dd < DK; dd++) {
-        float qv[4], kv[4];
-        [[unroll]] for (uint a = 0u; a < 4u; a++) qv[a] = stage[(sy * 4u + a) * SQ + dd];
-        [[unroll]] for (uint c = 0u; c < 4u; c++) kv[c] = stage[R * SQ + (sx * 4u + c) * SQ + dd];
+        vec4 qv = qk4[dd * 16u + sy], kv = qk4[DK * 16u + dd * 16u + sx];
         [[unroll]] for (uint a = 0u; a < 4u; a++) [[unroll]] for (uint c = 0u; c < 4u; c++) acc[a][c] += qv[a] * kv[c];
       }
     }
     [[unroll]] for (uint a = 0u; a < 4u; a++) [[unroll]] for (uint c = 0u; c < 4u; c++) ps[(sy * 4u + a) * PS + sx * 4u + c] = acc[a][c] * pc.scale;
     barrier();
-    // online softmax, one thread per row: keys past the row's position (or the tile) count as −∞
-    if (tid < R) {
-      uint lim = tid < rows ? min(nk, rowPos[tid] + 1u - min(rowPos[tid] + 1u, kt)) : 0u;
-      float mOld = rowM[tid], m = mOld;
-      for (uint j = 0u; j < lim; j++) m = max(m, ps[tid * PS + j]);
-      float alpha = exp(mOld - m), l = rowL[tid] * alpha;
-      for (uint j = 0u; j < BC; j++) {
-        float e = j < lim ? exp(ps[tid * PS + j] - m) : 0.0;
-        ps[tid * PS + j] = e;
+    // online softmax, 4 threads per row (16 keys each): keys past the row's position (or the
+    // tile) count as −∞
+    {
+      uint r = tid >> 2u, j0 = (tid & 3u) * 16u;
+      uint lim = r < rows ? min(nk, rowPos[r] + 1u - min(rowPos[r] + 1u, kt)) : 0u;
+      float mOld = rowM[r], m = mOld;
+      for (uint j = j0; j < min(lim, j0 + 16u); j++) m = max(m, ps[r * PS + j]);
+      red[tid] = m;
+      barrier();
+      m = max(max(red[r * 4u], red[r * 4u + 1u]), max(red[r * 4u + 2u], red[r * 4u + 3u]));
+      float l = 0.0;
+      [[unroll]] for (uint j = j0; j < j0 + 16u; j++) {
+        float e = j < lim ? exp(ps[r * PS + j] - m) : 0.0;
+        ps[r * PS + j] = e;
         l += e;
       }
-      rowM[tid] = m;
-      rowL[tid] = l;
-      rowA[tid] = alpha;
+      barrier();
+      red[tid] = l;
+      barrier();
+      if ((tid & 3u) == 0u) {
+        float alpha = exp(mOld - m);
+        rowL[r] = rowL[r] * alpha + (red[tid] + red[tid + 1u]) + (red[tid + 2u] + red[tid + 3u]);
+        rowM[r] = m;
+        rowA[r] = alpha;
+      }
+      barrier();
     }
-    barrier();
     [[unroll]] for (uint i = 0u; i < 8u; i++) {
       float a = rowA[ry * 8u + i];
       [[unroll]] for (uint j = 0u; j < 8u; j++) o[i][j] *= a;
     }
+    // V rows likewise: the next VK rows load while the current ones are accumulated
+    float vn[8];
+    [[unroll]] for (uint e = 0u; e < 8u; e++) vn[e] = vRow[e] < nk ? v_get((kt + vRow[e]) * pc.vRowBytes, vDim[e]) : 0.0;
     for (uint j0 = 0u; j0 < nk; j0 += VK) {
       barrier();
-      for (uint i = tid; i < VK * hd; i += 256u) {
-        uint jj = i / hd, d = i % hd;
-        stage[i] = j0 + jj < nk ? v_get((kt + j0 + jj) * pc.vRowBytes, kvh * hd + d) : 0.0;
-      }
+      [[unroll]] for (uint e = 0u; e < 8u; e++) if (vRow[e] != 0xffffu) qk4[(tid >> 2u) + 64u * e][tid & 3u] = vn[e];
       barrier();
+      if (j0 + VK < nk) {
+        [[unroll]] for (uint e = 0u; e < 8u; e++) vn[e] = j0 + VK + vRow[e] < nk ? v_get((kt + j0 + VK + vRow[e]) * pc.vRowBytes, vDim[e]) : 0.0;
+      }
       [[unroll]] for (uint jj = 0u; jj < VK; jj++) {
         float v[8];
-        [[unroll]] for (uint j = 0u; j < 8u; j++) v[j] = j < nd ? stage[jj * hd + dx + 32u * j] : 0.0;
+        [[unroll]] for (uint j = 0u; j < 8u; j++) v[j] = j < nd ? qk4[((jj * hd + dx) >> 2u) + 8u * j][dx & 3u] : 0.0;
         [[unroll]] for (uint i = 0u; i < 8u; i++) {
           float p = ps[(ry * 8u + i) * PS + j0 + jj];
           [[unroll]] for (uint j = 0u; j < 8u; j++) o[i][j] += p * v[j];

@@ -52,7 +52,7 @@ describe('attn_flash + attn_merge vs a plain attention', () => {
     const kd = kRows.map((_, i) => q.dequantize(kT, kc.subarray(i * rowBytes(kT, kvDim)), kvDim));
     const vd = vRows.map((_, i) => q.dequantize(vT, vc.subarray(i * rowBytes(vT, kvDim)), kvDim));
     const qg = Float32Array.from({ length: T * qStride }, () => r.normal());
-    const blk = attnBlock(shape, T), nBlk = Math.ceil(ctx / blk);
+    const blk = attnBlock(shape, T, kernel === 'attn_tile'), nBlk = Math.ceil(ctx / blk);
     const bufs = {
       QG: buffer(qg), K: buffer(kc), V: buffer(vc), P: dev.createBuffer(T * nHead * nBlk * hd * 4, false), ML: dev.createBuffer(T * nHead * nBlk * 8, false),
       O: dev.createBuffer(T * nHead * hd * 4, true), PARAMS: buffer(Uint32Array.of(pos, T, 0, 0)),

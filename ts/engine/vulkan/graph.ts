@@ -185,11 +185,13 @@ export const TOPK_MAX = 64;
 export const TOPK_ITEMS = 1024;
 
 /**
- * Key positions per attn_flash workgroup: short blocks for one token (parallelism), long for
- * prefill (bounds P), within the shader's 2048 shared scores for the G heads of a KV head.
+ * Key positions per attention workgroup: short blocks for one token (parallelism), long for
+ * prefill (bounds P); attn_flash within its 2048 shared scores for the G heads of a KV head,
+ * attn_tile (`tiled`) any multiple of its 64-key tiles.
  */
-export function attnBlock(s: ModelShape, T: number): number {
-  return T === 1 ? 64 : Math.min(512, 2048 / (s.nHead / s.nHeadKv));
+export function attnBlock(s: ModelShape, T: number, tiled = attnTileFits(s)): number {
+  if (T === 1) return 64;
+  return tiled ? 256 : Math.min(512, 2048 / (s.nHead / s.nHeadKv));
 }
 
 /** attn_tile (prefill attention over tiles of 64 query rows): head dims a multiple of 32, ≤ 256. */
@@ -213,5 +215,5 @@ export const ATTN_TOKENS = 64;
  * Each slot has a partial sum of headDim floats (P) and a (max, sum) pair (ML).
  */
 export function attnSlots(s: ModelShape, T: number, ctx: number): number {
-  return Math.max(...[1, Math.min(T, ATTN_TOKENS)].map((t) => t * s.nHead * Math.ceil(ctx / attnBlock(s, t))));
+  return Math.max(...[1, Math.min(T, ATTN_TOKENS)].flatMap((t) => [true, false].map((tiled) => t * s.nHead * Math.ceil(ctx / attnBlock(s, t, tiled)))));
 }

@@ -93,14 +93,15 @@ function attentionMixer(c: StepContext, l: number): Pending {
   // cache type names are the shader variant suffixes (shaders/variants.json)
   dispatch(c.ops, K.kv_store, { src: Kb, src2: Kb, cache: kc, cache2: kc, PARAMS: B.PARAMS }, { kvDim: st.kvDim, rowBytes: kRow }, [T, 1], { variant: c.kvTypes.k, barrier: false });
   dispatch(c.ops, K.kv_store, { src: Vb, src2: Vb, cache: vc, cache2: vc, PARAMS: B.PARAMS }, { kvDim: st.kvDim, rowBytes: vRow }, [T, 1], { variant: c.kvTypes.v });
-  const blk = attnBlock(s, T), nBlk = Math.ceil(c.ctx / blk);
+  const tiled = T > 1 && c.h.options.vkAttnTile !== false && attnTileFits(s);
+  const blk = attnBlock(s, T, tiled), nBlk = Math.ceil(c.ctx / blk);
   // ATTN_TOKENS tokens per dispatch pair (the partials P, ML hold that many)
   for (let t0 = 0; t0 < T; t0 += ATTN_TOKENS) {
     const n = Math.min(ATTN_TOKENS, T - t0);
     const push = { nHead: s.nHead, nHeadKv: s.nHeadKv, hd: s.headDim, kRowBytes: kRow, vRowBytes: vRow, qStride, scale: 1 / Math.sqrt(s.headDim), nBlk, blk, t0 };
     const variant = `${c.kvTypes.k}_${c.kvTypes.v}`;
     const bind = { QG, Kc: kc, Vc: vc, P: B.P, ML: B.ML, PARAMS: B.PARAMS };
-    if (T > 1 && c.h.options.vkAttnTile !== false && attnTileFits(s)) {
+    if (tiled) {
       // prefill: tiles of tokens × the KV head's query heads share every K/V read
       const tq = attnTileTokens(s);
       dispatch(c.ops, K.attn_tile, bind, { ...push, nTok: n, tq }, [Math.ceil(n / tq), s.nHeadKv, nBlk], { variant });
