@@ -205,15 +205,21 @@ export function attnTileTokens(s: ModelShape): number {
 }
 
 /**
- * Tokens per attn_flash + attn_merge dispatch pair: a longer prefill chunk runs its attention as
+ * Tokens per attention + attn_merge dispatch pair: a longer prefill chunk runs its attention as
  * several pairs, so the partials (P, ML: tokens × heads × ⌈ctx / blk⌉) do not grow with the chunk.
+ * 2048-token steps (large GPUs, defaults.ts) take 256 per pair: a 64-token pair at depth 32K was
+ * 2048 attn_tile workgroups, 8 waves on an H200, and each pair's last wave ran part-empty
+ * before the barrier; the partials then take 4 × the memory (1.1 GB at ctx 65536, f32).
  */
 export const ATTN_TOKENS = 64;
+export function attnTokens(chunk: number): number {
+  return chunk >= 2048 ? 256 : ATTN_TOKENS;
+}
 
 /**
  * attn_flash's (token, query head, block) slots: the larger of the decode and the chunk shapes.
  * Each slot has a partial sum of headDim floats (P) and a (max, sum) pair (ML).
  */
 export function attnSlots(s: ModelShape, T: number, ctx: number): number {
-  return Math.max(...[1, Math.min(T, ATTN_TOKENS)].flatMap((t) => [true, false].map((tiled) => t * s.nHead * Math.ceil(ctx / attnBlock(s, t, tiled)))));
+  return Math.max(...[1, Math.min(T, attnTokens(T))].flatMap((t) => [true, false].map((tiled) => t * s.nHead * Math.ceil(ctx / attnBlock(s, t, tiled)))));
 }

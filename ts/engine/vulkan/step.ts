@@ -8,7 +8,7 @@ import { rowBytes } from '../../gguf/index.js';
 import { KV_TYPE_IDS } from '../common.js';
 import { stateSizes } from '../payload.js';
 import type { KvType } from '../types.js';
-import { ATTN_TOKENS, MM_MOE_PAIRS, OpList, attnBlock, attnTileFits, attnTileTokens, moeMaxTiles } from './graph.js';
+import { MM_MOE_PAIRS, OpList, attnBlock, attnTileFits, attnTileTokens, attnTokens, moeMaxTiles } from './graph.js';
 import type { MatvecOpts, VkHost } from './host.js';
 import { KERNELS as K, dispatch, groups } from './kernels.js';
 import type { LayerTensorKey } from '../../model/schema.js';
@@ -95,9 +95,10 @@ function attentionMixer(c: StepContext, l: number): Pending {
   dispatch(c.ops, K.kv_store, { src: Vb, src2: Vb, cache: vc, cache2: vc, PARAMS: B.PARAMS }, { kvDim: st.kvDim, rowBytes: vRow }, [T, 1], { variant: c.kvTypes.v });
   const tiled = T > 1 && c.h.options.vkAttnTile !== false && attnTileFits(s);
   const blk = attnBlock(s, T, tiled), nBlk = Math.ceil(c.ctx / blk);
-  // ATTN_TOKENS tokens per dispatch pair (the partials P, ML hold that many)
-  for (let t0 = 0; t0 < T; t0 += ATTN_TOKENS) {
-    const n = Math.min(ATTN_TOKENS, T - t0);
+  // attnTokens(chunk) tokens per dispatch pair (the partials P, ML hold that many)
+  const per = attnTokens(h.chunk);
+  for (let t0 = 0; t0 < T; t0 += per) {
+    const n = Math.min(per, T - t0);
     const push = { nHead: s.nHead, nHeadKv: s.nHeadKv, hd: s.headDim, kRowBytes: kRow, vRowBytes: vRow, qStride, scale: 1 / Math.sqrt(s.headDim), nBlk, blk, t0 };
     const variant = `${c.kvTypes.k}_${c.kvTypes.v}`;
     const bind = { QG, Kc: kc, Vc: vc, P: B.P, ML: B.ML, PARAMS: B.PARAMS };
