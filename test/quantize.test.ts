@@ -13,7 +13,10 @@ import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { digestGguf, type FileDigest } from '../scripts/lib/gguf-digest.js';
 import { CpuEngine } from '../ts/engine/cpu/cpu-engine.js';
-import { GgmlType, kv, writeGguf } from '../ts/gguf/index.js';
+import { GgmlType, kv, rowBytes, writeGguf } from '../ts/gguf/index.js';
+import { QuantKernels } from '../ts/core/quant.js';
+import { Rng } from '../ts/model/synth.js';
+import { quantizeRow } from '../ts/quantize/rows.js';
 import { checkQuality } from '../ts/quantize/check.js';
 import { collectImatrix } from '../ts/quantize/imatrix-collect.js';
 import { readImatrix, writeImatrix, type Imatrix } from '../ts/quantize/imatrix-file.js';
@@ -106,6 +109,25 @@ describe('q36-quantize: byte-identical with llama-quantize', () => {
     expect(types['blk.0.ffn_down_shexp.weight']).toBe('BF16');
     expect(types['output.weight']).toBe('F16');
     expect(types['blk.0.ffn_gate_inp.weight']).toBe('F32'); // the router is never quantized
+  });
+});
+
+describe('row quantizers without an importance matrix (no oracle file covers them)', () => {
+  // llama.cpp's reference searches (make_qkx2) for Q2_K and Q4_K, and Q8_0: read back by the
+  // engine's decoders (bit-exact against the quant oracle), the rows must reconstruct the input
+  // within each format's resolution, and the reference search must beat a plain min/max scale
+  it.each([[GgmlType.Q8_0, 0.015], [GgmlType.Q4_K, 0.12], [GgmlType.Q2_K, 0.5]] as const)('type %i: relative RMS error ≤ %f', (type, bound) => {
+    const q = new QuantKernels();
+    const r = new Rng(11);
+    const n = 4096;
+    const x = Float32Array.from({ length: n }, () => Math.fround(r.normal() * 0.02 + (r.float() < 0.01 ? 0.2 : 0)));
+    const out = new Uint8Array(rowBytes(type, n));
+    quantizeRow(type, x, out, null);
+    const y = q.dequantize(type, out, n);
+    let e = 0, d = 0;
+    for (let i = 0; i < n; i++) { e += (x[i] - y[i]) ** 2; d += x[i] ** 2; }
+    expect(Math.sqrt(e / d)).toBeLessThan(bound);
+    expect(Array.from(y).every(Number.isFinite)).toBe(true);
   });
 });
 

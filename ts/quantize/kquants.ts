@@ -37,9 +37,27 @@ export function quantizeQ8_0(x: Float32Array, out: Uint8Array): void {
 
 interface MinScale { scale: number; min: number }
 
-/** make_qkx2_quants: affine (scale, −min) fit of n values to 0..nmax, reference weights. */
-function makeQkx2(n: number, nmax: number, x: Float32Array, xo: number, w: Float32Array, L: Uint8Array, lo: number,
-  aux: Uint8Array, rmin: number, rdelta: number, nstep: number, useMad: boolean): MinScale {
+/** The two affine searches of ggml-quants.c, which differ only where noted. */
+interface FitOptions {
+  rmin: number;
+  rdelta: number;
+  nstep: number;
+  /** error measure: |Δ| (make_qkx2 for Q2_K) or Δ² */
+  useMad: boolean;
+  /**
+   * make_qkx3_quants (the imatrix path) gives up when max ≤ min, so a sub-block of only negative
+   * values (min clamped to 0) quantizes to zeros; make_qkx2_quants only when max = min
+   */
+  qkx3: boolean;
+}
+
+/**
+ * make_qkx2_quants / make_qkx3_quants: the affine (scale, −min) fit of n values to 0..nmax under
+ * weights w, by a grid of inverse scales around nmax / (max − min), each refined by weighted least
+ * squares; L gets the levels.
+ */
+function makeQkx(n: number, nmax: number, x: Float32Array, xo: number, w: Float32Array, L: Uint8Array, lo: number,
+  aux: Uint8Array, o: FitOptions): MinScale {
   let min = x[xo], max = x[xo];
   let sumW = w[0];
   let sumX = f(sumW * x[xo]);
@@ -51,23 +69,22 @@ function makeQkx2(n: number, nmax: number, x: Float32Array, xo: number, w: Float
     sumX = f(sumX + f(w[i] * xi));
   }
   if (min > 0) min = 0;
-  if (max === min) {
+  if (o.qkx3 ? max <= min : max === min) {
     for (let i = 0; i < n; i++) L[lo + i] = 0;
     return { scale: 0, min: -min };
   }
+  const err = (d: number) => (o.useMad ? Math.abs(d) : f(d * d));
   let iscale = f(nmax / f(max - min));
   let scale = f(1 / iscale);
   let best = 0;
   for (let i = 0; i < n; i++) {
     const l = nearestInt(f(iscale * f(x[xo + i] - min)));
     L[lo + i] = Math.max(0, Math.min(nmax, l));
-    let diff = f(f(f(scale * L[lo + i]) + min) - x[xo + i]);
-    diff = useMad ? Math.abs(diff) : f(diff * diff);
-    best = f(best + f(w[i] * diff));
+    best = f(best + f(w[i] * err(f(f(f(scale * L[lo + i]) + min) - x[xo + i]))));
   }
-  if (nstep < 1) return { scale, min: -min };
-  for (let is = 0; is <= nstep; is++) {
-    iscale = f(f(f(rmin + f(rdelta * is)) + nmax) / f(max - min));
+  if (o.nstep < 1) return { scale, min: -min };
+  for (let is = 0; is <= o.nstep; is++) {
+    iscale = f(f(f(o.rmin + f(o.rdelta * is)) + nmax) / f(max - min));
     let sumL = 0, sumL2 = 0, sumXL = 0;
     for (let i = 0; i < n; i++) {
       let l = nearestInt(f(iscale * f(x[xo + i] - min)));
@@ -87,11 +104,7 @@ function makeQkx2(n: number, nmax: number, x: Float32Array, xo: number, w: Float
         thisScale = f(sumXL / sumL2);
       }
       let cur = 0;
-      for (let i = 0; i < n; i++) {
-        let diff = f(f(f(thisScale * aux[i]) + thisMin) - x[xo + i]);
-        diff = useMad ? Math.abs(diff) : f(diff * diff);
-        cur = f(cur + f(w[i] * diff));
-      }
+      for (let i = 0; i < n; i++) cur = f(cur + f(w[i] * err(f(f(f(thisScale * aux[i]) + thisMin) - x[xo + i]))));
       if (cur < best) {
         for (let i = 0; i < n; i++) L[lo + i] = aux[i];
         best = cur;
@@ -103,69 +116,10 @@ function makeQkx2(n: number, nmax: number, x: Float32Array, xo: number, w: Float
   return { scale, min: -min };
 }
 
-/** make_qkx3_quants: the same fit with importance weights (the imatrix path). */
-function makeQkx3(n: number, nmax: number, x: Float32Array, xo: number, w: Float32Array, L: Uint8Array, lo: number,
-  aux: Uint8Array, rmin: number, rdelta: number, nstep: number): MinScale {
-  let min = x[xo], max = x[xo];
-  let sumW = w[0];
-  let sumX = f(sumW * x[xo]);
-  for (let i = 1; i < n; i++) {
-    const xi = x[xo + i];
-    if (xi < min) min = xi;
-    if (xi > max) max = xi;
-    sumW = f(sumW + w[i]);
-    sumX = f(sumX + f(w[i] * xi));
-  }
-  if (min > 0) min = 0;
-  if (max <= min) {
-    for (let i = 0; i < n; i++) L[lo + i] = 0;
-    return { scale: 0, min: -min };
-  }
-  let iscale = f(nmax / f(max - min));
-  let scale = f(1 / iscale);
-  let best = 0;
-  for (let i = 0; i < n; i++) {
-    const l = nearestInt(f(iscale * f(x[xo + i] - min)));
-    L[lo + i] = Math.max(0, Math.min(nmax, l));
-    const diff = f(f(f(scale * L[lo + i]) + min) - x[xo + i]);
-    best = f(best + f(w[i] * f(diff * diff)));
-  }
-  if (nstep < 1) return { scale, min: -min };
-  for (let is = 0; is <= nstep; is++) {
-    iscale = f(f(f(rmin + f(rdelta * is)) + nmax) / f(max - min));
-    let sumL = 0, sumL2 = 0, sumXL = 0;
-    for (let i = 0; i < n; i++) {
-      let l = nearestInt(f(iscale * f(x[xo + i] - min)));
-      l = Math.max(0, Math.min(nmax, l));
-      aux[i] = l;
-      const wi = w[i];
-      sumL = f(sumL + f(wi * l));
-      sumL2 = f(sumL2 + f(f(wi * l) * l));
-      sumXL = f(sumXL + f(f(wi * l) * x[xo + i]));
-    }
-    const D = f(f(sumW * sumL2) - f(sumL * sumL));
-    if (D > 0) {
-      let thisScale = f(f(f(sumW * sumXL) - f(sumX * sumL)) / D);
-      let thisMin = f(f(f(sumL2 * sumX) - f(sumL * sumXL)) / D);
-      if (thisMin > 0) {
-        thisMin = 0;
-        thisScale = f(sumXL / sumL2);
-      }
-      let mad = 0;
-      for (let i = 0; i < n; i++) {
-        const diff = f(f(f(thisScale * aux[i]) + thisMin) - x[xo + i]);
-        mad = f(mad + f(w[i] * f(diff * diff)));
-      }
-      if (mad < best) {
-        for (let i = 0; i < n; i++) L[lo + i] = aux[i];
-        best = mad;
-        scale = thisScale;
-        min = thisMin;
-      }
-    }
-  }
-  return { scale, min: -min };
-}
+/** The searches each quantizer runs (ggml's arguments). */
+const Q2K_REF: FitOptions = { rmin: F_M0_5, rdelta: F_0_1, nstep: 15, useMad: true, qkx3: false };
+const Q4K_REF: FitOptions = { rmin: -1, rdelta: F_0_1, nstep: 20, useMad: false, qkx3: false };
+const IMATRIX_FIT: FitOptions = { rmin: F_M0_9, rdelta: F_0_05, nstep: 36, useMad: false, qkx3: true };
 
 /**
  * make_qp_quants: one positive scale for n values on 0..nmax, weighted; L gets the levels. Also
@@ -264,7 +218,7 @@ export function quantizeQ2K(x: Float32Array, out: Uint8Array, qw: Float32Array |
           w[l] = f(qw[xo + 16 * j + l] * f(Math.sqrt(f(sigma2 + f(v * v)))));
         }
         for (let l = 0; l < 16; l++) sw[j] = f(sw[j] + w[l]);
-        const r = makeQkx3(16, 3, x, xo + 16 * j, w, L, 16 * j, aux, F_M0_9, F_0_05, 36);
+        const r = makeQkx(16, 3, x, xo + 16 * j, w, L, 16 * j, aux, IMATRIX_FIT);
         scales[j] = r.scale; mins[j] = r.min;
       }
       dm = makeQp(16, 15, scales, 0, Ls, 0, sw, 0);
@@ -276,7 +230,7 @@ export function quantizeQ2K(x: Float32Array, out: Uint8Array, qw: Float32Array |
       let maxScale = 0, maxMin = 0;
       for (let j = 0; j < 16; j++) {
         for (let l = 0; l < 16; l++) w[l] = Math.abs(x[xo + 16 * j + l]);
-        const r = makeQkx2(16, 3, x, xo + 16 * j, w, L, 16 * j, aux, F_M0_5, F_0_1, 15, true);
+        const r = makeQkx(16, 3, x, xo + 16 * j, w, L, 16 * j, aux, Q2K_REF);
         scales[j] = r.scale; mins[j] = r.min;
         if (r.scale > maxScale) maxScale = r.scale;
         if (r.min > maxMin) maxMin = r.min;
@@ -353,7 +307,7 @@ export function quantizeQ4K(x: Float32Array, out: Uint8Array, qw: Float32Array |
         let sumw = 0;
         for (let l = 0; l < 32; l++) sumw = f(sumw + w[l]);
         sw[j] = sumw;
-        const r = makeQkx3(32, 15, x, xo + 32 * j, w, L, 32 * j, aux, F_M0_9, F_0_05, 36);
+        const r = makeQkx(32, 15, x, xo + 32 * j, w, L, 32 * j, aux, IMATRIX_FIT);
         scales[j] = r.scale; mins[j] = r.min;
       }
       const dBlock = makeQp(8, 63, scales, 0, Ls, 0, sw, 0);
@@ -368,7 +322,7 @@ export function quantizeQ4K(x: Float32Array, out: Uint8Array, qw: Float32Array |
         for (let l = 0; l < 32; l++) sumx2 = f(sumx2 + f(x[xo + 32 * j + l] * x[xo + 32 * j + l]));
         const avx = f(Math.sqrt(f(sumx2 / 32)));
         for (let l = 0; l < 32; l++) w[l] = f(avx + Math.abs(x[xo + 32 * j + l]));
-        const r = makeQkx2(32, 15, x, xo + 32 * j, w, L, 32 * j, aux, -1, F_0_1, 20, false);
+        const r = makeQkx(32, 15, x, xo + 32 * j, w, L, 32 * j, aux, Q4K_REF);
         scales[j] = r.scale; mins[j] = r.min;
         if (r.scale > maxScale) maxScale = r.scale;
         if (r.min > maxMin) maxMin = r.min;
