@@ -40,17 +40,23 @@ function buildGrid(): Grid {
     map[index] = k;
   }
   const lists: number[] = [];
-  const d2 = new Int32Array(n), order = Array.from({ length: n }, (_, j) => j);
+  // squared distances are small integers (≤ 8 · 6²): a counting sort by distance, grid index
+  // ascending within a distance, is the (distance, index) order of ggml's qsort
+  const MAXD = 8 * 36;
+  const d2 = new Int32Array(n), order = new Int32Array(n), counts = new Int32Array(MAXD + 2);
   const p = new Int8Array(8);
   for (let u = 0; u < KMAP_SIZE; u++) {
     if (map[u] >= 0) continue;
     for (let k = 0; k < 8; k++) p[k] = 2 * ((u >> (2 * k)) & 3) + 1;
+    counts.fill(0);
     for (let j = 0; j < n; j++) {
       let s = 0;
       for (let k = 0; k < 8; k++) { const e = pos[8 * j + k] - p[k]; s += e * e; }
       d2[j] = s;
+      counts[s + 1]++;
     }
-    order.sort((a, b) => d2[a] - d2[b] || a - b);
+    for (let d = 1; d <= MAXD + 1; d++) counts[d] += counts[d - 1];
+    for (let j = 0; j < n; j++) order[counts[d2[j]]++] = j;
     map[u] = -(lists.length + 1);
     const start = lists.length;
     lists.push(0);
