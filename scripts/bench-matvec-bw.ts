@@ -1,0 +1,83 @@
+/**
+ * bench-matvec-bw: achieved memory bandwidth of the decode matvec kernels on the real decode shapes,
+ * per weight type, as a fraction of the device's copy bandwidth measured in the same run (#17:
+ * bandwidth-bound boards get exactly what these kernels achieve). GPU time from timestamps, the
+ * median of --reps runs; bytes = the weight bytes read (activations and outputs are < 0.1% here).
+ *
+ *   node dist/scripts/bench-matvec-bw.js [--vk-device N] [--reps 20] [--scale 1] [--types q8_0,q2_k,...]
+ *   (--scale 0.01 shrinks every shape for a quick run on lavapipe)
+ */
+import { parseArgs } from 'node:util';
+import { Core } from '../ts/core/wasm.js';
+import { OpList, Pipelines, gridBlob, matvecOp } from '../ts/engine/vulkan/graph.js';
+import { KERNELS, dispatch } from '../ts/engine/vulkan/kernels.js';
+import { GgmlType, rowBytes, typeName } from '../ts/gguf/index.js';
+import { Rng } from '../ts/model/synth.js';
+import { loadAddon } from '../ts/vk/addon.js';
+
+const a = parseArgs({ options: {
+  'vk-device': { type: 'string', default: '-1' }, reps: { type: 'string', default: '20' }, scale: { type: 'string', default: '1' },
+  types: { type: 'string', default: 'q8_0,q2_k,iq2_xxs,q4_k,q5_k,q6_k,f16,bf16' },
+} }).values;
+const reps = Number(a.reps), scale = Number(a.scale);
+const dev = new (loadAddon().Device)(Number(a['vk-device']));
+const pipes = new Pipelines(dev);
+const grid = (() => { const g = gridBlob(new Core()); const b = dev.createBuffer(g.byteLength, false); dev.write(b, 0, g); return b; })();
+const round = (n: number, m: number) => Math.max(m, Math.round(n / m) * m);
+
+/** The full model's decode shapes (rows × columns; experts: 8 routed of 512 rows each). */
+const SHAPES = [
+  { what: 'LM head', rows: round(248320 * scale, 64), n: 2048, experts: 0 },
+  { what: 'DeltaNet in-projection (stacked)', rows: round(12352 * scale, 64), n: 2048, experts: 0 },
+  { what: 'out-projection', rows: round(2048 * scale, 64), n: 4096, experts: 0 },
+  { what: 'routed experts', rows: round(512 * scale, 64), n: 2048, experts: 8 },
+];
+
+function median(x: number[]): number { const s = x.slice().sort((p, q) => p - q); return s[Math.floor(s.length / 2)]; }
+
+/** GPU seconds of one command (median over reps), recorded with timestamps. */
+function time(build: (ops: OpList) => void): number {
+  const ops = new OpList(pipes);
+  build(ops);
+  const cmd = dev.record(ops.build(), true);
+  const t: number[] = [];
+  for (let i = 0; i < reps + 2; i++) { dev.runSync(cmd); if (i >= 2) t.push(dev.timings(cmd).reduce((p, q) => p + q, 0) / 1e9); }
+  dev.freeCommand(cmd);
+  return median(t);
+}
+
+// copy bandwidth: 1 GiB (scaled) read + written
+const copyBytes = round(2 ** 30 * Math.min(1, scale * 10), 4096);
+const src = dev.createBuffer(copyBytes, false), dst = dev.createBuffer(copyBytes, false);
+const copyS = time((ops) => dispatch(ops, KERNELS.copy, { SRC: src, DST: dst }, { n4: copyBytes / 16 }, [Math.min(65535, Math.ceil(copyBytes / 16 / 256))]));
+const copyBw = (2 * copyBytes) / copyS;
+dev.freeBuffer(src); dev.freeBuffer(dst);
+console.log(`# bench-matvec-bw ${new Date().toISOString()} reps ${reps} scale ${scale}`);
+console.log(`copy: ${(copyBytes / 2 ** 20).toFixed(0)} MiB read + written in ${(copyS * 1e3).toFixed(3)} ms = ${(copyBw / 1e9).toFixed(1)} GB/s`);
+console.log('type,shape,weight_bytes,us,GB/s,fraction_of_copy');
+
+const NAMES: Record<string, GgmlType> = { q8_0: GgmlType.Q8_0, q2_k: GgmlType.Q2_K, iq2_xxs: GgmlType.IQ2_XXS, q4_k: GgmlType.Q4_K, q5_k: GgmlType.Q5_K, q6_k: GgmlType.Q6_K, f16: GgmlType.F16, bf16: GgmlType.BF16 };
+const rng = new Rng(1);
+for (const name of a.types!.split(',')) {
+  const type = NAMES[name];
+  if (type === undefined) { console.error(`bench-matvec-bw: unknown type "${name}"`); process.exit(2); }
+  for (const sh of SHAPES) {
+    const rb = rowBytes(type, sh.n), nExp = sh.experts || 1;
+    const wBytes = rb * sh.rows * nExp;
+    // random bytes decode to arbitrary values; scales may be huge or NaN, which costs the kernel nothing
+    const w = dev.createBuffer(wBytes, false);
+    const chunk = new Uint8Array(Math.min(wBytes, 64 << 20));
+    for (let i = 0; i < chunk.length; i++) chunk[i] = rng.int(0, 255);
+    for (let o = 0; o < wBytes; o += chunk.length) dev.write(w, o, chunk.subarray(0, Math.min(chunk.length, wBytes - o)));
+    const x = dev.createBuffer(sh.n * 4, false), y = dev.createBuffer(sh.rows * nExp * 4, false), ids = dev.createBuffer(64, false);
+    dev.write(x, 0, new Uint8Array(new Float32Array(sh.n).fill(0.01).buffer));
+    dev.write(ids, 0, new Uint8Array(Uint32Array.from({ length: 16 }, (_, i) => i % 8).buffer));
+    const s = time((ops) => matvecOp(ops, sh.experts
+      ? { type: name, buffers: [w, x, y, ids, grid], rows: sh.rows, n: sh.n, rowBytes: rb, nRows: sh.experts, flags: 1 | 2, K: sh.experts, expertBytes: rb * sh.rows, xStride: 0 }
+      : { type: name, buffers: [w, x, y, ids, grid], rows: sh.rows, n: sh.n, rowBytes: rb, nRows: 1 }));
+    const bw = wBytes / s;
+    console.log(`${typeName(type)},${sh.what} ${sh.experts ? `${sh.experts} × ` : ''}${sh.rows} × ${sh.n},${wBytes},${(s * 1e6).toFixed(1)},${(bw / 1e9).toFixed(1)},${(bw / copyBw).toFixed(3)}`);
+    [w, x, y, ids].forEach((b) => dev.freeBuffer(b));
+  }
+}
+dev.dispose();
