@@ -27,3 +27,15 @@ export const GROUP_MAX_EPS = f(1e-15);
 export function mad(a: number, b: number, c: number): number {
   return f(f(a * b) + c);
 }
+
+/** Σ x² over n values from xo, summed in order in f32 (the blocks' sigma² in ggml-quants.c). */
+export function sumSquares(x: Float32Array, xo: number, n: number): number {
+  let s = 0;
+  for (let i = 0; i < n; i++) s = f(s + f(x[xo + i] * x[xo + i]));
+  return s;
+}
+
+/** The importance of one value under an imatrix, as every ggml quantizer weights it: qw·√(σ² + x²). */
+export function importance(qw: number, sigma2: number, x: number): number {
+  return f(qw * f(Math.sqrt(f(sigma2 + f(x * x)))));
+}

@@ -5,9 +5,8 @@
  * among the grid points at the two nearest distances. The neighbour lists are built exactly as
  * iq2xs_init_impl builds them (sorted by distance, then grid index), so ties resolve alike.
  */
-import { f32ToF16 } from '../model/f16.js';
-import { f, mad, nearestInt, F_0_1, GROUP_MAX_EPS } from './float32.js';
-import { makeQp, QK_K } from './kquants.js';
+import { f, importance, mad, nearestInt, sumSquares, F_0_1, GROUP_MAX_EPS } from './float32.js';
+import { makeQp, putF16, QK_K } from './kquants.js';
 import { IQ2XXS_GRID } from './generated/grids.js';
 
 const KMAP_SIZE = 43692;
@@ -117,12 +116,10 @@ export function quantizeIQ2XXS(x: Float32Array, out: Uint8Array, qw: Float32Arra
     const o = ibl * 66, xbl = ibl * QK_K;
     q2.fill(0);
     let maxScale = 0;
-    let sumx2 = 0;
-    for (let i = 0; i < QK_K; i++) sumx2 = mad(x[xbl + i], x[xbl + i], sumx2);
-    const sigma2 = f(sumx2 / QK_K);
+    const sigma2 = f(sumSquares(x, xbl, QK_K) / QK_K);
     for (let ib = 0; ib < 8; ib++) {
       const xb = xbl + 32 * ib;
-      for (let i = 0; i < 32; i++) weight[i] = f(qw[xb + i] * f(Math.sqrt(mad(x[xb + i], x[xb + i], sigma2))));
+      for (let i = 0; i < 32; i++) weight[i] = importance(qw[xb + i], sigma2, x[xb + i]);
       for (let i = 0; i < 32; i++) waux[i] = f(Math.sqrt(weight[i]));
       for (let k = 0; k < 4; k++) {
         let nflip = 0, s = 0;
@@ -213,9 +210,7 @@ export function quantizeIQ2XXS(x: Float32Array, out: Uint8Array, qw: Float32Arra
     out.fill(0, o, o + 66);
     if (!maxScale) continue;
     const d = f(maxScale / 31);
-    const h = f32ToF16(d);
-    out[o] = h & 0xff;
-    out[o + 1] = h >>> 8;
+    putF16(out, o, d);
     const id = f(1 / d);
     for (let ib = 0; ib < 8; ib++) {
       const l = Math.max(0, Math.min(15, nearestInt(f(0.5 * mad(id, scales[ib], -1)))));

@@ -6,11 +6,12 @@
  * float32.ts): the byte identity depends on it.
  */
 import { f32ToF16, f16ToF32 } from '../model/f16.js';
-import { f, mad, nearestInt, roundAway, F_0_1, F_0_05, F_M0_9, F_M0_5, GROUP_MAX_EPS } from './float32.js';
+import { f, importance, mad, nearestInt, roundAway, sumSquares, F_0_1, F_0_05, F_M0_9, F_M0_5, GROUP_MAX_EPS } from './float32.js';
 
 export const QK_K = 256;
 
-function putF16(out: Uint8Array, at: number, v: number): number {
+/** Stores v as f16 at `at`; returns the value it now holds (the quantizers continue with it). */
+export function putF16(out: Uint8Array, at: number, v: number): number {
   const h = f32ToF16(v);
   out[at] = h & 0xff;
   out[at + 1] = h >>> 8;
@@ -209,14 +210,9 @@ export function quantizeQ2K(x: Float32Array, out: Uint8Array, qw: Float32Array |
     let dm: number, mm: number;
     if (qw) {
       sw.fill(0);
-      let sumx2 = 0;
-      for (let j = 0; j < QK_K; j++) sumx2 = f(sumx2 + f(x[xo + j] * x[xo + j]));
-      const sigma2 = f(sumx2 / QK_K);
+      const sigma2 = f(sumSquares(x, xo, QK_K) / QK_K);
       for (let j = 0; j < 16; j++) {
-        for (let l = 0; l < 16; l++) {
-          const v = x[xo + 16 * j + l];
-          w[l] = f(qw[xo + 16 * j + l] * f(Math.sqrt(f(sigma2 + f(v * v)))));
-        }
+        for (let l = 0; l < 16; l++) w[l] = importance(qw[xo + 16 * j + l], sigma2, x[xo + 16 * j + l]);
         for (let l = 0; l < 16; l++) sw[j] = f(sw[j] + w[l]);
         const r = makeQkx(16, 3, x, xo + 16 * j, w, L, 16 * j, aux, IMATRIX_FIT);
         scales[j] = r.scale; mins[j] = r.min;
@@ -296,14 +292,9 @@ export function quantizeQ4K(x: Float32Array, out: Uint8Array, qw: Float32Array |
   for (let i = 0; i < nb; i++) {
     const xo = i * QK_K, o = i * 144;
     if (qw) {
-      let sumx2 = 0;
-      for (let l = 0; l < QK_K; l++) sumx2 = f(sumx2 + f(x[xo + l] * x[xo + l]));
-      const sigma2 = f(f(2 * sumx2) / QK_K);
+      const sigma2 = f(f(2 * sumSquares(x, xo, QK_K)) / QK_K);
       for (let j = 0; j < 8; j++) {
-        for (let l = 0; l < 32; l++) {
-          const v = x[xo + 32 * j + l];
-          w[l] = f(qw[xo + 32 * j + l] * f(Math.sqrt(f(sigma2 + f(v * v)))));
-        }
+        for (let l = 0; l < 32; l++) w[l] = importance(qw[xo + 32 * j + l], sigma2, x[xo + 32 * j + l]);
         let sumw = 0;
         for (let l = 0; l < 32; l++) sumw = f(sumw + w[l]);
         sw[j] = sumw;
@@ -318,9 +309,7 @@ export function quantizeQ4K(x: Float32Array, out: Uint8Array, qw: Float32Array |
     } else {
       let maxScale = 0, maxMin = 0;
       for (let j = 0; j < 8; j++) {
-        let sumx2 = 0;
-        for (let l = 0; l < 32; l++) sumx2 = f(sumx2 + f(x[xo + 32 * j + l] * x[xo + 32 * j + l]));
-        const avx = f(Math.sqrt(f(sumx2 / 32)));
+        const avx = f(Math.sqrt(f(sumSquares(x, xo + 32 * j, 32) / 32)));
         for (let l = 0; l < 32; l++) w[l] = f(avx + Math.abs(x[xo + 32 * j + l]));
         const r = makeQkx(32, 15, x, xo + 32 * j, w, L, 32 * j, aux, Q4K_REF);
         scales[j] = r.scale; mins[j] = r.min;

@@ -3,8 +3,8 @@
  * f32 the way ggml converts them, and f32 rows to each output type it can produce.
  */
 import { GgmlType, typeName } from '../gguf/index.js';
-import { bf16ToF32, f16ToF32, f32ToBf16, f32ToF16 } from '../model/f16.js';
-import { f } from './float32.js';
+import { QuantKernels } from '../core/quant.js';
+import { f32ToBf16, f32ToF16 } from '../model/f16.js';
 import { quantizeIQ2XXS } from './iq2xxs.js';
 import { quantizeQ2K, quantizeQ4K, quantizeQ8_0 } from './kquants.js';
 
@@ -26,29 +26,14 @@ export function usesImatrix(t: GgmlType): boolean {
   return t === GgmlType.IQ2_XXS || t === GgmlType.Q2_K || t === GgmlType.Q4_K;
 }
 
-/** Decodes n consecutive values of `src` (raw bytes of `type`) to f32, as ggml's to_float does. */
-export function toF32(type: GgmlType, src: Uint8Array, n: number, dst: Float32Array = new Float32Array(n)): Float32Array {
-  const dv = new DataView(src.buffer, src.byteOffset, src.byteLength);
-  switch (type) {
-    case GgmlType.F32:
-      for (let i = 0; i < n; i++) dst[i] = dv.getFloat32(4 * i, true);
-      break;
-    case GgmlType.F16:
-      for (let i = 0; i < n; i++) dst[i] = f16ToF32(dv.getUint16(2 * i, true));
-      break;
-    case GgmlType.BF16:
-      for (let i = 0; i < n; i++) dst[i] = bf16ToF32(dv.getUint16(2 * i, true));
-      break;
-    case GgmlType.Q8_0:
-      for (let b = 0; b < n / 32; b++) {
-        const d = f16ToF32(dv.getUint16(34 * b, true));
-        for (let j = 0; j < 32; j++) dst[32 * b + j] = f(dv.getInt8(34 * b + 2 + j) * d);
-      }
-      break;
-    default:
-      throw new Error(`cannot read ${typeName(type)} input rows`);
-  }
-  return dst;
+/**
+ * Input rows as f32: the engine's own decoders (bit-exact against the quant oracle), which compute
+ * what ggml's to_float does for these types (Q8_0: q·d in f32). One WASM core per thread.
+ */
+let kernels: QuantKernels | undefined;
+function toF32(type: GgmlType, src: Uint8Array, n: number): Float32Array {
+  if (!INPUT_TYPES.includes(type)) throw new Error(`cannot read ${typeName(type)} input rows`);
+  return (kernels ??= new QuantKernels()).dequantize(type, src, n);
 }
 
 /** Quantizes one row `x` into `out` (exactly one row's bytes); `qw` = its importance weights or null. */
