@@ -80,13 +80,11 @@ async function check(a: Record<string, unknown>, pos: string[]): Promise<number>
     if (a.positions) { csv = fs.openSync(a.positions as string, 'w'); fs.writeSync(csv, 'window,position,kl,top1_source,top1_quant\n'); }
     const tokens = source.tokenizer.encode(text, { parseSpecial: false });
     const bar = progressBar('check');
-    const onPosition = csv === undefined ? undefined : (r: PositionResult) => { fs.writeSync(csv!, `${r.window},${r.position},${r.kl.toExponential(6)},${r.top1Source},${r.top1Quant}\n`); };
     const perWindow: number[] = [];
-    let acc = 0, n = 0;
     const s = await checkQuality({
       source, quant, tokens, ctx, maxWindows: chunks,
-      onPosition: (r) => { acc += r.kl; n++; onPosition?.(r); },
-      onWindow: (d, t) => { perWindow.push(acc / n); acc = 0; n = 0; bar(d, t); },
+      onPosition: csv === undefined ? undefined : (r: PositionResult) => { fs.writeSync(csv!, `${r.window},${r.position},${r.kl.toExponential(6)},${r.top1Source},${r.top1Quant}\n`); },
+      onWindow: (d, t, kl) => { perWindow.push(kl); bar(d, t); },
     });
     perWindow.forEach((k, i) => console.log(`window ${i}: mean KL ${k.toExponential(4)}`));
     console.log(`positions ${s.positions} in ${s.windows} windows of ${ctx}`);

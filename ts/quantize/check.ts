@@ -67,7 +67,8 @@ export interface CheckOptions {
   ctx: number;
   maxWindows?: number;
   onPosition?: (r: PositionResult) => void;
-  onWindow?: (done: number, total: number) => void;
+  /** after each window, with that window's mean KL */
+  onWindow?: (done: number, total: number, meanKl: number) => void;
 }
 
 export async function checkQuality(o: CheckOptions): Promise<CheckSummary> {
@@ -78,13 +79,14 @@ export async function checkQuality(o: CheckOptions): Promise<CheckSummary> {
   for (let w = 0; w < windows; w++) {
     const toks = o.tokens.slice(w * o.ctx, (w + 1) * o.ctx);
     const a = await windowLogits(o.source, toks), b = await windowLogits(o.quant, toks);
+    const first = kls.length;
     for (let i = 0; i < a.length; i++) {
       const r: PositionResult = { window: w, position: i, kl: klDivergence(a[i], b[i]), top1Source: argmax(a[i]), top1Quant: argmax(b[i]) };
       kls.push(r.kl);
       if (r.top1Source === r.top1Quant) agree++;
       o.onPosition?.(r);
     }
-    o.onWindow?.(w + 1, windows);
+    o.onWindow?.(w + 1, windows, kls.slice(first).reduce((x, y) => x + y, 0) / a.length);
   }
   const s = kls.slice().sort((x, y) => x - y);
   return {
