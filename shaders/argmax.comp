@@ -8,6 +8,8 @@
 //            strict > keeps the first of equal values), wg_argmax.glsl, writes P[g] and its NaN
 //            flag F[g]. Dispatch: (⌈n / 1024⌉, 1, 1).
 //   stage 1: one workgroup reduces the `groups` partials into ARG. Dispatch: (1, 1, 1).
+// Rows: workgroup y takes row y (L from offset + y·n, partials y·groups…, ARG[2y…]): a batched
+// decode step's rows in one dispatch pair. Dispatch: (…, rows, 1).
 #extension GL_GOOGLE_include_directive : enable
 #extension GL_KHR_shader_subgroup_arithmetic : enable
 #extension GL_KHR_shader_subgroup_vote : enable
@@ -24,16 +26,17 @@ void main() {
   float bv = uintBitsToFloat(0xFF800000u);  // −∞
   uint bi = 0xFFFFFFFFu;
   bool nan = false;
+  uint row = gl_WorkGroupID.y, p0 = row * pc.groups;
   if (pc.stage == 0u) {
     uint base = gl_WorkGroupID.x * 1024u;
     for (uint i = base + tid; i < min(pc.n, base + 1024u); i += 256u) {
-      float v = L[pc.offset + i];
+      float v = L[pc.offset + row * pc.n + i];
       if (isnan(v)) nan = true;
       else if (v > bv) { bv = v; bi = i; }
     }
   } else {
     // partials in group order: their indices grow, so strict > still keeps the first
-    for (uint g = tid; g < pc.groups; g += 256u) {
+    for (uint g = p0 + tid; g < p0 + pc.groups; g += 256u) {
       float v = uintBitsToFloat(P[g].x);
       if (F[g] != 0u) nan = true;
       if (P[g].y != 0xFFFFFFFFu && v > bv) { bv = v; bi = P[g].y; }
@@ -45,7 +48,7 @@ void main() {
   if (tid == 0u) {
     uint f = 0u;
     for (uint s = 0u; s < gl_NumSubgroups; s++) f |= sn[s];
-    if (pc.stage == 0u) { P[gl_WorkGroupID.x] = uvec2(floatBitsToUint(bv), bi); F[gl_WorkGroupID.x] = f; }
-    else { ARG[0] = bi; ARG[1] = f; }
+    if (pc.stage == 0u) { P[p0 + gl_WorkGroupID.x] = uvec2(floatBitsToUint(bv), bi); F[p0 + gl_WorkGroupID.x] = f; }
+    else { ARG[2u * row] = bi; ARG[2u * row + 1u] = f; }
   }
 }

@@ -33,3 +33,10 @@ export const DEFAULT_SNAPSHOT_INTERVAL = 512;
 
 /** The CLI's context when --ctx is not given (the model's own length if smaller). */
 export const DEFAULT_CLI_CTX = 8192;
+
+/**
+ * Most sessions one batched decode step takes (q36-server --batched-session): more rows use the
+ * ordered fallback. 8 keeps the rows inside one 8-row matmul tile (matvec.glsl's MATMUL_TOKENS),
+ * so each row's products are computed the same way whatever its batch-mates.
+ */
+export const MAX_BATCH_ROWS = 8;

@@ -146,6 +146,41 @@ export class BaseSession implements Session {
     }
   }
 
+  /** The backend (batch.ts hands it to the engine that runs a batched step). */
+  get backend(): SessionBackend {
+    return this.b;
+  }
+
+  /**
+   * Before a batched step (batch.ts) gives this session one token: the same checks as eval, and
+   * the logits a backend kept for us belong to an older token from here on.
+   */
+  beforeBatchedToken(): void {
+    this.check();
+    if (this.toks.length + 1 > this.b.ctx) throw new Error(`context full: ${this.toks.length} + 1 tokens exceed ctx ${this.b.ctx}`);
+    if (this.lastOnDevice) this.setLast(EMPTY);
+  }
+
+  /** After the step: the token is in, its logits are left on the device (readLast/lastArgmax). */
+  afterBatchedToken(token: number): void {
+    this.toks.push(token);
+    this.evaluatedCount++;
+    this.last = EMPTY;
+    this.lastOnDevice = true;
+  }
+
+  /**
+   * A failed batched step: whatever part of it reached this session's state, the session goes
+   * back to empty — a consistent state (the next request prefills again), never a half-advanced one.
+   */
+  invalidate(): void {
+    if (this.disposed) return;
+    this.toks = [];
+    this.snaps = [];
+    this.setLast(EMPTY);
+    try { this.b.writeRecurrent(null); } catch { /* the device failed: the empty token list is what counts */ }
+  }
+
   /** A snapshot at a chunk boundary, kept for rewinds (bounded count). Logits are not kept there. */
   private autoSnapshot(): void {
     this.snaps.push(this.capture(EMPTY));

@@ -45,6 +45,11 @@ export interface EngineOptions {
   vkAttnTile?: boolean;
   /** Vulkan: cap on one binding's bytes below maxStorageBufferRange (tests: forces windowed weights) */
   vkMaxBinding?: number;
+  /**
+   * Vulkan: rows a batched decode step may hold (q36-server --batched-session N): the scratch
+   * buffers are sized for that many sessions' tokens in one step. Default 1 (no batched steps).
+   */
+  batchRows?: number;
   /** keep an automatic snapshot every this many tokens (at chunk boundaries) */
   snapshotInterval?: number;
   /** at most this many automatic snapshots per session */
@@ -109,12 +114,28 @@ export interface Session {
   dispose(): void;
 }
 
+/** One row of a batched decode step: a session and the token it takes next. */
+export interface BatchItem {
+  session: Session;
+  token: number;
+}
+
 export interface Engine {
   readonly backend: Backend;
   readonly shape: ModelShape;
   readonly tokenizer: Tokenizer;
   readonly options: Readonly<EngineOptions>;
   newSession(): Session;
+  /**
+   * Most rows decodeBatch() takes in one step (1: the engine has no batched step; evalBatch in
+   * batch.ts then runs the rows one after another).
+   */
+  readonly batchRows: number;
+  /**
+   * One token for each of 2..batchRows distinct sessions of this engine in one model step
+   * (weights read once for all rows; positions, KV and recurrent state per row). Use evalBatch().
+   */
+  decodeBatch?(items: readonly BatchItem[]): Promise<void>;
   /** human-readable memory report */
   describe(): string;
   dispose(): void;

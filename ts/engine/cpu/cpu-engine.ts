@@ -31,6 +31,8 @@ export function sessionBytes(s: ModelShape, ctx: number, k: KvType, v: KvType): 
 
 export class CpuEngine implements Engine {
   readonly backend = 'cpu' as const;
+  /** no batched step: batch.ts runs the rows one after another (the deterministic ordered fallback) */
+  readonly batchRows = 1;
   readonly shape: ModelShape;
   readonly tokenizer: Tokenizer;
   readonly core: Core;

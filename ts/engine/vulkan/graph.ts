@@ -220,6 +220,8 @@ export function attnTokens(chunk: number): number {
  * attn_flash's (token, query head, block) slots: the larger of the decode and the chunk shapes.
  * Each slot has a partial sum of headDim floats (P) and a (max, sum) pair (ML).
  */
-export function attnSlots(s: ModelShape, T: number, ctx: number): number {
-  return Math.max(...[1, Math.min(T, attnTokens(T))].flatMap((t) => [true, false].map((tiled) => t * s.nHead * Math.ceil(ctx / attnBlock(s, t, tiled)))));
+export function attnSlots(s: ModelShape, T: number, ctx: number, batch = 1): number {
+  // a batched decode step (batch rows of one token each) keeps every row's decode partials
+  const decodeRows = batch * s.nHead * Math.ceil(ctx / attnBlock(s, 1));
+  return Math.max(decodeRows, ...[1, Math.min(T, attnTokens(T))].flatMap((t) => [true, false].map((tiled) => t * s.nHead * Math.ceil(ctx / attnBlock(s, t, tiled)))));
 }

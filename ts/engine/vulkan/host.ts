@@ -29,23 +29,30 @@ export interface VkHost {
   /** tokens per prefill step; logits rows one step may return */
   readonly chunk: number;
   readonly logitsRows: number;
+  /** words from one row's step parameters to the next in PIN/PARAMS (the device's binding alignment) */
+  readonly paramWords: number;
   embed(tokens: number[]): Float32Array;
   /** one weight's matvec (every window of it) */
   matvec(ops: OpList, name: string, x: number, y: number, nRows: number, o?: MatvecOpts): void;
   /** decode: the stacked projections of `blk.L.key` as one matvec; the part views, or undefined */
   stacked(ops: OpList, l: number, key: string, x: number, barrier?: boolean): number[] | undefined;
   routesInMatvec(l: number): boolean;
-  topK(k: number): Uint32Array;
+  /** the k best (logit, id) pairs of LOGITS row `row` */
+  topK(k: number, row?: number): Uint32Array;
   sampleWith(logits: Float32Array, o: SampleOptions, rng: number): number;
   /**
    * The LOGITS/ARG buffers are engine-wide: `s` is about to overwrite them (the previous owner
    * saves its deferred row first); `defer` marks s as leaving its last row there.
    */
   claimOutputs(s: OutputOwner, defer: boolean): void;
+  /** a batched step is about to overwrite them: every owner but its rows saves its row; the rows own them after */
+  claimOutputsFor(rows: OutputOwner[]): void;
   /** whether s still owns the outputs (its deferred row is on the device) */
   ownsOutputs(s: OutputOwner): boolean;
   /** s is gone: it owns nothing */
   releaseOutputs(s: OutputOwner): void;
+  /** a session's buffers are about to be freed (batched steps recorded with them go) */
+  forgetSession(id: number): void;
   /** a step ran: wall ms inside dev.run, and its per-dispatch GPU times when profiling */
   reportRun(ms: number, profile?: { names: string[]; ns: Float64Array }): void;
 }

@@ -29,7 +29,7 @@ const MATVEC_PUSH = ['rows', 'n', 'rowBytes', 'xStride', 'yStride', 'flags', 'K'
 const MATVEC_BIND = ['W', 'X', 'Y', 'IDS', 'GRID'] as const;
 
 export const KERNELS = {
-  step_in: k({ name: 'step_in', bindings: ['XIN', 'X', 'PIN', 'PARAMS'], push: ['n'], local: 256, per: 256 }),
+  step_in: k({ name: 'step_in', bindings: ['XIN', 'X', 'PIN', 'PARAMS'], push: ['n', 'np'], local: 256, per: 256 }),
   rmsnorm: k({ name: 'rmsnorm', bindings: ['X', 'A', 'weight', 'R', 'DE', 'WTS', 'DS', 'SG'], push: ['n', 'row0', 'eps:f32', 'mode', 'K', '_', '_', '_'], local: 1024 }),
   ssm_conv: k({ name: 'ssm_conv', bindings: ['U', 'weight', 'state'], push: ['convCh', 'T', 'width', '_'], local: 256, per: 64 }),
   deltanet: k({ name: 'deltanet', bindings: ['U', 'B', 'AL', 'dtBias', 'A', 'state', 'O', 'Z', 'normWeight'], push: ['T', 'dk', 'hk', 'hv', 'convCh', 'eps:f32', 'qScale:f32', '_'], local: 512 }),

@@ -14,10 +14,14 @@ export interface ScratchBuffer {
   host?: boolean;
 }
 
-export interface ScratchOptions { T: number; ctx: number; logitsRows: number; steering: boolean; unified: boolean }
+export interface ScratchOptions {
+  T: number; ctx: number; logitsRows: number; steering: boolean; unified: boolean;
+  /** rows of a batched decode step (1: none) and the words of one row's step parameters (PIN/PARAMS) */
+  batch?: number; paramWords?: number;
+}
 
 export function scratchTable(s: ModelShape, o: ScratchOptions): ScratchBuffer[] {
-  const { T, ctx } = o, st = stateSizes(s), K = s.nExpertUsed;
+  const { T, ctx } = o, st = stateSizes(s), K = s.nExpertUsed, batch = o.batch ?? 1, params = Math.max(4, batch * (o.paramWords ?? 4));
   // the decode output of every stack (weights.ts STACKS): the largest of their row totals
   const stackRows = Math.max(st.convCh + s.ssmInner + 2 * s.ssmVHeads, 2 * s.nHead * s.headDim + 2 * st.kvDim, s.nExpert + 1);
   return [
@@ -29,7 +33,7 @@ export function scratchTable(s: ModelShape, o: ScratchOptions): ScratchBuffer[] 
     { name: 'U', floats: T * st.convCh }, { name: 'Z', floats: T * s.ssmInner }, { name: 'B', floats: T * s.ssmVHeads }, { name: 'AL', floats: T * s.ssmVHeads },
     { name: 'O', floats: T * Math.max(s.nHead * s.headDim, s.ssmInner) },
     // attn_flash's per-block partial sums and (max, sum) pairs
-    { name: 'P', floats: attnSlots(s, T, ctx) * s.headDim }, { name: 'ML', floats: attnSlots(s, T, ctx) * 2 },
+    { name: 'P', floats: attnSlots(s, T, ctx, batch) * s.headDim }, { name: 'ML', floats: attnSlots(s, T, ctx, batch) * 2 },
     { name: 'R', floats: T * s.nExpert }, { name: 'IDS', floats: T * K }, { name: 'WTS', floats: T * K },
     // the pairs grouped by expert and their tiles (moe_tiles.comp), for multi-token steps
     { name: 'LIST', floats: T * K }, { name: 'TILES', floats: 4 * (1 + moeMaxTiles(T * K, s.nExpert)) },
@@ -43,7 +47,8 @@ export function scratchTable(s: ModelShape, o: ScratchOptions): ScratchBuffer[] 
     { name: 'LOGITS', floats: o.logitsRows * s.nVocab, host: o.unified },
     // one layer's DeltaNet state in the payload's layout (state_t.comp): snapshots copy it
     { name: 'STT', floats: st.ssmBytes / 4, host: true },
-    { name: 'PIN', floats: 4, host: true }, { name: 'PARAMS', floats: 4 }, { name: 'ARG', floats: 2, host: true },
+    // step parameters and arg-max results: one row per session of a batched step
+    { name: 'PIN', floats: params, host: true }, { name: 'PARAMS', floats: params }, { name: 'ARG', floats: 2 * batch, host: true },
     // top-k stages (topk.comp): ping-pong pairs, the last stage's k pairs host-visible
     { name: 'TKA', floats: 2 * Math.ceil(s.nVocab / TOPK_ITEMS) * TOPK_MAX }, { name: 'TKB', floats: 2 * Math.ceil(s.nVocab / TOPK_ITEMS) * TOPK_MAX },
     { name: 'TKH', floats: 2 * TOPK_MAX, host: true },

@@ -14,8 +14,15 @@ import { KERNELS, dispatch, groups } from './kernels.js';
 import { recordStep, type LayerState } from './step.js';
 
 /** Per-session device state (KV cache, DeltaNet states) and its recorded steps. */
+let nextId = 1;
+
 export class VkSessionState extends BackendSettings implements SessionBackend, OutputOwner {
-  private layers: LayerState[] = [];
+  /** the engine's name for this state (batched steps are recorded per set of sessions) */
+  readonly id = nextId++;
+  /** the device buffers of each layer (a batched step binds them per row) */
+  readonly layers: LayerState[] = [];
+  /** which LOGITS/ARG row holds our deferred output (a batched step's row; 0 otherwise) */
+  private outRow = 0;
   private steps = new Map<string, number>();
   private stepNames = new Map<number, string[]>();
   private rng: number;
@@ -39,7 +46,7 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
   /** Records the forward of T tokens (logits for rows ≥ logitsFrom): step.ts. */
   private record(T: number, logitsFrom: number): number {
     const h = this.h, ops = new OpList(h.pipes);
-    recordStep({ h, ops, T, layers: this.layers, kvTypes: this.kvTypes, ctx: this.ctx }, logitsFrom);
+    recordStep({ h, ops, T, layers: this.layers, kvTypes: this.kvTypes, ctx: this.ctx, paramWords: h.paramWords }, logitsFrom);
     const cmd = h.dev.record(ops.build(), h.options.vkProfile === true);
     this.stepNames.set(cmd, ops.names);
     return cmd;
@@ -51,6 +58,7 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
     // LOGITS and ARG are engine-wide: another session's deferred row is saved before we overwrite it
     e.claimOutputs(this, false);
     this.kept = undefined;
+    this.outRow = 0;
     const key = `${T}:${logitsFrom}`;
     let cmd = this.steps.get(key);
     if (cmd === undefined) { cmd = this.record(T, logitsFrom); this.steps.set(key, cmd); }
@@ -68,6 +76,12 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
     return n === 1 ? [all] : Array.from({ length: n }, (_, i) => all.slice(i * s.nVocab, (i + 1) * s.nVocab));
   }
 
+  /** A batched step left this session's output in LOGITS/ARG row `row` (the engine claimed them for us). */
+  batchedOutput(row: number): void {
+    this.kept = undefined;
+    this.outRow = row;
+  }
+
   /** Saves this session's deferred row and arg-max to host memory (another session is about to run). */
   keep(): void {
     this.kept = { row: this.readLast(), arg: this.readArg() };
@@ -75,11 +89,12 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
 
   /** ARG of the last step: {arg-max index, flags} (argmax.comp) */
   private readArg(): Uint32Array {
-    return new Uint32Array(this.h.dev.read(this.h.buf.ARG, 0, 8));
+    return new Uint32Array(this.h.dev.read(this.h.buf.ARG, 8 * this.outRow, 8));
   }
 
   readLast(): Float32Array {
-    return this.kept?.row ?? new Float32Array(this.h.dev.read(this.h.buf.LOGITS, 0, this.shape.nVocab * 4));
+    const n = this.shape.nVocab;
+    return this.kept?.row ?? new Float32Array(this.h.dev.read(this.h.buf.LOGITS, this.outRow * n * 4, n * 4));
   }
 
   lastArgmax(): number | undefined {
@@ -91,7 +106,7 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
     // a row saved by keep() is on the host already; a NaN row follows the host sampler's rules
     if (this.kept || !this.h.ownsOutputs(this) || !(k > 0 && k <= TOPK_MAX && k < this.shape.nVocab)) return undefined;
     if (this.readArg()[1] !== 0) return undefined;
-    const pairs = this.h.topK(k);
+    const pairs = this.h.topK(k, this.outRow);
     const f = new Float32Array(pairs.buffer);
     const top: [number, number][] = [];
     for (let i = 0; i < k; i++) if (pairs[2 * i + 1] !== 0xffffffff) top.push([pairs[2 * i + 1], f[2 * i]]);
@@ -167,10 +182,16 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
     return this.h.sampleWith(logits, o, this.rng);
   }
 
+  /** whether this state lives on that engine */
+  belongsTo(h: VkHost): boolean {
+    return this.h === h;
+  }
+
   release(): void {
     if (this.freed) return;
     this.freed = true;
     this.h.releaseOutputs(this);
+    this.h.forgetSession(this.id);
     for (const c of this.steps.values()) this.h.dev.freeCommand(c);
     for (const L of this.layers) { this.h.dev.freeBuffer(L.a); this.h.dev.freeBuffer(L.b); }
   }

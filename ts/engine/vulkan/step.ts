@@ -23,15 +23,35 @@ export interface Pending { mode: 0 | 1 | 2; r: number; sg: number }
 /** A session's device state for one layer: conv and DeltaNet state, or the K and V caches. */
 export interface LayerState { a: number; b: number }
 
+/**
+ * One session's row of a batched decode step: its layer states, its step parameters (a view of
+ * PARAMS holding {pos, 1}) and views of the scratch rows its per-session kernels read and write.
+ * Everything that only multiplies weights runs over all rows at once; what touches a session's
+ * own state (conv, recurrence, q/k prep, KV store, attention) runs once per row as a one-token
+ * step on these views, so each row sees exactly what a decode step of its session alone sees.
+ */
+export interface BatchRow {
+  layers: LayerState[];
+  params: number;
+  v: RowViews;
+}
+
+/** A row's views of the scratch buffers (O twice: DeltaNet's and attention's row widths differ). */
+export interface RowViews { U: number; Z: number; B: number; AL: number; Ossm: number; Oattn: number; QG: number; Kb: number; Vb: number; P: number; ML: number }
+
 export interface StepContext {
   h: VkHost;
   ops: OpList;
-  /** tokens in the step */
+  /** tokens in the step (a batched step: one per row) */
   T: number;
+  /** a batched decode step's rows (T of them): then `layers` is unused */
+  rows?: BatchRow[];
   layers: LayerState[];
   kvTypes: { k: KvType; v: KvType };
   /** the session's context length (KV rows) */
   ctx: number;
+  /** words from one row's step parameters to the next (PIN/PARAMS) */
+  paramWords: number;
 }
 
 const none = (c: StepContext): Pending => ({ mode: 0, r: c.h.buf.A2, sg: c.h.buf.A2 });
@@ -50,9 +70,9 @@ const wbuf = (c: StepContext, l: number, n: LayerTensorKey) => c.h.w.buf(`blk.${
 
 /** Gated DeltaNet: projections, causal conv, the recurrence (token or chunked), gated norm, out-projection into A2. */
 function deltanetMixer(c: StepContext, l: number): Pending {
-  const { h, T } = c, s = h.shape, B = h.buf, st = stateSizes(s), { a: conv, b: state } = c.layers[l];
+  const { h, T } = c, s = h.shape, B = h.buf, st = stateSizes(s);
   // one token: the four projections as one stacked matvec, outputs read through views
-  const v = T === 1 ? h.stacked(c.ops, l, 'ssm_in', B.A) : undefined;
+  const v = T === 1 && !c.rows ? h.stacked(c.ops, l, 'ssm_in', B.A) : undefined;
   const [U, Z, Bt, AL] = v ?? [B.U, B.Z, B.B, B.AL];
   if (!v) {
     // independent ops back to back without a barrier between them
@@ -61,16 +81,27 @@ function deltanetMixer(c: StepContext, l: number): Pending {
     mv(c, l, 'ssm_beta.weight', B.A, Bt, T, { barrier: false });
     mv(c, l, 'ssm_alpha.weight', B.A, AL, T);
   }
-  dispatch(c.ops, K.ssm_conv, { U, weight: wbuf(c, l, 'ssm_conv1d.weight'), state: conv }, { convCh: st.convCh, T, width: s.ssmConv }, [groups(K.ssm_conv, st.convCh)]);
   const dn = { T, dk: s.ssmHeadDim, hk: s.ssmKHeads, hv: s.ssmVHeads, convCh: st.convCh, eps: s.eps, qScale: 1 / Math.sqrt(s.ssmHeadDim) };
-  const common = { U, B: Bt, AL, dtBias: wbuf(c, l, 'ssm_dt.bias'), A: wbuf(c, l, 'ssm_a'), state, O: B.O };
+  const cw = wbuf(c, l, 'ssm_conv1d.weight'), dtBias = wbuf(c, l, 'ssm_dt.bias'), Aw = wbuf(c, l, 'ssm_a'), normWeight = wbuf(c, l, 'ssm_norm.weight');
+  if (c.rows) {
+    // a batched step: each row's conv and recurrence on its own state, as its one-token step
+    // (the rows are independent: one barrier after each kind)
+    const last = c.rows.length - 1;
+    c.rows.forEach((r, i) => dispatch(c.ops, K.ssm_conv, { U: r.v.U, weight: cw, state: r.layers[l].a }, { convCh: st.convCh, T: 1, width: s.ssmConv }, [groups(K.ssm_conv, st.convCh)], { barrier: i === last }));
+    c.rows.forEach((r, i) => dispatch(c.ops, K.deltanet, { U: r.v.U, B: r.v.B, AL: r.v.AL, dtBias, A: Aw, state: r.layers[l].b, O: r.v.Ossm, Z: r.v.Z, normWeight }, { ...dn, T: 1 }, [s.ssmVHeads], { barrier: i === last }));
+    mv(c, l, 'ssm_out.weight', B.O, B.A2, T);
+    return { mode: 1, r: B.A2, sg: B.A2 };
+  }
+  const { a: conv, b: state } = c.layers[l];
+  dispatch(c.ops, K.ssm_conv, { U, weight: cw, state: conv }, { convCh: st.convCh, T, width: s.ssmConv }, [groups(K.ssm_conv, st.convCh)]);
+  const common = { U, B: Bt, AL, dtBias, A: Aw, state, O: B.O };
   if (T === 1) {
     // one token: the recurrence with the q/k L2 norm and the gated output norm fused in
-    dispatch(c.ops, K.deltanet, { ...common, Z, normWeight: wbuf(c, l, 'ssm_norm.weight') }, dn, [s.ssmVHeads]);
+    dispatch(c.ops, K.deltanet, { ...common, Z, normWeight }, dn, [s.ssmVHeads]);
   } else {
     // several: the chunked form over 32-column slices of each head, then the gated norm
     dispatch(c.ops, K.deltanet_chunk, common, dn, [s.ssmVHeads, groups(K.deltanet_chunk, s.ssmHeadDim)]);
-    dispatch(c.ops, K.ssm_gnorm, { O: B.O, Z, normWeight: wbuf(c, l, 'ssm_norm.weight') }, { dk: s.ssmHeadDim, hv: s.ssmVHeads, eps: s.eps }, [T, s.ssmVHeads]);
+    dispatch(c.ops, K.ssm_gnorm, { O: B.O, Z, normWeight }, { dk: s.ssmHeadDim, hv: s.ssmVHeads, eps: s.eps }, [T, s.ssmVHeads]);
   }
   mv(c, l, 'ssm_out.weight', B.O, B.A2, T);
   return { mode: 1, r: B.A2, sg: B.A2 };
@@ -78,18 +109,37 @@ function deltanetMixer(c: StepContext, l: number): Pending {
 
 /** Gated attention: q(+gate)/k/v, q/k norm and RoPE, KV store, flash attention in blocks and their merge, out-projection into A2. */
 function attentionMixer(c: StepContext, l: number): Pending {
-  const { h, T } = c, s = h.shape, B = h.buf, st = stateSizes(s), { a: kc, b: vc } = c.layers[l];
+  const { h, T } = c, s = h.shape, B = h.buf, st = stateSizes(s);
   const qStride = 2 * s.nHead * s.headDim;
   const kRow = rowBytes(KV_TYPE_IDS[c.kvTypes.k], st.kvDim), vRow = rowBytes(KV_TYPE_IDS[c.kvTypes.v], st.kvDim);
-  const v = T === 1 ? h.stacked(c.ops, l, 'attn_in', B.A) : undefined;
+  const v = T === 1 && !c.rows ? h.stacked(c.ops, l, 'attn_in', B.A) : undefined;
   const [QG, Kb, Vb] = v ?? [B.QG, B.Kb, B.Vb];
   if (!v) {
     mv(c, l, 'attn_q.weight', B.A, QG, T, { barrier: false });
     mv(c, l, 'attn_k.weight', B.A, Kb, T, { barrier: false });
     mv(c, l, 'attn_v.weight', B.A, Vb, T);
   }
-  dispatch(c.ops, K.qk_prep, { QG, K: Kb, qNorm: wbuf(c, l, 'attn_q_norm.weight'), kNorm: wbuf(c, l, 'attn_k_norm.weight'), ROPE: B.ROPE, PARAMS: B.PARAMS },
-    { nHead: s.nHead, nHeadKv: s.nHeadKv, hd: s.headDim, nRot: s.nRot, qStride, kStride: st.kvDim, eps: s.eps }, [T, s.nHead + s.nHeadKv]);
+  const prep = { nHead: s.nHead, nHeadKv: s.nHeadKv, hd: s.headDim, nRot: s.nRot, qStride, kStride: st.kvDim, eps: s.eps };
+  const norms = { qNorm: wbuf(c, l, 'attn_q_norm.weight'), kNorm: wbuf(c, l, 'attn_k_norm.weight'), ROPE: B.ROPE };
+  const variant = `${c.kvTypes.k}_${c.kvTypes.v}`;
+  if (c.rows) {
+    // a batched step: every row attends over its own cache at its own position (its PARAMS
+    // view), exactly as its one-token step; the rows are independent (one barrier per kind)
+    const rows = c.rows, last = rows.length - 1, blk = attnBlock(s, 1), nBlk = Math.ceil(c.ctx / blk);
+    const ob = (i: number) => ({ barrier: i === last });
+    rows.forEach((r, i) => dispatch(c.ops, K.qk_prep, { QG: r.v.QG, K: r.v.Kb, ...norms, PARAMS: r.params }, prep, [1, s.nHead + s.nHeadKv], ob(i)));
+    rows.forEach((r, i) => {
+      dispatch(c.ops, K.kv_store, { src: r.v.Kb, src2: r.v.Kb, cache: r.layers[l].a, cache2: r.layers[l].a, PARAMS: r.params }, { kvDim: st.kvDim, rowBytes: kRow }, [1, 1], { variant: c.kvTypes.k, barrier: false });
+      dispatch(c.ops, K.kv_store, { src: r.v.Vb, src2: r.v.Vb, cache: r.layers[l].b, cache2: r.layers[l].b, PARAMS: r.params }, { kvDim: st.kvDim, rowBytes: vRow }, [1, 1], { variant: c.kvTypes.v, ...ob(i) });
+    });
+    const push = { nHead: s.nHead, nHeadKv: s.nHeadKv, hd: s.headDim, kRowBytes: kRow, vRowBytes: vRow, qStride, scale: 1 / Math.sqrt(s.headDim), nBlk, blk, t0: 0 };
+    rows.forEach((r, i) => dispatch(c.ops, K.attn_flash, { QG: r.v.QG, Kc: r.layers[l].a, Vc: r.layers[l].b, P: r.v.P, ML: r.v.ML, PARAMS: r.params }, push, [1, s.nHeadKv, nBlk], { variant, ...ob(i) }));
+    rows.forEach((r, i) => dispatch(c.ops, K.attn_merge, { P: r.v.P, ML: r.v.ML, QG: r.v.QG, O: r.v.Oattn, PARAMS: r.params }, { nHead: s.nHead, hd: s.headDim, nBlk, qStride, blk, t0: 0 }, [1, s.nHead], ob(i)));
+    mv(c, l, 'attn_output.weight', B.O, B.A2, T);
+    return { mode: 1, r: B.A2, sg: B.A2 };
+  }
+  const { a: kc, b: vc } = c.layers[l];
+  dispatch(c.ops, K.qk_prep, { QG, K: Kb, ...norms, PARAMS: B.PARAMS }, prep, [T, s.nHead + s.nHeadKv]);
   // cache type names are the shader variant suffixes (shaders/variants.json)
   dispatch(c.ops, K.kv_store, { src: Kb, src2: Kb, cache: kc, cache2: kc, PARAMS: B.PARAMS }, { kvDim: st.kvDim, rowBytes: kRow }, [T, 1], { variant: c.kvTypes.k, barrier: false });
   dispatch(c.ops, K.kv_store, { src: Vb, src2: Vb, cache: vc, cache2: vc, PARAMS: B.PARAMS }, { kvDim: st.kvDim, rowBytes: vRow }, [T, 1], { variant: c.kvTypes.v });
@@ -100,7 +150,6 @@ function attentionMixer(c: StepContext, l: number): Pending {
   for (let t0 = 0; t0 < T; t0 += per) {
     const n = Math.min(per, T - t0);
     const push = { nHead: s.nHead, nHeadKv: s.nHeadKv, hd: s.headDim, kRowBytes: kRow, vRowBytes: vRow, qStride, scale: 1 / Math.sqrt(s.headDim), nBlk, blk, t0 };
-    const variant = `${c.kvTypes.k}_${c.kvTypes.v}`;
     const bind = { QG, Kc: kc, Vc: vc, P: B.P, ML: B.ML, PARAMS: B.PARAMS };
     if (tiled) {
       // prefill: tiles of tokens × the KV head's query heads share every K/V read
@@ -164,21 +213,27 @@ function moeFfn(c: StepContext, l: number): Pending {
   return { mode: 2, r: B.A2, sg: SG };
 }
 
-/** Final norm, LM head and the arg-max stages for rows [from, T) (earlier rows are never read). */
+/**
+ * Final norm, LM head and the arg-max stages for rows [from, T) (earlier rows are never read).
+ * The arg-max is the last row's, or every row's in a batched step (ARG row i = logits row i).
+ */
 function outputHead(c: StepContext, p: Pending, from: number): void {
   const { h, T } = c, s = h.shape, B = h.buf, n = T - from;
   norm(c, h.w.buf('output_norm.weight'), p, from, n);
   h.matvec(c.ops, 'output.weight', B.A, B.LOGITS, n);
   // greedy decoding reads ARG instead of the logits row (see forward's deferLast)
   const g = groups(K.argmax, s.nVocab), bind = { LOGITS: B.LOGITS, TKA: B.TKA, TKB: B.TKB, ARG: B.ARG };
-  dispatch(c.ops, K.argmax, bind, { n: s.nVocab, offset: (n - 1) * s.nVocab, stage: 0, groups: g }, [g]);
-  dispatch(c.ops, K.argmax, bind, { n: s.nVocab, offset: 0, stage: 1, groups: g }, [1]);
+  const rows = c.rows ? n : 1, offset = c.rows ? 0 : (n - 1) * s.nVocab;
+  dispatch(c.ops, K.argmax, bind, { n: s.nVocab, offset, stage: 0, groups: g }, [g, rows]);
+  dispatch(c.ops, K.argmax, bind, { n: s.nVocab, offset: 0, stage: 1, groups: g }, [1, rows]);
 }
 
 /** The whole step: embeddings in, every layer, logits for rows ≥ logitsFrom. */
 export function recordStep(c: StepContext, logitsFrom: number): void {
   const { h, T } = c, s = h.shape, B = h.buf, steering = h.options.steering;
-  dispatch(c.ops, K.step_in, { XIN: B.XIN, X: B.X, PIN: B.PIN, PARAMS: B.PARAMS }, { n: T * s.nEmbd }, [groups(K.step_in, T * s.nEmbd)]);
+  // a batched step's rows each have their parameter row (paramWords apart)
+  const np = c.rows ? c.rows.length * c.paramWords : 4;
+  dispatch(c.ops, K.step_in, { XIN: B.XIN, X: B.X, PIN: B.PIN, PARAMS: B.PARAMS }, { n: T * s.nEmbd, np }, [groups(K.step_in, Math.max(T * s.nEmbd, np))]);
   let pending = none(c);
   for (let l = 0; l < s.nLayer; l++) {
     norm(c, wbuf(c, l, 'attn_norm.weight'), pending, 0, T);

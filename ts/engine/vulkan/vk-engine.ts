@@ -16,11 +16,12 @@ import { KV_TYPE_IDS } from '../common.js';
 import { openModel } from '../open-model.js';
 import { kvBytesPerToken, recurrentStateBytes, stateSizes } from '../payload.js';
 import { BaseSession } from '../session-base.js';
-import type { Engine, EngineOptions, KvType, SampleOptions, Session } from '../types.js';
+import type { BatchItem, Engine, EngineOptions, KvType, SampleOptions, Session } from '../types.js';
 import { VkSessionState } from './session-state.js';
 import type { MatvecOpts, OutputOwner, VkHost } from './host.js';
 import { deviceProblem, shapeProblem } from './limits.js';
-import { DEFAULT_KV, vulkanChunk } from '../defaults.js';
+import { DEFAULT_KV, MAX_BATCH_ROWS, vulkanChunk } from '../defaults.js';
+import { BatchSteps, batchProblem } from './batch-step.js';
 import { scratchBytes, scratchTable, type ScratchBuffer } from './scratch.js';
 import { KERNELS, dispatch } from './kernels.js';
 import { OpList, Pipelines, TOPK_ITEMS, TOPK_MAX, gridBlob, matvecOp } from './graph.js';
@@ -46,6 +47,12 @@ export class VkEngine implements Engine, VkHost {
   readonly q: QuantKernels;
   readonly core: Core;
   readonly logitsRows: number;
+  readonly paramWords: number;
+  /** rows a batched decode step takes (1: none; see batchIssue) */
+  readonly batchRows: number;
+  /** why batched steps were asked for and are not available */
+  readonly batchIssue?: string;
+  private batches?: BatchSteps;
   /** the weights (see weights.ts: zero-copy import or upload, windows, stacks, fused gate+up) */
   w!: VkWeights;
   /** engine-wide scratch buffers (one step at a time) */
@@ -60,8 +67,8 @@ export class VkEngine implements Engine, VkHost {
   private importError?: string;
   private sessionBytes: number;
   readonly logitsPtr: number;
-  /** the session whose last logits row is still only in LOGITS/ARG (forward deferLast) */
-  private deferredBy?: OutputOwner;
+  /** the sessions whose last logits row is still only in LOGITS/ARG (forward deferLast, a batched step) */
+  private deferred = new Set<OutputOwner>();
   private ranMs = 0;
   /** with vkProfile: GPU time of each dispatch of the last step */
   private lastProfile?: { names: string[]; ns: Float64Array };
@@ -70,13 +77,18 @@ export class VkEngine implements Engine, VkHost {
   get runMs(): number { return this.ranMs; }
 
   claimOutputs(s: OutputOwner, defer: boolean): void {
-    if (this.deferredBy && this.deferredBy !== s) this.deferredBy.keep();
-    this.deferredBy = defer ? s : undefined;
+    for (const o of this.deferred) if (o !== s) o.keep();
+    this.deferred = new Set(defer ? [s] : []);
   }
 
-  ownsOutputs(s: OutputOwner): boolean { return this.deferredBy === s; }
+  claimOutputsFor(rows: OutputOwner[]): void {
+    for (const o of this.deferred) if (!rows.includes(o)) o.keep();
+    this.deferred = new Set(rows);
+  }
 
-  releaseOutputs(s: OutputOwner): void { if (this.deferredBy === s) this.deferredBy = undefined; }
+  ownsOutputs(s: OutputOwner): boolean { return this.deferred.has(s); }
+
+  releaseOutputs(s: OutputOwner): void { this.deferred.delete(s); }
 
   reportRun(ms: number, profile?: { names: string[]; ns: Float64Array }): void {
     this.ranMs += ms;
@@ -101,6 +113,13 @@ export class VkEngine implements Engine, VkHost {
     // all-position logits (test vectors, log-probabilities) for as many rows of a step as 64 MiB
     // holds: a whole 512-token step of a 248K vocabulary would take 485 MiB (67 rows fit)
     this.logitsRows = Math.max(1, Math.min(this.chunk, Math.floor((64 << 20) / (s.nVocab * 4))));
+    // batched decode steps: one PARAMS row per session at the device's binding alignment
+    this.paramWords = Math.max(4, this.info.minStorageBufferOffsetAlignment / 4);
+    const want = Math.floor(options.batchRows ?? 1);
+    if (!(want >= 1)) throw new Error(`batchRows must be a positive integer (got ${options.batchRows})`);
+    const rows = Math.min(want, MAX_BATCH_ROWS, this.chunk, this.logitsRows);
+    this.batchIssue = rows > 1 ? batchProblem(this, this.info.minStorageBufferOffsetAlignment) : undefined;
+    this.batchRows = this.batchIssue ? 1 : rows;
     this.sessionBytes = this.sessionSize();
     let fd = -1;
     try {
@@ -155,7 +174,7 @@ export class VkEngine implements Engine, VkHost {
 
   /** The scratch buffers (scratch.ts): the budget counts exactly what allocScratch creates. */
   private scratch(): ScratchBuffer[] {
-    return scratchTable(this.shape, { T: this.chunk, ctx: this.options.ctx, logitsRows: this.logitsRows, steering: !!this.options.steering, unified: this.info.unifiedMemory });
+    return scratchTable(this.shape, { T: this.chunk, ctx: this.options.ctx, logitsRows: this.logitsRows, steering: !!this.options.steering, unified: this.info.unifiedMemory, batch: this.batchRows, paramWords: this.paramWords });
   }
 
   private scratchEstimate(): number {
@@ -276,22 +295,23 @@ export class VkEngine implements Engine, VkHost {
    * the lower id: topk.comp stages, recorded once per k, run on demand (only sampling with a
    * temperature needs them). k ≤ TOPK_MAX.
    */
-  topK(k: number): Uint32Array {
-    let cmd = this.topkCmds.get(k);
+  topK(k: number, row = 0): Uint32Array {
+    const key = k * MAX_BATCH_ROWS + row;
+    let cmd = this.topkCmds.get(key);
     if (cmd === undefined) {
       const ops = new OpList(this.pipes);
       let n = this.shape.nVocab, stage = 0, src = this.buf.TKB, dst = this.buf.TKA;
       for (;;) {
         const groups = Math.ceil(n / TOPK_ITEMS);
         const out = groups === 1 ? this.buf.TKH : dst;
-        dispatch(ops, KERNELS.topk, { LOGITS: this.buf.LOGITS, src, dst: out }, { n, k, offset: 0, stage }, [groups]);
+        dispatch(ops, KERNELS.topk, { LOGITS: this.buf.LOGITS, src, dst: out }, { n, k, offset: stage === 0 ? row * this.shape.nVocab : 0, stage }, [groups]);
         if (groups === 1) break;
         n = groups * k;
         stage++;
         [src, dst] = [dst, src];
       }
       cmd = this.dev.record(ops.build());
-      this.topkCmds.set(k, cmd);
+      this.topkCmds.set(key, cmd);
     }
     this.dev.runSync(cmd);
     return new Uint32Array(this.dev.read(this.buf.TKH, 0, 8 * k));
@@ -319,6 +339,28 @@ export class VkEngine implements Engine, VkHost {
     return new BaseSession(new VkSessionState(this));
   }
 
+  /**
+   * One token for each of the items' sessions in one step (batch-step.ts). The sessions must be
+   * this engine's, distinct, and have room for a token; evalBatch (batch.ts) checks and updates
+   * the sessions around this call.
+   */
+  async decodeBatch(items: readonly BatchItem[]): Promise<void> {
+    if (items.length < 2 || items.length > this.batchRows) throw new RangeError(`a batched step takes 2..${this.batchRows} rows (got ${items.length})${this.batchIssue ? `: ${this.batchIssue}` : ''}`);
+    const states = items.map(({ session }) => {
+      const b = session instanceof BaseSession ? session.backend : undefined;
+      if (!(b instanceof VkSessionState) || !b.belongsTo(this)) throw new Error('decodeBatch: a session of another engine');
+      return b;
+    });
+    if (new Set(states).size !== states.length) throw new Error('decodeBatch: a session appears twice');
+    this.batches ??= new BatchSteps(this);
+    await this.batches.run(states, items.map((i) => i.token), items.map((i) => i.session.tokens.length));
+  }
+
+  /** A session's buffers are about to be freed: batched steps recorded with them go. */
+  forgetSession(id: number): void {
+    this.batches?.forget(id);
+  }
+
   describe(): string {
     const i = this.info;
     const kvTok = kvBytesPerToken(this.shape, this.kv);
@@ -329,6 +371,7 @@ export class VkEngine implements Engine, VkHost {
         (this.importError ? ` (zero-copy import failed: ${this.importError})` : ''),
       `kv cache  ${this.kv.k}/${this.kv.v}: ${kvTok} B/token, ${(kvTok * this.options.ctx / 2 ** 20).toFixed(1)} MiB for ctx ${this.options.ctx}`,
       `deltanet  state ${(recurrentStateBytes(this.shape) / 2 ** 20).toFixed(1)} MiB per session; scratch ${(this.scratchBytes / 2 ** 20).toFixed(1)} MiB`,
+      ...((this.options.batchRows ?? 1) > 1 ? [this.batchIssue ? `batched   not available: ${this.batchIssue} (sessions take turns)` : `batched   decode steps of up to ${this.batchRows} sessions`] : []),
     ].join('\n');
   }
 

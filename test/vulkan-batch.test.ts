@@ -1,0 +1,180 @@
+/**
+ * Batched decode (q36-server --batched-session): one step for the next token of several sessions.
+ * Each row must compute what its session alone computes — the same greedy tokens (here: HF's
+ * greedy_ids from the oracle), logits within the Vulkan tolerance of the session decoded alone —
+ * whatever its batch-mates and their positions; the CPU runs the ordered fallback (bit-identical
+ * to decoding alone); a failed step empties every member.
+ */
+import * as fs from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { evalBatch, batchedNatively } from '../ts/engine/batch.js';
+import { openEngine, type Engine, type SampleOptions, type Session } from '../ts/engine/index.js';
+import type { VkEngine } from '../ts/engine/vulkan/vk-engine.js';
+import { fixture } from './helpers.js';
+
+interface Case { prompt_ids: number[]; greedy_ids: number[] }
+const cases = (JSON.parse(fs.readFileSync(fixture('tinyA', 'reference.json'), 'utf8')).cases as Case[]);
+const STEPS = 12;
+
+/** Greedy (or seeded sampled) decode of `steps` tokens; every step's logits row too. */
+async function alone(e: Engine, prompt: number[], steps: number, o: SampleOptions = { temperature: 0 }, seed = 0): Promise<{ ids: number[]; rows: Float32Array[] }> {
+  const s = e.newSession();
+  try {
+    await s.eval(prompt);
+    s.seed(seed);
+    const ids: number[] = [], rows: Float32Array[] = [];
+    for (let k = 0; k < steps; k++) {
+      rows.push(s.logits().slice());
+      const id = s.sample(o);
+      ids.push(id);
+      await s.eval([id]);
+    }
+    return { ids, rows };
+  } finally {
+    s.dispose();
+  }
+}
+
+/** The same decode for several sessions at once through evalBatch. */
+async function batched(e: Engine, prompts: number[][], steps: number, o: SampleOptions = { temperature: 0 }, seeds?: number[]): Promise<{ ids: number[][]; rows: Float32Array[][]; sessions: Session[] }> {
+  const sessions: Session[] = [];
+  for (const [i, p] of prompts.entries()) { const s = e.newSession(); await s.eval(p); s.seed(seeds?.[i] ?? 0); sessions.push(s); }
+  const ids = prompts.map(() => [] as number[]), rows = prompts.map(() => [] as Float32Array[]);
+  for (let k = 0; k < steps; k++) {
+    // sample from the device before anything reads the rows back (the greedy arg-max path)...
+    const next = sessions.map((s) => s.sample(o));
+    // ...then keep the rows for the comparison
+    sessions.forEach((s, i) => { ids[i].push(next[i]); rows[i].push(s.logits().slice()); });
+    await evalBatch(e, sessions.map((session, i) => ({ session, token: next[i] })));
+  }
+  return { ids, rows, sessions };
+}
+
+const maxDiff = (a: Float32Array, b: Float32Array) => { let m = 0; for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i])); return m; };
+
+describe('Vulkan batched decode: each row equals its session decoded alone', () => {
+  let e: Engine;
+  const ref = new Map<number, { ids: number[]; rows: Float32Array[] }>();
+  beforeAll(async () => {
+    e = await openEngine({ model: fixture('tinyA/tinyA-bf16.gguf'), backend: 'vulkan', ctx: 768, kvTypes: { k: 'f16', v: 'f16' }, batchRows: 8 });
+    for (let c = 0; c < cases.length; c++) ref.set(c, await alone(e, cases[c].prompt_ids, STEPS));
+  }, 600_000);
+  afterAll(() => e?.dispose());
+
+  it('the engine takes 8-row batched steps on this device', () => {
+    expect((e as VkEngine).batchIssue).toBeUndefined();
+    expect(e.batchRows).toBe(8);
+  });
+
+  it('alone: the greedy tokens are HF\'s (the oracle)', () => {
+    for (let c = 0; c < cases.length; c++) expect(ref.get(c)!.ids).toEqual(cases[c].greedy_ids.slice(0, STEPS));
+  });
+
+  // rows at different positions (prompts of 10 to 655 tokens); 8 rows repeat cases 0-2
+  it.each([2, 3, 8])('%i rows: the same greedy tokens (HF\'s) and logits within 1e-3 of decoding alone', async (n) => {
+    const which = Array.from({ length: n }, (_, i) => (n === 2 ? [1, 3][i] : i % cases.length));
+    expect(batchedNatively(e, which.map(() => ({ session: undefined as never, token: 0 })))).toBe(true);
+    const r = await batched(e, which.map((c) => cases[c].prompt_ids), STEPS);
+    let worst = 0;
+    which.forEach((c, i) => {
+      expect(r.ids[i], `row ${i} (case ${c})`).toEqual(cases[c].greedy_ids.slice(0, STEPS));
+      r.rows[i].forEach((row, k) => { worst = Math.max(worst, maxDiff(row, ref.get(c)!.rows[k])); });
+    });
+    console.log(`vulkan batched ${n} rows: max |batched − alone| = ${worst.toExponential(2)}`);
+    expect(worst).toBeLessThanOrEqual(1e-3);
+    // the sessions go on alone from where the batch left them
+    for (const [i, s] of r.sessions.entries()) {
+      expect(s.tokens.length).toBe(cases[which[i]].prompt_ids.length + STEPS);
+      s.dispose();
+    }
+  }, 600_000);
+
+  it('temperature sampling per row (the device top-k of each row): the tokens alone and batched are the same', async () => {
+    const o = { temperature: 0.9, topK: 20, topP: 0.95 };
+    const seeds = [11, 12, 13];
+    const solo = [];
+    for (let i = 0; i < 3; i++) solo.push((await alone(e, cases[i].prompt_ids, 8, o, seeds[i])).ids);
+    const r = await batched(e, [0, 1, 2].map((i) => cases[i].prompt_ids), 8, o, seeds);
+    expect(r.ids).toEqual(solo);
+    r.sessions.forEach((s) => s.dispose());
+  }, 600_000);
+
+  it('a failed batched step empties every member; each then starts over cleanly', async () => {
+    const sessions = [];
+    for (const c of [0, 3]) { const s = e.newSession(); await s.eval(cases[c].prompt_ids); sessions.push(s); }
+    const dev = (e as VkEngine).dev;
+    const spy = vi.spyOn(dev, 'run').mockRejectedValueOnce(new Error('VK_ERROR_DEVICE_LOST (injected)'));
+    try {
+      await expect(evalBatch(e, sessions.map((session) => ({ session, token: 5 })))).rejects.toThrow(/DEVICE_LOST/);
+    } finally {
+      spy.mockRestore();
+    }
+    for (const s of sessions) {
+      expect(s.tokens.length).toBe(0);
+      expect(() => s.logits()).toThrow(/no logits/);
+    }
+    // a member evaluates its prompt again and decodes exactly as a fresh session
+    await sessions[1].eval(cases[3].prompt_ids);
+    expect(sessions[1].sample({ temperature: 0 })).toBe(cases[3].greedy_ids[0]);
+    sessions.forEach((s) => s.dispose());
+  }, 600_000);
+
+  it('refusals leave every member as it was: a session twice, a full context', async () => {
+    const a = e.newSession(), b = e.newSession();
+    await a.eval(cases[0].prompt_ids);
+    await b.eval(cases[3].prompt_ids);
+    const la = a.logits().slice();
+    await expect(evalBatch(e, [{ session: a, token: 1 }, { session: a, token: 2 }])).rejects.toThrow(/twice/);
+    const full = e.newSession();
+    await full.eval(Array.from({ length: 768 }, (_, i) => 1 + (i % 50)));
+    await expect(evalBatch(e, [{ session: a, token: 1 }, { session: full, token: 2 }])).rejects.toThrow(/context full/);
+    expect(a.tokens.length).toBe(cases[0].prompt_ids.length);
+    expect(maxDiff(a.logits(), la)).toBe(0);
+    // a disposed batch-mate's recorded steps go with it; the others batch on
+    full.dispose();
+    await evalBatch(e, [{ session: a, token: cases[0].greedy_ids[0] }, { session: b, token: cases[3].greedy_ids[0] }]);
+    expect(a.sample({ temperature: 0 })).toBe(cases[0].greedy_ids[1]);
+    expect(b.sample({ temperature: 0 })).toBe(cases[3].greedy_ids[1]);
+    a.dispose(); b.dispose();
+  }, 600_000);
+});
+
+describe('Vulkan batched decode with the q8_0/q4_0 cache (tinyA q2)', () => {
+  it('3 rows: the tokens of each session alone, logits within 1e-3', async () => {
+    const e = await openEngine({ model: fixture('tinyA/tinyA-q2.gguf'), backend: 'vulkan', ctx: 768, kvTypes: { k: 'q8_0', v: 'q4_0' }, batchRows: 4 });
+    try {
+      const which = [4, 1, 2];
+      const r = await batched(e, which.map((c) => cases[c].prompt_ids), STEPS);
+      let worst = 0;
+      for (const [i, c] of which.entries()) {
+        const solo = await alone(e, cases[c].prompt_ids, STEPS);
+        expect(r.ids[i]).toEqual(solo.ids);
+        r.rows[i].forEach((row, k) => { worst = Math.max(worst, maxDiff(row, solo.rows[k])); });
+      }
+      console.log(`vulkan batched q8_0/q4_0 3 rows: max |batched − alone| = ${worst.toExponential(2)}`);
+      expect(worst).toBeLessThanOrEqual(1e-3);
+    } finally {
+      e.dispose();
+    }
+  }, 600_000);
+});
+
+describe('CPU: the ordered fallback', () => {
+  it('rows run one after another, bit-identical to decoding alone (and HF\'s greedy tokens)', async () => {
+    const e = await openEngine({ model: fixture('tinyA/tinyA-bf16.gguf'), backend: 'cpu', ctx: 768 });
+    try {
+      expect(e.batchRows).toBe(1);
+      const which = [0, 3, 2];
+      expect(batchedNatively(e, which.map(() => ({ session: undefined as never, token: 0 })))).toBe(false);
+      const r = await batched(e, which.map((c) => cases[c].prompt_ids), 8);
+      for (const [i, c] of which.entries()) {
+        const solo = await alone(e, cases[c].prompt_ids, 8);
+        expect(r.ids[i]).toEqual(solo.ids);
+        expect(r.ids[i]).toEqual(cases[c].greedy_ids.slice(0, 8));
+        r.rows[i].forEach((row, k) => expect(maxDiff(row, solo.rows[k])).toBe(0));
+      }
+    } finally {
+      e.dispose();
+    }
+  }, 600_000);
+});
