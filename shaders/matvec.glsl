@@ -77,7 +77,8 @@ void epilogue() {
 // Groups per thread per loop trip (matvec): independent loads issued together hide memory latency (a
 // decode-size row gives each thread only 4 groups, so one group per trip left the loop latency-bound;
 // matmul already has 8 tokens × 4 rows of independent work per group).
-const uint U = TOKENS_N == 1 ? 4u : 1u;
+// matmul2/matmul4 (batched decode steps of 2-4 rows) have fewer: 2 groups per trip.
+const uint U = TOKENS_N == 1 ? 4u : TOKENS_N <= 4 ? 2u : 1u;
 
 // acc[r][t] += W_r[group g] · X_t[group g]
 void group_dot(uint wo[ROWS], uint xo[TOKENS], uint g, inout float acc[ROWS][TOKENS]) {

@@ -163,14 +163,16 @@ export function matvecOp(ops: OpList, d: MatvecDispatch): void {
     ops.op(`mm_${d.type}`, d.buffers, push(), [Math.ceil(d.rows / MM_ROWS), Math.ceil(d.nRows / MM_TOKENS)], d.barrier ?? true, d.label);
     return;
   }
-  const tokens = d.nRows > 1 && (flags & 1) === 0 ? MATMUL_TOKENS : 1;
+  // activation rows per workgroup: the fewest of 2, 4, 8 that cover them (a batched decode
+  // step's 2-4 rows; each row's sums are the same whichever, the order over groups is fixed)
+  const tokens = d.nRows > 1 && (flags & 1) === 0 ? (d.nRows <= 2 ? 2 : d.nRows <= 4 ? 4 : MATMUL_TOKENS) : 1;
   if (d.epilogue && (tokens > 1 || d.nRows !== 1)) throw new Error(`${d.epilogue.shader}: one activation row only`);
   const glu = (flags & 4) !== 0;
   // rows per workgroup: matmul 4; one activation row: decodeRows() (the router epilogue has a 1-
   // and a 4-row form)
   let rows = tokens > 1 ? MATVEC_ROWS : decodeRows(d.rows, d.nRows, glu, d.minGroups, d.fixedRows);
   if (d.epilogue && rows === 2) rows = MATVEC_ROWS;
-  const shader = d.epilogue ? `${d.epilogue.shader}${rows === 1 ? '1' : ''}` : tokens > 1 ? 'matmul' : rows === MATVEC_ROWS ? 'matvec' : `matvec${rows}`;
+  const shader = d.epilogue ? `${d.epilogue.shader}${rows === 1 ? '1' : ''}` : tokens > 1 ? `matmul${tokens === MATMUL_TOKENS ? '' : tokens}` : rows === MATVEC_ROWS ? 'matvec' : `matvec${rows}`;
   ops.op(`${shader}_${d.type}`, [...d.buffers, ...(d.epilogue?.extra ?? [])], push(), [Math.ceil(d.rows / (glu ? rows / 2 : rows)), Math.ceil(d.nRows / tokens)], d.barrier ?? true, d.label);
 }
 

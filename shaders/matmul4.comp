@@ -1,0 +1,5 @@
+#version 450
+// matmul4: 4 activation rows per workgroup share each decoded weight group (batched decode
+// steps of 3-4 sessions; the 8-row matmul would compute 4-5 copies of the last row). See matvec.glsl.
+#define TOKENS_N 4
+#include "matvec.glsl"
