@@ -12,6 +12,8 @@ import * as fs from 'node:fs';
 import * as http from 'node:http';
 import { metaNumber } from '../gguf/index.js';
 import { openEngine } from '../engine/index.js';
+import { DEFAULT_KV, MAX_BATCH_ROWS } from '../engine/defaults.js';
+import { kvBytesPerToken, recurrentStateBytes } from '../engine/payload.js';
 import { DEFAULT_MODEL } from '../paths.js';
 import { buildApp, DEFAULT_CACHE_RAM_MIB } from '../server/app.js';
 import { CliError, openModelHeader } from './load-tokenizer.js';
@@ -19,7 +21,7 @@ import { ENGINE_PARSE_OPTIONS, engineOptions, num, parseCliArgs } from './option
 
 const HELP = `usage: q36-server [-m MODEL] [--cpu|--vulkan] [--host 127.0.0.1] [--port 8000] [--ctx N (default: 65536 or what fits)] [-ctk T -ctv T]
                   [--cors] [--allow-origin ORIGIN]... [--api-key KEY] [--trace FILE] [--log-level info]
-                  [--max-queue 64] [--request-timeout SECONDS] [--cache-ram MB (1024; 0 = off)]
+                  [--max-queue 64] [--request-timeout SECONDS] [--cache-ram MB (1024; 0 = off)] [--batched-session N (1)]
                   [--tool-memory-max-ids 100000] [--disable-exact-tool-replay]
                   [--max-body-mb 32] [--max-tokens 4096] [--kv-disk-dir DIR --kv-disk-space-mb 8192]
                   [--kv-cache-min-tokens 512] [--kv-cache-cold-max-tokens 30000] [--kv-cache-continued-interval-tokens 10240]
@@ -27,6 +29,8 @@ const HELP = `usage: q36-server [-m MODEL] [--cpu|--vulkan] [--host 127.0.0.1] [
 Endpoints: GET /v1/models, GET /v1/models/qwen3.6-35b-a3b, POST /v1/chat/completions, POST /v1/messages,
            POST /v1/messages/count_tokens, POST /v1/responses, POST /v1/completions, GET /v1/chat/ws (WebSocket),
            HEAD|GET /, GET /health, GET /props, GET /metrics
+--batched-session N: N live sessions (slots) served at once, each with its own KV cache and state;
+             their decode steps run together (Vulkan: one batched step of up to 8 rows)
 --log-level: error (errors only), warn (+ skipped cache files, internal errors), info (+ one line per
              request, the default), debug (the same as info for now; --trace FILE records cache decisions)`;
 
@@ -48,7 +52,7 @@ async function main(): Promise<number> {
     'kv-disk-dir': { type: 'string' }, 'kv-disk-space-mb': { type: 'string', default: '8192' },
     'kv-cache-min-tokens': { type: 'string', default: '512' }, 'kv-cache-cold-max-tokens': { type: 'string', default: '30000' },
     'kv-cache-continued-interval-tokens': { type: 'string', default: '10240' }, 'kv-cache-boundary-trim-tokens': { type: 'string', default: '32' },
-    'kv-cache-boundary-align-tokens': { type: 'string', default: '2048' },
+    'kv-cache-boundary-align-tokens': { type: 'string', default: '2048' }, 'batched-session': { type: 'string', default: '1' },
     help: { type: 'boolean', short: 'h' },
   });
   if (a.help) { console.log(HELP); return 0; }
@@ -67,12 +71,16 @@ async function main(): Promise<number> {
     try { fs.closeSync(fs.openSync(a.trace, 'a')); } catch (e) { throw new CliError(`cannot write --trace "${a.trace}": ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`); }
   }
   const maxQueue = num('--max-queue', a['max-queue'], { min: 0, int: true })!;
+  const slots = num('--batched-session', a['batched-session'], { min: 1, max: 64, int: true })!;
   const cacheRamMiB = num('--cache-ram', a['cache-ram'], { min: 0 })!;
   const timeoutS = num('--request-timeout', a['request-timeout'], { min: 0 });
   const header = openModelHeader(a.model!);
   const modelCtx = metaNumber(header, 'qwen35moe.context_length', 262144);
   const eo = engineOptions(a.model!, a, modelCtx);
   if (a.ctx === undefined) eo.ctx = Math.min(modelCtx, SERVER_DEFAULT_CTX);
+  // the memory budget counts every slot's KV cache and state; a batched step holds up to 8 rows
+  eo.sessions = slots;
+  eo.batchRows = Math.min(slots, MAX_BATCH_ROWS);
   const kvDisk = a['kv-disk-dir'] ? {
     dir: a['kv-disk-dir'], spaceMiB: num('--kv-disk-space-mb', a['kv-disk-space-mb'], { min: 1 })!,
     minTokens: num('--kv-cache-min-tokens', a['kv-cache-min-tokens'], { min: 1, int: true }),
@@ -108,17 +116,21 @@ async function main(): Promise<number> {
     }
   }
   say('info', engine.describe());
+  if (slots > 1) {
+    const per = kvBytesPerToken(engine.shape, engine.options.kvTypes ?? DEFAULT_KV[engine.backend]) * engine.options.ctx + recurrentStateBytes(engine.shape);
+    say('info', `sessions  ${slots} slots × ${(per / 2 ** 20).toFixed(1)} MiB (KV for ctx ${engine.options.ctx} + DeltaNet state) = ${(slots * per / 2 ** 20).toFixed(1)} MiB`);
+  }
   server.removeListener('request', loading);
   const { app, ctx } = await buildApp({
     engine, server, cors: a.cors, allowOrigins: a['allow-origin'], apiKey: a['api-key'], trace: a.trace, exactToolReplay: !a['disable-exact-tool-replay'],
     toolMemoryMaxIds: num('--tool-memory-max-ids', a['tool-memory-max-ids'], { min: 1, int: true }),
     bodyLimit: num('--max-body-mb', a['max-body-mb'], { min: 1 })! * 2 ** 20, defaultMaxTokens: num('--max-tokens', a['max-tokens'], { min: 1, int: true }),
-    maxQueue, requestTimeoutMs: timeoutS ? timeoutS * 1000 : undefined, kvDisk, cacheRamMiB,
+    maxQueue, slots, requestTimeoutMs: timeoutS ? timeoutS * 1000 : undefined, kvDisk, cacheRamMiB,
     log: (m) => say('warn', m),
     requestLog: at('info') ? (line) => say('info', line) : undefined,
   });
   await app.ready();
-  say('info', `q36-server: serving on ${url} (model qwen3.6-35b-a3b, ${engine.backend}, ctx ${engine.options.ctx}, queue ≤ ${maxQueue}${timeoutS ? `, request timeout ${timeoutS} s` : ''}${a['api-key'] ? ', API key required' : ''}${kvDisk ? `, disk KV cache ${kvDisk.dir}` : ''})`);
+  say('info', `q36-server: serving on ${url} (model qwen3.6-35b-a3b, ${engine.backend}, ctx ${engine.options.ctx}, queue ≤ ${maxQueue}${slots > 1 ? `, ${slots} sessions` : ''}${timeoutS ? `, request timeout ${timeoutS} s` : ''}${a['api-key'] ? ', API key required' : ''}${kvDisk ? `, disk KV cache ${kvDisk.dir}` : ''})`);
 
   // a bug reached by some request must not end the server for every other client
   process.on('uncaughtException', (e) => say('error', `q36-server: internal error (still serving): ${e.stack ?? e}`));
@@ -136,7 +148,7 @@ async function main(): Promise<number> {
     server.closeAllConnections();
     await app.close();
     server.close();
-    ctx.coordinator.saveLive('shutdown');
+    await ctx.coordinator.saveLive('shutdown');
     ctx.coordinator.dispose();
     engine.dispose();
     process.exit(0);

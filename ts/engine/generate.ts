@@ -15,8 +15,13 @@ export interface GenerateOptions {
   next?: (step: number) => number | undefined;
   /** called with each generated token before it is fed back; return false to stop */
   onToken?: (id: number, step: number) => boolean | void;
-  /** called after a token entered the session */
-  onFed?: (id: number) => void;
+  /** called after a token entered the session (awaited: the server saves to disk through its executor) */
+  onFed?: (id: number) => void | Promise<void>;
+  /**
+   * feeds a generated token instead of session.eval([id]) (the server's executor: decode steps
+   * shared with other sessions)
+   */
+  feedToken?: (id: number) => Promise<void>;
   /** top-k log-probabilities of each step (k > 0) */
   logprobsTopK?: number;
   onLogprobs?: (chosen: TokenLogprob, top: TokenLogprob[]) => void;
@@ -63,13 +68,14 @@ export async function generate(s: Session, o: GenerateOptions): Promise<Generate
     const fed = feed === 'all' || (feed === 'non-stop' ? !isStop : !last);
     if (fed) {
       try {
-        await s.eval([id], { onLogits: o.onLogits, signal: o.signal });
+        if (o.feedToken) await o.feedToken(id);
+        else await s.eval([id], { onLogits: o.onLogits, signal: o.signal });
       } catch (e) {
         // an abort between sampling and feeding back ends the generation, keeping what was sampled
         if (e instanceof AbortError) { stop = 'abort'; break; }
         throw e;
       }
-      o.onFed?.(id);
+      await o.onFed?.(id);
     }
     // with a signal, give the event loop a turn so Ctrl+C / client disconnects can arrive
     if (o.signal) await new Promise<void>((r) => setImmediate(r));

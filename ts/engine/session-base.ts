@@ -142,7 +142,7 @@ export class BaseSession implements Session {
       this.toks.push(...part);
       done += T;
       o.progress?.(done, tokens.length);
-      if (this.toks.length % b.snapshotInterval === 0 && done < tokens.length) this.autoSnapshot();
+      if (this.toks.length % b.snapshotInterval === 0 && (done < tokens.length || o.continues)) this.autoSnapshot();
     }
   }
 

@@ -50,6 +50,11 @@ export interface EngineOptions {
    * buffers are sized for that many sessions' tokens in one step. Default 1 (no batched steps).
    */
   batchRows?: number;
+  /**
+   * sessions the caller keeps live at once (q36-server --batched-session N): the memory budget
+   * counts that many KV caches and recurrent states. Default 1.
+   */
+  sessions?: number;
   /** keep an automatic snapshot every this many tokens (at chunk boundaries) */
   snapshotInterval?: number;
   /** at most this many automatic snapshots per session */
@@ -73,6 +78,11 @@ export interface EvalOptions {
   /** receive the logits of every evaluated position (test vectors) */
   onLogits?: (row: Float32Array, position: number) => void;
   signal?: AbortSignal;
+  /**
+   * more tokens follow in a later call (a prefill in quanta): the automatic snapshot at a chunk
+   * boundary is kept at this call's end too, as one long call would keep it
+   */
+  continues?: boolean;
 }
 
 /** In-memory snapshot: what cannot be recomputed from the KV rows below `pos`. */

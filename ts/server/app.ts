@@ -48,6 +48,8 @@ export interface AppOptions {
   maxQueue?: number;
   /** a request's time limit in ms, waiting included (default: none) */
   requestTimeoutMs?: number;
+  /** live sessions served at once (--batched-session N; default 1) */
+  slots?: number;
   /** in-memory prompt cache budget in MiB (default 1024; 0 = off) */
   cacheRamMiB?: number;
   /** one line per finished request (method, path, status, tokens, ms) */
@@ -75,7 +77,7 @@ export async function buildApp(o: AppOptions): Promise<{ app: FastifyInstance; c
     cache: new DiskCache({ dir: o.kvDisk.dir, budgetBytes: o.kvDisk.spaceMiB * 2 ** 20, model: modelIdentity(o.engine.options.model), log: o.log }),
   } : undefined;
   const ctx: ServerContext = {
-    coordinator: new Coordinator({ engine: o.engine, trace: o.trace, disk, tools, log: o.log, maxQueue: o.maxQueue, requestTimeoutMs: o.requestTimeoutMs,
+    coordinator: new Coordinator({ engine: o.engine, trace: o.trace, disk, tools, log: o.log, maxQueue: o.maxQueue, requestTimeoutMs: o.requestTimeoutMs, slots: o.slots,
       ram: (o.cacheRamMiB ?? DEFAULT_CACHE_RAM_MIB) > 0 ? new RamCache((o.cacheRamMiB ?? DEFAULT_CACHE_RAM_MIB) * 2 ** 20) : undefined }),
     tools,
     disk: disk?.cache,

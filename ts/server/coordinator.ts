@@ -1,8 +1,12 @@
 /**
- * One coordinator owns the model: requests run one at a time in arrival order, each against the
- * single live session. Before a request, the live state is reused for the longest possible prefix:
- * first the token-prefix check, then the rendered-byte-prefix check (a client re-sending text that
- * tokenizes differently still hits), and only the rest is prefilled.
+ * One coordinator owns the model. It holds N live sessions (slots: 1 by default, more with
+ * q36-server --batched-session N); a request owns a slot until it finishes, and requests beyond
+ * the free slots wait in arrival order (bounded: --max-queue). A request takes the idle slot whose
+ * live text is the longest byte prefix of its prompt; before a request, that slot's live state is
+ * reused for the longest possible prefix: first the token-prefix check, then the rendered-byte-
+ * prefix check (a client re-sending text that tokenizes differently still hits), and only the rest
+ * is prefilled. Every model call goes through one executor (executor.ts): decode steps of several
+ * slots are batched, prefills run in quanta between them.
  */
 import * as fs from 'node:fs';
 import { OutputParser, type ParsedOutput, type ParserEvent } from '../chat/output-parser.js';
@@ -17,6 +21,7 @@ import { ApiError } from './errors.js';
 import { StopScanner } from './stop-scanner.js';
 import type { RamCache } from './ram-cache.js';
 import { ASSISTANT_HEADER, IM_START, THINK_END, TOOL_CALL_OPEN } from '../chat/template-tokens.js';
+import { ModelExecutor, type ExecutorOptions } from './executor.js';
 
 export interface TurnRequest {
   prompt: string;
@@ -104,21 +109,42 @@ export interface CoordinatorOptions {
   requestTimeoutMs?: number;
   /** the in-memory prompt cache (side requests do not cost the main conversation its prefix) */
   ram?: RamCache;
+  /** live sessions (slots) served at once (--batched-session N; default 1) */
+  slots?: number;
+  /** decode coalescing and prefill quanta (executor.ts defaults) */
+  executor?: ExecutorOptions;
+}
+
+/** One live session and what the coordinator knows about its contents. */
+class Slot {
+  /** the text whose tokens the session holds */
+  liveText = '';
+  /** where the last turn's assistant answer starts (the checkpoint the next turn resumes from) */
+  lastTurnStart = 0;
+  /** ...and its length in characters of the live text */
+  lastTurnStartChars = 0;
+  busy = false;
+  /** when it last finished a request (idle slots equally matched: the least recently used is reused) */
+  lastUsed = 0;
+  constructor(readonly index: number, readonly session: Session) {}
+
+  /** Chars of the live text that are a byte prefix of `prompt`. */
+  liveMatch(prompt: string): number {
+    let live = 0;
+    while (live < this.liveText.length && live < prompt.length && this.liveText.charCodeAt(live) === prompt.charCodeAt(live)) live++;
+    return live;
+  }
 }
 
 /** Live sessions shorter than this are not worth keeping in the RAM cache. */
 const RAM_MIN_TOKENS = 64;
 
 export class Coordinator {
-  private queue: Promise<unknown> = Promise.resolve();
-  private session: Session;
-  /** the text whose tokens the live session holds */
-  private liveText = '';
-  /** where the last turn's assistant answer starts (the checkpoint the next turn resumes from) */
-  private lastTurnStart = 0;
-  /** ...and its length in characters of the live text */
-  private lastTurnStartChars = 0;
-  /** requests admitted and not finished (the running one included) */
+  private readonly slots: Slot[];
+  /** requests waiting for a free slot, in arrival order */
+  private waiters: { prompt: string; take: (s: Slot) => void }[] = [];
+  readonly exec: ModelExecutor;
+  /** requests admitted and not finished (the running ones included) */
   private pending = 0;
   private usage = new WeakMap<object, TurnResult>();
   readonly stats = { ramSaves: 0, ramLoads: 0, requests: 0, prefilled: 0, reused: 0, diskLoads: 0, diskSaves: 0, refused: 0, timeouts: 0, generated: 0, prefillMs: 0, decodeMs: 0 };
@@ -134,12 +160,25 @@ export class Coordinator {
     this.disk = o.disk;
     this.tools = o.tools;
     this.log = o.log ?? (() => {});
-    this.session = o.engine.newSession();
+    const n = o.slots ?? 1;
+    if (!(Number.isInteger(n) && n >= 1)) throw new RangeError(`slots must be a positive integer (got ${n})`);
+    this.slots = Array.from({ length: n }, (_, i) => new Slot(i, o.engine.newSession()));
+    this.exec = new ModelExecutor(o.engine, o.executor);
   }
 
-  /** Requests waiting for the model (not counting the one running). */
+  /** Requests waiting for a slot (not counting the running ones). */
   get waiting(): number {
-    return Math.max(0, this.pending - 1);
+    return Math.max(0, this.pending - this.slots.length);
+  }
+
+  /** Live sessions served at once. */
+  get slotCount(): number {
+    return this.slots.length;
+  }
+
+  /** Slots serving a request now. */
+  get busySlots(): number {
+    return this.slots.filter((s) => s.busy).length;
   }
 
   /**
@@ -148,7 +187,7 @@ export class Coordinator {
    */
   admit(): void {
     const max = this.o.maxQueue ?? Infinity;
-    if (this.pending > max) {
+    if (this.pending >= this.slots.length + max) {
       this.stats.refused++;
       throw new ApiError('overloaded', `the server is busy: ${this.waiting} requests are already waiting (--max-queue ${max}); retry later`);
     }
@@ -159,30 +198,25 @@ export class Coordinator {
     return this.usage.get(origin);
   }
 
-  /** Saves the session's first n tokens (n = all by default) to the disk cache. */
-  private saveDisk(reason: SaveReason, text: string): void {
+  /** Saves a slot's session to the disk cache under `text` (the text of its tokens). */
+  private saveDisk(slot: Slot, reason: SaveReason, text: string): void {
     if (!this.disk) return;
-    const s = this.session;
+    const s = slot.session;
     try {
       this.disk.cache.save({ reason, text, payload: s.savePayload(), tokens: s.tokens.length, ctx: this.engine.options.ctx, tools: this.tools?.within(text) });
       this.stats.diskSaves++;
-      this.trace('disk-save', { reason, tokens: s.tokens.length });
+      this.trace('disk-save', { slot: slot.index, reason, tokens: s.tokens.length });
     } catch (e) {
       this.log(`kv-disk: could not save a ${reason} checkpoint: ${(e as Error).message}`);
-      this.trace('disk-error', { reason, error: (e as Error).message });
+      this.trace('disk-error', { slot: slot.index, reason, error: (e as Error).message });
     }
   }
 
-  /** Clean shutdown: the live state goes to disk. */
-  saveLive(reason: SaveReason = 'shutdown'): void {
-    if (this.disk && this.session.tokens.length >= this.disk.minTokens) this.saveDisk(reason, this.liveText);
-  }
-
-  /** Chars of the live text that are a byte prefix of `prompt`. */
-  private liveMatch(prompt: string): number {
-    let live = 0;
-    while (live < this.liveText.length && live < prompt.length && this.liveText.charCodeAt(live) === prompt.charCodeAt(live)) live++;
-    return live;
+  /** Clean shutdown: every slot's live state goes to disk (after the running steps end). */
+  async saveLive(reason: SaveReason = 'shutdown'): Promise<void> {
+    await this.exec.run(() => {
+      for (const slot of this.slots) if (this.disk && slot.session.tokens.length >= this.disk.minTokens) this.saveDisk(slot, reason, slot.liveText);
+    });
   }
 
   /**
@@ -191,56 +225,59 @@ export class Coordinator {
    * re-renders the answer without its think block). The rewind there is free: a checkpoint sits
    * exactly at that position.
    */
-  private async keepInRam(prompt: string): Promise<void> {
-    const ram = this.o.ram, s = this.session;
+  private async keepInRam(slot: Slot, prompt: string): Promise<void> {
+    const ram = this.o.ram, s = slot.session;
     if (!ram || s.tokens.length < RAM_MIN_TOKENS) return;
-    const live = this.liveMatch(prompt);
+    const live = slot.liveMatch(prompt);
     // the same conversation goes on from (at least) where its last answer began: nothing to keep
-    if (live >= Math.min(this.lastTurnStartChars, this.liveText.length)) return;
-    const at = this.lastTurnStart > 0 && this.lastTurnStart <= s.tokens.length ? this.lastTurnStart : s.tokens.length;
+    if (live >= Math.min(slot.lastTurnStartChars, slot.liveText.length)) return;
+    const at = slot.lastTurnStart > 0 && slot.lastTurnStart <= s.tokens.length ? slot.lastTurnStart : s.tokens.length;
     try {
       if (at < s.tokens.length) await s.rewind(at);
       const text = this.engine.tokenizer.decode(s.tokens);
       ram.put(text, s.savePayload(), s.tokens.length);
       this.stats.ramSaves++;
-      this.liveText = text;
-      this.trace('ram-save', { tokens: s.tokens.length, cachedBytes: ram.bytes });
+      slot.liveText = text;
+      this.trace('ram-save', { slot: slot.index, tokens: s.tokens.length, cachedBytes: ram.bytes });
     } catch (e) {
       this.log(`ram cache: could not keep the live session: ${(e as Error).message}`);
     }
   }
 
   /** A RAM entry that is a longer byte prefix of the prompt than the live session replaces it. */
-  private restoreFromRam(prompt: string): boolean {
+  private restoreFromRam(slot: Slot, prompt: string): boolean {
     const ram = this.o.ram;
     if (!ram) return false;
-    const entry = ram.lookup(prompt, this.liveMatch(prompt) + 1);
+    const entry = ram.lookup(prompt, slot.liveMatch(prompt) + 1);
     if (!entry) return false;
     try {
-      this.session.loadPayload(entry.payload);
+      slot.session.loadPayload(entry.payload);
     } catch (e) {
       this.log(`ram cache: entry skipped: ${(e as Error).message}`);
       return false;
     }
-    this.liveText = entry.text;
+    slot.liveText = entry.text;
     this.stats.ramLoads++;
-    this.trace('ram-load', { tokens: entry.tokens });
+    this.trace('ram-load', { slot: slot.index, tokens: entry.tokens });
     return true;
   }
 
-  /** A disk file whose text is a longer byte prefix of the prompt than the live session replaces it. */
-  private restoreFromDisk(prompt: string): void {
+  /**
+   * A disk file whose text is a longer byte prefix of the prompt than the live session replaces
+   * it; a live session the prompt does not continue is persisted before it is reused.
+   */
+  private restoreFromDisk(slot: Slot, prompt: string): void {
     if (!this.disk) return;
-    const live = this.liveMatch(prompt);
+    const live = slot.liveMatch(prompt);
     const entry = this.disk.cache.lookup(prompt, live + 1);
-    const liveIsPrefix = live === this.liveText.length;
-    if (!entry && !liveIsPrefix && this.session.tokens.length >= this.disk.minTokens && live < this.liveText.length / 2) this.saveDisk('evict', this.liveText);
+    const liveIsPrefix = live === slot.liveText.length;
+    if (!entry && !liveIsPrefix && slot.session.tokens.length >= this.disk.minTokens && live < slot.liveText.length / 2) this.saveDisk(slot, 'evict', slot.liveText);
     if (!entry) return;
     const f = this.disk.cache.load(entry.file);
     if (!f) return;
-    if (!liveIsPrefix && this.session.tokens.length >= this.disk.minTokens) this.saveDisk('evict', this.liveText);
+    if (!liveIsPrefix && slot.session.tokens.length >= this.disk.minTokens) this.saveDisk(slot, 'evict', slot.liveText);
     try {
-      this.session.loadPayload(f.payload);
+      slot.session.loadPayload(f.payload);
     } catch (e) {
       // the file stays on disk (another server with other settings may use it); this one skips it
       this.disk.cache.skip(entry.file, (e as Error).message);
@@ -248,14 +285,50 @@ export class Coordinator {
       return;
     }
     for (const [id, block] of f.tools) this.tools?.remember([id], { reasoning: '', content: block });
-    this.liveText = f.text;
+    slot.liveText = f.text;
     this.stats.diskLoads++;
-    this.trace('disk-load', { file: entry.file, tokens: f.header.tokens });
+    this.trace('disk-load', { slot: slot.index, file: entry.file, tokens: f.header.tokens });
   }
 
   trace(event: string, data: Record<string, unknown>): void {
     if (!this.tracePath) return;
     try { fs.appendFileSync(this.tracePath, JSON.stringify({ t: new Date().toISOString(), event, ...data }) + '\n'); } catch { /* tracing never breaks serving */ }
+  }
+
+  /**
+   * The idle slot for a prompt: the longest byte prefix of it in live text, then the empty or
+   * least recently used one (its contents are the least likely to be continued).
+   */
+  private bestSlot(prompt: string): Slot | undefined {
+    let best: Slot | undefined, bestMatch = -1;
+    for (const s of this.slots) {
+      if (s.busy) continue;
+      const m = s.liveText.length ? s.liveMatch(prompt) : 0;
+      if (m > bestMatch || (m === bestMatch && best && s.lastUsed < best.lastUsed)) { best = s; bestMatch = m; }
+    }
+    return best;
+  }
+
+  /** A free slot for the request: at once, or when a running request ends (arrival order). */
+  private acquire(prompt: string, signal: AbortSignal): Promise<Slot> {
+    const free = this.waiters.length === 0 ? this.bestSlot(prompt) : undefined;
+    if (free) { free.busy = true; return Promise.resolve(free); }
+    return new Promise<Slot>((resolve, reject) => {
+      const w = { prompt, take: (s: Slot) => { signal.removeEventListener('abort', onAbort); resolve(s); } };
+      const onAbort = () => { this.waiters = this.waiters.filter((x) => x !== w); reject(new AbortError()); };
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.waiters.push(w);
+    });
+  }
+
+  private release(slot: Slot): void {
+    slot.busy = false;
+    slot.lastUsed = performance.now();
+    const w = this.waiters.shift();
+    if (!w) return;
+    const s = this.bestSlot(w.prompt)!;
+    s.busy = true;
+    w.take(s);
   }
 
   run(req: TurnRequest): Promise<TurnResult> {
@@ -264,9 +337,11 @@ export class Coordinator {
     const ms = this.o.requestTimeoutMs ?? 0;
     const timer = ms > 0 ? AbortSignal.timeout(ms) : undefined;
     const r = timer ? { ...req, signal: AbortSignal.any([req.signal, timer]) } : req;
-    const job = this.queue.then(() => {
+    const job = this.acquire(req.prompt, r.signal).catch((e) => {
       if (timer?.aborted) { this.stats.timeouts++; throw new ApiError('timeout', `the request waited longer than its time limit (${ms / 1000} s) for the model`); }
-      return this.turn(r);
+      throw e;
+    }).then(async (slot) => {
+      try { return await this.turn(slot, r); } finally { this.release(slot); }
     }).then((res) => {
       if (timer?.aborted && !req.signal.aborted && res.finish === 'abort') {
         this.stats.timeouts++;
@@ -277,17 +352,16 @@ export class Coordinator {
       if (req.origin) this.usage.set(req.origin, res);
       return res;
     }).finally(() => { this.pending--; });
-    this.queue = job.catch(() => undefined);
     return job;
   }
 
   /** Tokens for the prompt, reusing the live session's tokens when its text is a byte prefix. */
-  private promptTokens(prompt: string, encoded?: number[]): number[] {
+  private promptTokens(slot: Slot, prompt: string, encoded?: number[]): number[] {
     const tok = this.engine.tokenizer;
     const direct = encoded ?? tok.encode(prompt);
-    const live = this.session.tokens;
-    const byToken = this.session.commonPrefix(direct);
-    const after = byToken < live.length && this.liveText ? tok.encodeAfter({ tokens: live, text: this.liveText }, prompt) : undefined;
+    const live = slot.session.tokens;
+    const byToken = slot.session.commonPrefix(direct);
+    const after = byToken < live.length && slot.liveText ? tok.encodeAfter({ tokens: live, text: slot.liveText }, prompt) : undefined;
     if (after) {
       this.trace('cache', { decision: 'byte-prefix', liveTokens: live.length, tokenPrefix: byToken });
       return after;
@@ -307,15 +381,28 @@ export class Coordinator {
     return i + 1 + head.length;
   }
 
-  private async turn(req: TurnRequest): Promise<TurnResult> {
+  private async turn(slot: Slot, req: TurnRequest): Promise<TurnResult> {
+    try {
+      return await this.turnOn(slot, req);
+    } catch (e) {
+      // a failed batched step empties its sessions (batch.ts): the live text follows
+      if (slot.session.tokens.length === 0) slot.liveText = '';
+      throw e;
+    }
+  }
+
+  private async turnOn(slot: Slot, req: TurnRequest): Promise<TurnResult> {
     this.stats.requests++;
-    const e = this.engine, tok = e.tokenizer, s = this.session;
+    const e = this.engine, tok = e.tokenizer, s = slot.session, x = this.exec;
     if (req.signal.aborted) throw new AbortError();
-    await this.keepInRam(req.prompt);
-    if (!this.restoreFromRam(req.prompt)) this.restoreFromDisk(req.prompt);
-    const tokens = this.promptTokens(req.prompt, req.tokens);
+    // what may move the slot's state (RAM/disk caches) runs as one turn at the model
+    const tokens = await x.run(async () => {
+      await this.keepInRam(slot, req.prompt);
+      if (!this.restoreFromRam(slot, req.prompt)) this.restoreFromDisk(slot, req.prompt);
+      return this.promptTokens(slot, req.prompt, req.tokens);
+    });
     if (tokens.length + 1 > e.options.ctx) throw Object.assign(new Error(`prompt of ${tokens.length} tokens does not fit the context of ${e.options.ctx}`), { code: 'context_length_exceeded' });
-    this.trace('request', { promptTokens: tokens.length, prompt: req.prompt });
+    this.trace('request', { slot: slot.index, promptTokens: tokens.length, prompt: req.prompt });
     // Split points of the prefill: disk saves (cold, continued) and a checkpoint where the
     // assistant turn starts (the next request renders this turn's history without the think block,
     // so it diverges exactly there and can resume without re-prefilling).
@@ -323,19 +410,19 @@ export class Coordinator {
     const actions = new Map<number, () => void>();
     const cut = this.turnStart(tokens);
     if (cut > common && cut < tokens.length) actions.set(cut, () => s.checkpoint());
-    this.lastTurnStart = cut;
-    this.lastTurnStartChars = cut > 0 ? tok.decode(tokens.slice(0, cut)).length : req.prompt.length;
+    slot.lastTurnStart = cut;
+    slot.lastTurnStartChars = cut > 0 ? tok.decode(tokens.slice(0, cut)).length : req.prompt.length;
     const d = this.disk;
     if (d) {
       const text = (n: number) => tok.decode(tokens.slice(0, n));
       const cold = Math.floor((tokens.length - d.trimTokens) / d.alignTokens) * d.alignTokens;
       if (common < d.minTokens && tokens.length <= d.coldMaxTokens && cold >= d.minTokens && cold > common) {
         const prev = actions.get(cold);
-        actions.set(cold, () => { prev?.(); this.saveDisk('cold', text(cold)); });
+        actions.set(cold, () => { prev?.(); this.saveDisk(slot, 'cold', text(cold)); });
       }
       for (let f = (Math.floor(common / d.continuedIntervalTokens) + 1) * d.continuedIntervalTokens; f < tokens.length; f += d.continuedIntervalTokens) {
         const prev = actions.get(f);
-        actions.set(f, () => { prev?.(); this.saveDisk('continued', text(f)); });
+        actions.set(f, () => { prev?.(); this.saveDisk(slot, 'continued', text(f)); });
       }
     }
     let reused = 0, evaluated = 0, first = true;
@@ -343,28 +430,29 @@ export class Coordinator {
     try {
       for (const point of [...[...actions.keys()].sort((a, b) => a - b), tokens.length]) {
         if (first) {
-          ({ reused, evaluated } = await s.sync(tokens.slice(0, point), { signal: req.signal, progress: req.onProgress }));
+          ({ reused, evaluated } = await x.sync(s, tokens.slice(0, point), { signal: req.signal, progress: req.onProgress }));
           first = false;
         } else {
-          await s.eval(tokens.slice(s.tokens.length, point), { signal: req.signal, progress: req.onProgress });
+          await x.prefill(s, tokens.slice(s.tokens.length, point), { signal: req.signal, progress: req.onProgress });
           evaluated = point - reused;
         }
-        actions.get(point)?.();
+        const act = actions.get(point);
+        if (act) await x.run(act);
       }
     } catch (err) {
       if (!(err instanceof AbortError)) throw err;
       // cancelled during the prefill: the session keeps what was evaluated, nothing is generated
-      this.liveText = tok.decode(s.tokens);
-      this.trace('cancelled', { during: 'prefill', tokens: s.tokens.length });
+      slot.liveText = tok.decode(s.tokens);
+      this.trace('cancelled', { slot: slot.index, during: 'prefill', tokens: s.tokens.length });
       return { parsed: { reasoning: '', content: '', toolCalls: [] }, rawText: '', promptTokens: tokens.length, cachedTokens: reused, completionTokens: 0, reasoningTokens: 0, finish: 'abort' };
     }
     this.stats.reused += reused;
     this.stats.prefilled += evaluated;
     // what the model really evaluated (a rewind to an older snapshot re-evaluates its gap)
-    this.trace('prefill', { reused, evaluated: s.evaluated - ev0 });
+    this.trace('prefill', { slot: slot.index, reused, evaluated: s.evaluated - ev0 });
     this.stats.prefillMs += performance.now() - tPrefill;
     const tDecode = performance.now();
-    this.liveText = req.prompt;
+    slot.liveText = req.prompt;
     if (req.sampling.seed !== undefined) s.seed(req.sampling.seed);
 
     const parser = new OutputParser({ startInReasoning: req.startInReasoning, tools: req.tools });
@@ -412,8 +500,11 @@ export class Coordinator {
     const piece = (t: number) => tok.decode([t]);
     const entry = (x: TokenLogprob) => { const str = piece(x.id); return { token: str, logprob: x.logprob, bytes: [...Buffer.from(str, 'utf8')] }; };
     let res: GenerateResult | undefined;
+    x.beginDecode(s);
     try {
       res = await generate(s, {
+        // decode steps are shared with the other slots' (executor.ts)
+        feedToken: (id) => x.decode(s, id, req.signal),
         maxTokens: budget, stopIds: tok.stopIds, signal: req.signal, feed: 'non-stop', next,
         // protocol structure (tags, parameter headers) is sampled greedily; values use the request's sampling
         sampling: () => (parser.inProtocol() ? { temperature: 0 } : req.sampling),
@@ -427,21 +518,22 @@ export class Coordinator {
           emit(feed(text));
           return stopSequence === undefined;
         },
-        onFed: () => {
+        onFed: async () => {
           fed += pending;
-          if (this.disk && s.tokens.length % this.disk.continuedIntervalTokens === 0) this.saveDisk('continued', req.prompt + fed);
+          if (this.disk && s.tokens.length % this.disk.continuedIntervalTokens === 0) await x.run(() => this.saveDisk(slot, 'continued', req.prompt + fed));
         },
       });
     } finally {
+      x.endDecode(s);
       const tail = dec.end();
       raw += tail;
       emit(feed(tail));
       if (!req.raw) emit(parser.end());
       if (stopSequence === undefined) { const rest = stopper.flush(); if (rest) { visible += rest; req.onEvent?.({ type: 'content', text: rest }); } }
-      this.liveText = req.prompt + fed;
+      slot.liveText = req.prompt + fed;
     }
     n = res.tokens.length;
-    if (req.checkpointEnd && res.stop !== 'abort') s.checkpoint();
+    if (req.checkpointEnd && res.stop !== 'abort') await x.run(() => s.checkpoint());
     finish = stopSequence !== undefined ? 'stop_sequence' : ({ eos: 'stop', length: 'length', callback: 'stop', abort: 'abort' } as const)[res.stop];
     this.stats.generated += n;
     this.stats.decodeMs += performance.now() - tDecode;
@@ -449,14 +541,14 @@ export class Coordinator {
     // the answer ends before the stop string (and whatever followed it in the same token)
     if (stopSequence !== undefined) parsed.content = visible;
     if (finish === 'stop' && parsed.toolCalls.length > 0) finish = 'tool_calls';
-    this.trace('generated', { tokens: n, finish, text: raw });
+    this.trace('generated', { slot: slot.index, tokens: n, finish, text: raw });
     return {
       parsed, rawText: raw, promptTokens: tokens.length, cachedTokens: reused, completionTokens: n, reasoningTokens, finish, stopSequence, ...(req.logprobs !== undefined ? { logprobs } : {}),
-      ...(req.checkpointEnd ? { live: { tokens: s.tokens.slice(), text: this.liveText } } : {}),
+      ...(req.checkpointEnd ? { live: { tokens: s.tokens.slice(), text: slot.liveText } } : {}),
     };
   }
 
   dispose(): void {
-    this.session.dispose();
+    for (const slot of this.slots) slot.session.dispose();
   }
 }

@@ -13,6 +13,7 @@ export function registerStatus(app: FastifyInstance, ctx: ServerContext, o: { re
     model: MODEL_ID, model_path: e.options.model, backend: e.backend, ctx: e.options.ctx,
     kv_types: e.options.kvTypes ?? { k: 'f16', v: 'f16' }, default_max_tokens: ctx.defaultMaxTokens,
     disk_cache: ctx.disk ? { dir: ctx.disk.o.dir, budget_bytes: ctx.disk.o.budgetBytes } : null,
+    batched_sessions: ctx.coordinator.slotCount, batched_step_rows: e.batchRows,
   }));
   app.get('/metrics', async (_req, reply) => {
     const s = ctx.coordinator.stats;
@@ -34,7 +35,12 @@ export function registerStatus(app: FastifyInstance, ctx: ServerContext, o: { re
     metric('q36_disk_cache_saves_total', 'counter', 'disk KV cache checkpoints written', [['', s.diskSaves]]);
     metric('q36_requests_refused_total', 'counter', 'requests refused because the queue was full', [['', s.refused]]);
     metric('q36_request_timeouts_total', 'counter', 'requests ended by --request-timeout', [['', s.timeouts]]);
-    metric('q36_queue_depth', 'gauge', 'requests waiting for the model', [['', ctx.coordinator.waiting]]);
+    metric('q36_queue_depth', 'gauge', 'requests waiting for a session slot', [['', ctx.coordinator.waiting]]);
+    metric('q36_slots', 'gauge', 'live sessions served at once (--batched-session)', [['', ctx.coordinator.slotCount]]);
+    metric('q36_slots_busy', 'gauge', 'slots serving a request now', [['', ctx.coordinator.busySlots]]);
+    const x = ctx.coordinator.exec.stats;
+    metric('q36_decode_steps_total', 'counter', 'decode steps run (each advances one or more sessions)', [['', x.steps]]);
+    metric('q36_decode_step_rows_total', 'counter', 'session tokens those steps advanced', [['', x.rows]]);
     reply.header('content-type', 'text/plain; version=0.0.4');
     return lines.join('\n') + '\n';
   });

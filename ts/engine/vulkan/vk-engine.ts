@@ -166,9 +166,10 @@ export class VkEngine implements Engine, VkHost {
     // imported weights live in the page cache, not in device allocations
     const w = copiedBytesEstimate(this.file, this.shape, mode);
     const scratch = this.scratchEstimate();
-    const total = w + scratch + this.sessionBytes;
+    const n = this.options.sessions ?? 1, sessions = n * this.sessionBytes;
+    const total = w + scratch + sessions;
     if (total > info.deviceLocalBytes * 0.95) {
-      throw new Error(`model does not fit ${info.name}: weights ${(w / 2 ** 30).toFixed(2)} GiB + KV/state ${(this.sessionBytes / 2 ** 30).toFixed(2)} GiB (ctx ${this.options.ctx}) + scratch ${(scratch / 2 ** 30).toFixed(2)} GiB > ${(info.deviceLocalBytes / 2 ** 30).toFixed(2)} GiB device memory: lower --ctx, use -ctk q8_0 -ctv q4_0${scratch > this.sessionBytes ? ` or a smaller prefill chunk (${this.chunk} tokens)` : ''}`);
+      throw new Error(`model does not fit ${info.name}: weights ${(w / 2 ** 30).toFixed(2)} GiB + KV/state ${(sessions / 2 ** 30).toFixed(2)} GiB (ctx ${this.options.ctx}${n > 1 ? ` × ${n} sessions` : ''}) + scratch ${(scratch / 2 ** 30).toFixed(2)} GiB > ${(info.deviceLocalBytes / 2 ** 30).toFixed(2)} GiB device memory: lower --ctx${n > 1 ? ' or --batched-session' : ''}, use -ctk q8_0 -ctv q4_0${scratch > this.sessionBytes ? ` or a smaller prefill chunk (${this.chunk} tokens)` : ''}`);
     }
   }
 
