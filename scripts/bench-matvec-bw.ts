@@ -4,7 +4,7 @@
  * bandwidth-bound boards get exactly what these kernels achieve). GPU time from timestamps, the
  * median of --reps runs; bytes = the weight bytes read (activations and outputs are < 0.1% here).
  *
- *   node dist/scripts/bench-matvec-bw.js [--vk-device N] [--reps 20] [--scale 1] [--types q8_0,q2_k,...]
+ *   node dist/scripts/bench-matvec-bw.js [--vk-device N] [--reps 20] [--scale 1] [--types q8_0,q2_k,...] [--batch 1,2,4,8]
  *   (--scale 0.01 shrinks every shape for a quick run on lavapipe)
  */
 import { parseArgs } from 'node:util';
@@ -18,6 +18,8 @@ import { loadAddon } from '../ts/vk/addon.js';
 const a = parseArgs({ options: {
   'vk-device': { type: 'string', default: '-1' }, reps: { type: 'string', default: '20' }, scale: { type: 'string', default: '1' },
   types: { type: 'string', default: 'q8_0,q2_k,iq2_xxs,q4_k,q5_k,q6_k,f16,bf16' },
+  // activation rows of the dense shapes: 1 = decode; 2, 4, 8 = a batched decode step's matmuls
+  batch: { type: 'string', default: '1' },
 } }).values;
 const reps = Number(a.reps), scale = Number(a.scale);
 const dev = new (loadAddon().Device)(Number(a['vk-device']));
@@ -35,13 +37,20 @@ const SHAPES = [
 
 function median(x: number[]): number { const s = x.slice().sort((p, q) => p - q); return s[Math.floor(s.length / 2)]; }
 
-/** GPU seconds of one command (median over reps), recorded with timestamps. */
+/**
+ * GPU seconds of one dispatch: `reps` copies recorded back to back in one command (a barrier
+ * after each, so they do not overlap), each timed by timestamps; the median. One command keeps
+ * the GPU busy the way a decode step does: dispatches run one at a time with the host waiting in
+ * between leave the clocks low (the first H200 run of this script, 2026-12-01 15:42, did that:
+ * SM clock 345 MHz after it, kernels 2-5× slower than inside a decode step).
+ */
 function time(build: (ops: OpList) => void): number {
   const ops = new OpList(pipes);
-  build(ops);
+  for (let i = 0; i < reps; i++) build(ops);
   const cmd = dev.record(ops.build(), true);
-  const t: number[] = [];
-  for (let i = 0; i < reps + 2; i++) { dev.runSync(cmd); if (i >= 2) t.push(dev.timings(cmd).reduce((p, q) => p + q, 0) / 1e9); }
+  dev.runSync(cmd); // warm-up: first touch, clocks
+  dev.runSync(cmd);
+  const t = Array.from(dev.timings(cmd), (ns) => ns / 1e9);
   dev.freeCommand(cmd);
   return median(t);
 }
@@ -54,7 +63,8 @@ const copyBw = (2 * copyBytes) / copyS;
 dev.freeBuffer(src); dev.freeBuffer(dst);
 console.log(`# bench-matvec-bw ${new Date().toISOString()} reps ${reps} scale ${scale}`);
 console.log(`copy: ${(copyBytes / 2 ** 20).toFixed(0)} MiB read + written in ${(copyS * 1e3).toFixed(3)} ms = ${(copyBw / 1e9).toFixed(1)} GB/s`);
-console.log('type,shape,weight_bytes,us,GB/s,fraction_of_copy');
+console.log('type,shape,activation_rows,weight_bytes,us,GB/s,fraction_of_copy');
+const batches = a.batch!.split(',').map(Number);
 
 const NAMES: Record<string, GgmlType> = { q8_0: GgmlType.Q8_0, q2_k: GgmlType.Q2_K, iq2_xxs: GgmlType.IQ2_XXS, q4_k: GgmlType.Q4_K, q5_k: GgmlType.Q5_K, q6_k: GgmlType.Q6_K, f16: GgmlType.F16, bf16: GgmlType.BF16 };
 const rng = new Rng(1);
@@ -69,14 +79,18 @@ for (const name of a.types!.split(',')) {
     const chunk = new Uint8Array(Math.min(wBytes, 64 << 20));
     for (let i = 0; i < chunk.length; i++) chunk[i] = rng.int(0, 255);
     for (let o = 0; o < wBytes; o += chunk.length) dev.write(w, o, chunk.subarray(0, Math.min(chunk.length, wBytes - o)));
-    const x = dev.createBuffer(sh.n * 4, false), y = dev.createBuffer(sh.rows * nExp * 4, false), ids = dev.createBuffer(64, false);
-    dev.write(x, 0, new Uint8Array(new Float32Array(sh.n).fill(0.01).buffer));
+    const maxB = Math.max(...batches);
+    const x = dev.createBuffer(sh.n * 4 * maxB, false), y = dev.createBuffer(sh.rows * nExp * 4 * maxB, false), ids = dev.createBuffer(64, false);
+    dev.write(x, 0, new Uint8Array(new Float32Array(sh.n * maxB).fill(0.01).buffer));
     dev.write(ids, 0, new Uint8Array(Uint32Array.from({ length: 16 }, (_, i) => i % 8).buffer));
-    const s = time((ops) => matvecOp(ops, sh.experts
-      ? { type: name, buffers: [w, x, y, ids, grid], rows: sh.rows, n: sh.n, rowBytes: rb, nRows: sh.experts, flags: 1 | 2, K: sh.experts, expertBytes: rb * sh.rows, xStride: 0 }
-      : { type: name, buffers: [w, x, y, ids, grid], rows: sh.rows, n: sh.n, rowBytes: rb, nRows: 1 }));
-    const bw = wBytes / s;
-    console.log(`${typeName(type)},${sh.what} ${sh.experts ? `${sh.experts} × ` : ''}${sh.rows} × ${sh.n},${wBytes},${(s * 1e6).toFixed(1)},${(bw / 1e9).toFixed(1)},${(bw / copyBw).toFixed(3)}`);
+    // routed experts: the decode gather (one activation row per expert); dense: each batch size
+    for (const nb of sh.experts ? [1] : batches) {
+      const s = time((ops) => matvecOp(ops, sh.experts
+        ? { type: name, buffers: [w, x, y, ids, grid], rows: sh.rows, n: sh.n, rowBytes: rb, nRows: sh.experts, flags: 1 | 2, K: sh.experts, expertBytes: rb * sh.rows, xStride: 0 }
+        : { type: name, buffers: [w, x, y, ids, grid], rows: sh.rows, n: sh.n, rowBytes: rb, nRows: nb }));
+      const bw = wBytes / s;
+      console.log(`${typeName(type)},${sh.what} ${sh.experts ? `${sh.experts} × ` : ''}${sh.rows} × ${sh.n},${sh.experts || nb},${wBytes},${(s * 1e6).toFixed(1)},${(bw / 1e9).toFixed(1)},${(bw / copyBw).toFixed(3)}`);
+    }
     [w, x, y, ids].forEach((b) => dev.freeBuffer(b));
   }
 }

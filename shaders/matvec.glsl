@@ -27,7 +27,10 @@ const uint TOKENS = TOKENS_N;
 #define G 8u
 layout(local_size_x = 64) in;
 layout(std430, binding = 0) readonly buffer WB { uint W[]; };
-layout(std430, binding = 1) readonly buffer XB { float X[]; };
+// activations as vec4: a group's 8 values are two 16-byte loads (xOffset, xStride and n are
+// multiples of 8, so every group starts 32-byte aligned); the 8-row matmul reads 64 values per
+// group, and scalar loads made its load issue, not the weights, the limit
+layout(std430, binding = 1) readonly buffer XB { vec4 X4[]; };
 #ifdef EPILOGUE_ROUTER
 // the last workgroup reads the other workgroups' outputs: they must reach it past the L1 caches
 layout(std430, binding = 2) coherent buffer YB { float Y[]; };
@@ -83,7 +86,12 @@ const uint U = TOKENS_N == 1 ? 4u : TOKENS_N <= 4 ? 2u : 1u;
 // acc[r][t] += W_r[group g] · X_t[group g]
 void group_dot(uint wo[ROWS], uint xo[TOKENS], uint g, inout float acc[ROWS][TOKENS]) {
   float x[TOKENS][8];
-  [[unroll]] for (uint t = 0u; t < TOKENS; t++) [[unroll]] for (uint i = 0u; i < 8u; i++) x[t][i] = X[xo[t] + 8u * g + i];
+  [[unroll]] for (uint t = 0u; t < TOKENS; t++) {
+    uint q = (xo[t] >> 2) + 2u * g;
+    vec4 a = X4[q], b = X4[q + 1u];
+    x[t][0] = a.x; x[t][1] = a.y; x[t][2] = a.z; x[t][3] = a.w;
+    x[t][4] = b.x; x[t][5] = b.y; x[t][6] = b.z; x[t][7] = b.w;
+  }
   [[unroll]] for (uint r = 0u; r < ROWS; r++) {
     float w[8];
     decode(wo[r], g, w);
