@@ -26,6 +26,9 @@ const dev = new (loadAddon().Device)(Number(a['vk-device']));
 const pipes = new Pipelines(dev);
 const grid = (() => { const g = gridBlob(new Core()); const b = dev.createBuffer(g.byteLength, false); dev.write(b, 0, g); return b; })();
 const round = (n: number, m: number) => Math.max(m, Math.round(n / m) * m);
+/** bytes of weight copies the reps cycle through (well past the largest L2) */
+const COLD_BYTES = Math.round(512 * 2 ** 20 * Math.min(1, scale * 10));
+const maxRange = dev.info().maxStorageBufferRange;
 
 /** The full model's decode shapes (rows × columns; experts: 8 routed of 512 rows each). */
 const SHAPES = [
@@ -44,9 +47,9 @@ function median(x: number[]): number { const s = x.slice().sort((p, q) => p - q)
  * between leave the clocks low (the first H200 run of this script, 2026-12-01 15:42, did that:
  * SM clock 345 MHz after it, kernels 2-5× slower than inside a decode step).
  */
-function time(build: (ops: OpList) => void): number {
+function time(build: (ops: OpList, rep: number) => void): number {
   const ops = new OpList(pipes);
-  for (let i = 0; i < reps; i++) build(ops);
+  for (let i = 0; i < reps; i++) build(ops, i);
   const cmd = dev.record(ops.build(), true);
   dev.runSync(cmd); // warm-up: first touch, clocks
   dev.runSync(cmd);
@@ -61,7 +64,7 @@ const src = dev.createBuffer(copyBytes, false), dst = dev.createBuffer(copyBytes
 const copyS = time((ops) => dispatch(ops, KERNELS.copy, { SRC: src, DST: dst }, { n4: copyBytes / 16 }, [Math.min(65535, Math.ceil(copyBytes / 16 / 256))]));
 const copyBw = (2 * copyBytes) / copyS;
 dev.freeBuffer(src); dev.freeBuffer(dst);
-console.log(`# bench-matvec-bw ${new Date().toISOString()} reps ${reps} scale ${scale}`);
+console.log(`# bench-matvec-bw ${new Date().toISOString()} reps ${reps} scale ${scale}; ${dev.info().name}; weights cycle through ≥ ${(COLD_BYTES / 2 ** 20).toFixed(0)} MiB of copies (cold in L2)`);
 console.log(`copy: ${(copyBytes / 2 ** 20).toFixed(0)} MiB read + written in ${(copyS * 1e3).toFixed(3)} ms = ${(copyBw / 1e9).toFixed(1)} GB/s`);
 console.log('type,shape,activation_rows,weight_bytes,us,GB/s,fraction_of_copy');
 const batches = a.batch!.split(',').map(Number);
@@ -74,20 +77,26 @@ for (const name of a.types!.split(',')) {
   for (const sh of SHAPES) {
     const rb = rowBytes(type, sh.n), nExp = sh.experts || 1;
     const wBytes = rb * sh.rows * nExp;
+    // consecutive reps read different copies of the weight (≥ COLD_BYTES in all), so each comes
+    // from memory as in a decode step, not from the last rep's L2 (50 MB on the H200: the
+    // 12-50 MB matrices fit)
+    const copies = Math.max(1, Math.min(Math.ceil(COLD_BYTES / wBytes), Math.floor(maxRange / wBytes)));
     // random bytes decode to arbitrary values; scales may be huge or NaN, which costs the kernel nothing
-    const w = dev.createBuffer(wBytes, false);
-    const chunk = new Uint8Array(Math.min(wBytes, 64 << 20));
+    const w = dev.createBuffer(wBytes * copies, false);
+    const chunk = new Uint8Array(Math.min(wBytes * copies, 64 << 20));
     for (let i = 0; i < chunk.length; i++) chunk[i] = rng.int(0, 255);
-    for (let o = 0; o < wBytes; o += chunk.length) dev.write(w, o, chunk.subarray(0, Math.min(chunk.length, wBytes - o)));
+    for (let o = 0; o < wBytes * copies; o += chunk.length) dev.write(w, o, chunk.subarray(0, Math.min(chunk.length, wBytes * copies - o)));
+    const at = (rep: number) => (rep % copies) * wBytes;
     const maxB = Math.max(...batches);
     const x = dev.createBuffer(sh.n * 4 * maxB, false), y = dev.createBuffer(sh.rows * nExp * 4 * maxB, false), ids = dev.createBuffer(64, false);
     dev.write(x, 0, new Uint8Array(new Float32Array(sh.n * maxB).fill(0.01).buffer));
     dev.write(ids, 0, new Uint8Array(Uint32Array.from({ length: 16 }, (_, i) => i % 8).buffer));
     // routed experts: the decode gather (one activation row per expert); dense: each batch size
     for (const nb of sh.experts ? [1] : batches) {
-      const s = time((ops) => matvecOp(ops, sh.experts
-        ? { type: name, buffers: [w, x, y, ids, grid], rows: sh.rows, n: sh.n, rowBytes: rb, nRows: sh.experts, flags: 1 | 2, K: sh.experts, expertBytes: rb * sh.rows, xStride: 0 }
-        : { type: name, buffers: [w, x, y, ids, grid], rows: sh.rows, n: sh.n, rowBytes: rb, nRows: nb }));
+      const o = { type: name, rowBytes: rb };
+      const s = time((ops, rep) => matvecOp(ops, sh.experts
+        ? { ...o, buffers: [w, x, y, ids, grid], rows: sh.rows, n: sh.n, nRows: sh.experts, flags: 1 | 2, K: sh.experts, expertBytes: rb * sh.rows, xStride: 0, wOffset: at(rep) }
+        : { ...o, buffers: [w, x, y, ids, grid], rows: sh.rows, n: sh.n, nRows: nb, wOffset: at(rep) }));
       const bw = wBytes / s;
       console.log(`${typeName(type)},${sh.what} ${sh.experts ? `${sh.experts} × ` : ''}${sh.rows} × ${sh.n},${sh.experts || nb},${wBytes},${(s * 1e6).toFixed(1)},${(bw / 1e9).toFixed(1)},${(bw / copyBw).toFixed(3)}`);
     }
