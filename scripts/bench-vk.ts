@@ -61,8 +61,11 @@ for (const fr of frontiers) {
   const added = fr - pos;
   pos = fr;
   const snap = s.snapshot();
-  // one untimed decode step first: the first one records the decode command (a one-off)
-  await s.eval([s.sample({ temperature: 0 })]);
+  // two untimed decode steps first, sampling as the timed ones do: the first records the decode
+  // command, and with top-k sampling the second records the one that runs the top-k stages too
+  // (a one-off each: a step sampled with k brings k pairs from then on)
+  await s.eval([s.sample(sampling)]);
+  await s.eval([s.sample(sampling)]);
   s.restore(snap);
   const gen = Number(a.gen);
   t = performance.now();

@@ -46,9 +46,12 @@ describe('GPU top-k', () => {
 
   it('sampling with a temperature draws what the host sampler draws from the whole row (same seed)', async () => {
     const s = e.newSession();
-    let gpu = 0;
-    const topK = e.topK.bind(e);
-    e.topK = (k: number) => { gpu++; return topK(k); };
+    // every draw reads the device's k pairs: from a top-k run of its own (topK) or from the
+    // stages the decode step ran (after a draw with the same k: the step folds them in)
+    let gpu = 0, runs = 0;
+    const topK = e.topK.bind(e), readTopK = e.readTopK.bind(e);
+    e.topK = (k: number, row?: number) => { runs++; return topK(k, row); };
+    e.readTopK = (k: number) => { gpu++; return readTopK(k); };
     try {
       const opts = [
         { temperature: 0.6, topK: 20, topP: 0.95, minP: 0 },
@@ -69,8 +72,23 @@ describe('GPU top-k', () => {
         prompt = [(prompt[0] * 31 + step) % e.shape.nVocab];
       }
       expect(gpu).toBe(6 * opts.length);
+      // one k throughout (as a request samples): after the first draw with it, each decode step
+      // brings its pairs (no second submission), and the draws still equal the host's
+      await s.eval([7]);
+      s.sample(opts[0]);
+      await s.eval([8]);
+      runs = 0;
+      for (let step = 0; step < 4; step++) {
+        s.seed(step);
+        const id = s.sample(opts[0]);
+        new DataView(e.core.memory.buffer).setBigUint64(rng, BigInt(step), true);
+        expect(id).toBe(e.sampleWith(s.logits(), opts[0], rng));
+        await s.eval([id]);
+      }
+      expect(runs).toBe(0);
     } finally {
       e.topK = topK;
+      e.readTopK = readTopK;
       s.dispose();
     }
   });

@@ -39,6 +39,8 @@ export interface VkHost {
   routesInMatvec(l: number): boolean;
   /** the k best (logit, id) pairs of LOGITS row `row` */
   topK(k: number, row?: number): Uint32Array;
+  /** the pairs the last top-k left in TKH (a step that ran the stages itself) */
+  readTopK(k: number): Uint32Array;
   sampleWith(logits: Float32Array, o: SampleOptions, rng: number): number;
   /**
    * The LOGITS/ARG buffers are engine-wide: `s` is about to overwrite them (the previous owner

@@ -23,6 +23,13 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
   readonly layers: LayerState[] = [];
   /** which LOGITS/ARG row holds our deferred output (a batched step's row; 0 otherwise) */
   private outRow = 0;
+  /**
+   * The k this session last sampled with (top-k on the device): its decode steps run the top-k
+   * stages themselves, so sampling reads k pairs without a second submission (0: greedy so far).
+   */
+  private topkHint = 0;
+  /** the k whose pairs our last step left in TKH for the deferred row (0: none) */
+  private topkReady = 0;
   private steps = new Map<string, number>();
   private stepNames = new Map<number, string[]>();
   private rng: number;
@@ -44,9 +51,9 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
   }
 
   /** Records the forward of T tokens (logits for rows ≥ logitsFrom): step.ts. */
-  private record(T: number, logitsFrom: number): number {
+  private record(T: number, logitsFrom: number, topK: number): number {
     const h = this.h, ops = new OpList(h.pipes);
-    recordStep({ h, ops, T, layers: this.layers, kvTypes: this.kvTypes, ctx: this.ctx, paramWords: h.paramWords }, logitsFrom);
+    recordStep({ h, ops, T, layers: this.layers, kvTypes: this.kvTypes, ctx: this.ctx, paramWords: h.paramWords, topK }, logitsFrom);
     const cmd = h.dev.record(ops.build(), h.options.vkProfile === true);
     this.stepNames.set(cmd, ops.names);
     return cmd;
@@ -59,9 +66,12 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
     e.claimOutputs(this, false);
     this.kept = undefined;
     this.outRow = 0;
-    const key = `${T}:${logitsFrom}`;
+    this.topkReady = 0;
+    // a deferred last row of a session that samples with top-k: the step runs the top-k too
+    const topK = deferLast && T - logitsFrom === 1 ? this.topkHint : 0;
+    const key = `${T}:${logitsFrom}:${topK}`;
     let cmd = this.steps.get(key);
-    if (cmd === undefined) { cmd = this.record(T, logitsFrom); this.steps.set(key, cmd); }
+    if (cmd === undefined) { cmd = this.record(T, logitsFrom, topK); this.steps.set(key, cmd); }
     e.dev.write(e.buf.XIN, 0, new Uint8Array(e.embed(tokens).buffer));
     e.dev.write(e.buf.PIN, 0, new Uint8Array(Uint32Array.of(pos, T, 0, 0).buffer));
     const t0 = performance.now();
@@ -70,7 +80,7 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
     const n = T - logitsFrom;
     if (n <= 0) return [];
     // one row left on the device: BaseSession reads it (readLast) or only its arg-max (lastArgmax)
-    if (deferLast && n === 1) { e.claimOutputs(this, true); return []; }
+    if (deferLast && n === 1) { e.claimOutputs(this, true); this.topkReady = topK; return []; }
     const all = new Float32Array(e.dev.read(e.buf.LOGITS, 0, n * s.nVocab * 4));
     // one row (decode): the read-back copy itself, no second 1 MB copy
     return n === 1 ? [all] : Array.from({ length: n }, (_, i) => all.slice(i * s.nVocab, (i + 1) * s.nVocab));
@@ -80,6 +90,7 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
   batchedOutput(row: number): void {
     this.kept = undefined;
     this.outRow = row;
+    this.topkReady = 0;
   }
 
   /** Saves this session's deferred row and arg-max to host memory (another session is about to run). */
@@ -106,7 +117,11 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
     // a row saved by keep() is on the host already; a NaN row follows the host sampler's rules
     if (this.kept || !this.h.ownsOutputs(this) || !(k > 0 && k <= TOPK_MAX && k < this.shape.nVocab)) return undefined;
     if (this.readArg()[1] !== 0) return undefined;
-    const pairs = this.h.topK(k, this.outRow);
+    const folded = this.topkReady === k;
+    const pairs = folded ? this.h.readTopK(k) : this.h.topK(k, this.outRow);
+    // (a top-k run here overwrote what the step left in TKH)
+    if (!folded) this.topkReady = 0;
+    this.topkHint = k;
     const f = new Float32Array(pairs.buffer);
     const top: [number, number][] = [];
     for (let i = 0; i < k; i++) if (pairs[2 * i + 1] !== 0xffffffff) top.push([pairs[2 * i + 1], f[2 * i]]);

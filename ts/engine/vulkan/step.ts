@@ -8,7 +8,7 @@ import { rowBytes } from '../../gguf/index.js';
 import { KV_TYPE_IDS } from '../common.js';
 import { stateSizes } from '../payload.js';
 import type { KvType } from '../types.js';
-import { MM_MOE_PAIRS, OpList, attnBlock, attnTileFits, attnTileTokens, attnTokens, moeMaxTiles } from './graph.js';
+import { MM_MOE_PAIRS, OpList, TOPK_ITEMS, attnBlock, attnTileFits, attnTileTokens, attnTokens, moeMaxTiles } from './graph.js';
 import type { MatvecOpts, VkHost } from './host.js';
 import { KERNELS as K, dispatch, groups } from './kernels.js';
 import type { LayerTensorKey } from '../../model/schema.js';
@@ -52,6 +52,8 @@ export interface StepContext {
   ctx: number;
   /** words from one row's step parameters to the next (PIN/PARAMS) */
   paramWords: number;
+  /** also the k best logits of the last row into TKH (a session sampling with top-k: no second submission) */
+  topK?: number;
 }
 
 const none = (c: StepContext): Pending => ({ mode: 0, r: c.h.buf.A2, sg: c.h.buf.A2 });
@@ -228,6 +230,25 @@ function outputHead(c: StepContext, p: Pending, from: number): void {
   const rows = c.rows ? n : 1, offset = c.rows ? 0 : (n - 1) * s.nVocab;
   dispatch(c.ops, K.argmax, bind, { n: s.nVocab, offset, stage: 0, groups: g }, [g, rows]);
   dispatch(c.ops, K.argmax, bind, { n: s.nVocab, offset: 0, stage: 1, groups: g }, [1, rows]);
+  if (c.topK && !c.rows) recordTopK(c.ops, B, s.nVocab, c.topK, n - 1);
+}
+
+/**
+ * The top-k stages (topk.comp) over LOGITS row `row`: exact k best (logit, id) pairs, best first,
+ * ties to the lower id, ending in TKH. TKA/TKB are the stages' ping-pong buffers (free after the
+ * arg-max, which uses them too). k ≤ TOPK_MAX.
+ */
+export function recordTopK(ops: OpList, B: Readonly<Record<string, number>>, nVocab: number, k: number, row: number): void {
+  let n = nVocab, stage = 0, src = B.TKB, dst = B.TKA;
+  for (;;) {
+    const groups = Math.ceil(n / TOPK_ITEMS);
+    const out = groups === 1 ? B.TKH : dst;
+    dispatch(ops, K.topk, { LOGITS: B.LOGITS, src, dst: out }, { n, k, offset: stage === 0 ? row * nVocab : 0, stage }, [groups]);
+    if (groups === 1) break;
+    n = groups * k;
+    stage++;
+    [src, dst] = [dst, src];
+  }
 }
 
 /** The whole step: embeddings in, every layer, logits for rows ≥ logitsFrom. */

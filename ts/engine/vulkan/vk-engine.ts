@@ -24,6 +24,7 @@ import { DEFAULT_KV, MAX_BATCH_ROWS, vulkanChunk } from '../defaults.js';
 import { BatchSteps, batchProblem } from './batch-step.js';
 import { scratchBytes, scratchTable, type ScratchBuffer } from './scratch.js';
 import { KERNELS, dispatch } from './kernels.js';
+import { recordTopK } from './step.js';
 import { OpList, Pipelines, TOPK_ITEMS, TOPK_MAX, gridBlob, matvecOp } from './graph.js';
 import { MATVEC, VkWeights, copiedBytesEstimate, readBytes, type DevTensor, type WeightMode } from './weights.js';
 
@@ -301,20 +302,16 @@ export class VkEngine implements Engine, VkHost {
     let cmd = this.topkCmds.get(key);
     if (cmd === undefined) {
       const ops = new OpList(this.pipes);
-      let n = this.shape.nVocab, stage = 0, src = this.buf.TKB, dst = this.buf.TKA;
-      for (;;) {
-        const groups = Math.ceil(n / TOPK_ITEMS);
-        const out = groups === 1 ? this.buf.TKH : dst;
-        dispatch(ops, KERNELS.topk, { LOGITS: this.buf.LOGITS, src, dst: out }, { n, k, offset: stage === 0 ? row * this.shape.nVocab : 0, stage }, [groups]);
-        if (groups === 1) break;
-        n = groups * k;
-        stage++;
-        [src, dst] = [dst, src];
-      }
+      recordTopK(ops, this.buf, this.shape.nVocab, k, row);
       cmd = this.dev.record(ops.build());
       this.topkCmds.set(key, cmd);
     }
     this.dev.runSync(cmd);
+    return this.readTopK(k);
+  }
+
+  /** The last top-k's k pairs (topK(), or the stages a decode step ran: step.ts recordStep's topK). */
+  readTopK(k: number): Uint32Array {
     return new Uint32Array(this.dev.read(this.buf.TKH, 0, 8 * k));
   }
 
