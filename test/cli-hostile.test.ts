@@ -45,6 +45,29 @@ describe('q36-server start-up', () => {
     expect(serverCmd(['--allow-origin', 'example.com/x']).stderr).toMatch(/--allow-origin "example.com\/x" is not an origin/);
   });
 
+  it('--batched-session: a bad count is refused; N slots start with their memory printed and serve together', async () => {
+    for (const bad of ['0', '2.5', 'many']) {
+      const r = serverCmd(['--batched-session', bad]);
+      expect(r.status).toBe(2);
+      expect(r.stderr).toMatch(/--batched-session/);
+    }
+    const env = spawnSync(process.execPath, [SERVER, '-m', MODEL, '--cpu', '--batched-session', '2'], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, Q36_VK_SESSION_BATCH: 'yes' } });
+    expect(env.status).not.toBe(0);
+    expect(env.stderr).toMatch(/Q36_VK_SESSION_BATCH must be 0 \(ordered fallback\) or 1/);
+    const s = await startServer(['--batched-session', '3']);
+    try {
+      expect(s.err()).toMatch(/sessions +3 slots × [\d.]+ MiB \(KV for ctx 2048 \+ DeltaNet state\) = [\d.]+ MiB/);
+      expect(s.err()).toMatch(/serving on .*, 3 sessions\)/);
+      const ask = (content: string) => fetch(`${s.base}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ messages: [{ role: 'user', content }], max_tokens: 3, temperature: 0 }) });
+      const rs = await Promise.all(['one', 'two', 'three', 'four'].map(ask));
+      expect(rs.map((r) => r.status)).toEqual([200, 200, 200, 200]);
+      const props = await (await fetch(`${s.base}/props`)).json() as { batched_sessions: number };
+      expect(props.batched_sessions).toBe(3);
+    } finally {
+      s.p.kill('SIGKILL');
+    }
+  });
+
   it('a port in use is reported before the model loads', async () => {
     const blocker = net.createServer();
     await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', () => r()));

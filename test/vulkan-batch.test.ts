@@ -159,6 +159,13 @@ describe('Vulkan batched decode with the q8_0/q4_0 cache (tinyA q2)', () => {
   }, 600_000);
 });
 
+describe('memory: every live session counts', () => {
+  it('a session count whose KV caches and states do not fit the device is refused at open, with the numbers', async () => {
+    await expect(openEngine({ model: fixture('tinyA/tinyA-q2.gguf'), backend: 'vulkan', ctx: 768, batchRows: 8, sessions: 1_000_000 }))
+      .rejects.toThrow(/model does not fit .*KV\/state [\d.]+ GiB \(ctx 768 × 1000000 sessions\).*lower --ctx or --batched-session/);
+  });
+});
+
 describe('CPU: the ordered fallback', () => {
   it('rows run one after another, bit-identical to decoding alone (and HF\'s greedy tokens)', async () => {
     const e = await openEngine({ model: fixture('tinyA/tinyA-bf16.gguf'), backend: 'cpu', ctx: 768 });

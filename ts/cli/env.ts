@@ -12,6 +12,8 @@ export interface EnvSettings {
   vkWeights?: EngineOptions['vkWeights'];
   /** Q36_VK_MV_ROWS: fix decode matvec rows per workgroup (1, 2 or 4), for measurements */
   vkMatvecRows?: 1 | 2 | 4;
+  /** Q36_VK_SESSION_BATCH=0: q36-server --batched-session runs the ordered fallback instead of batched Vulkan steps (measurements, workarounds) */
+  vkSessionBatch?: boolean;
   /** Q36_HF_BASE: the download mirror (as --base-url) */
   hfBase?: string;
   /** HF_TOKEN: the Hugging Face token (as --token) */
@@ -36,6 +38,11 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): EnvSettings {
   if (r !== undefined && r !== '') {
     if (!['1', '2', '4'].includes(r)) throw new Error(`Q36_VK_MV_ROWS must be 1, 2 or 4, got "${r}"`);
     out.vkMatvecRows = Number(r) as 1 | 2 | 4;
+  }
+  const sb = env.Q36_VK_SESSION_BATCH;
+  if (sb !== undefined && sb !== '') {
+    if (!['0', '1'].includes(sb)) throw new Error(`Q36_VK_SESSION_BATCH must be 0 (ordered fallback) or 1 (batched steps), got "${sb}"`);
+    out.vkSessionBatch = sb === '1';
   }
   if (env.Q36_HF_BASE) out.hfBase = env.Q36_HF_BASE;
   if (env.HF_TOKEN) out.hfToken = env.HF_TOKEN;

@@ -18,6 +18,7 @@ import { DEFAULT_MODEL } from '../paths.js';
 import { buildApp, DEFAULT_CACHE_RAM_MIB } from '../server/app.js';
 import { CliError, openModelHeader } from './load-tokenizer.js';
 import { ENGINE_PARSE_OPTIONS, engineOptions, num, parseCliArgs } from './options.js';
+import { readEnv } from './env.js';
 
 const HELP = `usage: q36-server [-m MODEL] [--cpu|--vulkan] [--host 127.0.0.1] [--port 8000] [--ctx N (default: 65536 or what fits)] [-ctk T -ctv T]
                   [--cors] [--allow-origin ORIGIN]... [--api-key KEY] [--trace FILE] [--log-level info]
@@ -80,7 +81,7 @@ async function main(): Promise<number> {
   if (a.ctx === undefined) eo.ctx = Math.min(modelCtx, SERVER_DEFAULT_CTX);
   // the memory budget counts every slot's KV cache and state; a batched step holds up to 8 rows
   eo.sessions = slots;
-  eo.batchRows = Math.min(slots, MAX_BATCH_ROWS);
+  eo.batchRows = readEnv().vkSessionBatch === false ? 1 : Math.min(slots, MAX_BATCH_ROWS);
   const kvDisk = a['kv-disk-dir'] ? {
     dir: a['kv-disk-dir'], spaceMiB: num('--kv-disk-space-mb', a['kv-disk-space-mb'], { min: 1 })!,
     minTokens: num('--kv-cache-min-tokens', a['kv-cache-min-tokens'], { min: 1, int: true }),
@@ -121,14 +122,15 @@ async function main(): Promise<number> {
     say('info', `sessions  ${slots} slots × ${(per / 2 ** 20).toFixed(1)} MiB (KV for ctx ${engine.options.ctx} + DeltaNet state) = ${(slots * per / 2 ** 20).toFixed(1)} MiB`);
   }
   server.removeListener('request', loading);
-  const { app, ctx } = await buildApp({
+  const built = await buildApp({
     engine, server, cors: a.cors, allowOrigins: a['allow-origin'], apiKey: a['api-key'], trace: a.trace, exactToolReplay: !a['disable-exact-tool-replay'],
     toolMemoryMaxIds: num('--tool-memory-max-ids', a['tool-memory-max-ids'], { min: 1, int: true }),
     bodyLimit: num('--max-body-mb', a['max-body-mb'], { min: 1 })! * 2 ** 20, defaultMaxTokens: num('--max-tokens', a['max-tokens'], { min: 1, int: true }),
     maxQueue, slots, requestTimeoutMs: timeoutS ? timeoutS * 1000 : undefined, kvDisk, cacheRamMiB,
     log: (m) => say('warn', m),
     requestLog: at('info') ? (line) => say('info', line) : undefined,
-  });
+  }).catch((e: Error) => { server.close(); engine.dispose(); throw new CliError(e.message); });
+  const { app, ctx } = built;
   await app.ready();
   say('info', `q36-server: serving on ${url} (model qwen3.6-35b-a3b, ${engine.backend}, ctx ${engine.options.ctx}, queue ≤ ${maxQueue}${slots > 1 ? `, ${slots} sessions` : ''}${timeoutS ? `, request timeout ${timeoutS} s` : ''}${a['api-key'] ? ', API key required' : ''}${kvDisk ? `, disk KV cache ${kvDisk.dir}` : ''})`);
 

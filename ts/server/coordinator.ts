@@ -162,7 +162,13 @@ export class Coordinator {
     this.log = o.log ?? (() => {});
     const n = o.slots ?? 1;
     if (!(Number.isInteger(n) && n >= 1)) throw new RangeError(`slots must be a positive integer (got ${n})`);
-    this.slots = Array.from({ length: n }, (_, i) => new Slot(i, o.engine.newSession()));
+    this.slots = [];
+    try {
+      for (let i = 0; i < n; i++) this.slots.push(new Slot(i, o.engine.newSession()));
+    } catch (e) {
+      for (const s of this.slots) s.session.dispose();
+      throw new Error(`cannot hold ${n} live sessions of ctx ${o.engine.options.ctx}: ${(e as Error).message} (lower --ctx or --batched-session)`);
+    }
     this.exec = new ModelExecutor(o.engine, o.executor);
   }
 
