@@ -159,8 +159,20 @@ describe('Vulkan batched decode with the q8_0/q4_0 cache (tinyA q2)', () => {
   }, 600_000);
 });
 
-describe('memory: every live session counts', () => {
-  it('a session count whose KV caches and states do not fit the device is refused at open, with the numbers', async () => {
+describe('memory planning', () => {
+  it('--vk-memory-limit: the engine plans for the limit (refusing what exceeds it, with the numbers), never above the device', async () => {
+    const model = fixture('tinyA/tinyA-q2.gguf');
+    await expect(openEngine({ model, backend: 'vulkan', ctx: 768, vkMemoryLimit: 2 ** 20 })).rejects.toThrow(/model does not fit .* > 0\.00 GiB device memory \(--vk-memory-limit\)/);
+    await expect(openEngine({ model, backend: 'vulkan', ctx: 768, vkMemoryLimit: 2 ** 60 })).rejects.toThrow(/vkMemoryLimit .* is not within .* device-local memory/);
+    const e = await openEngine({ model, backend: 'vulkan', ctx: 768, vkMemoryLimit: 2 ** 30 });
+    try {
+      expect(e.describe()).toMatch(/planning for 1\.00 GiB \(--vk-memory-limit\)/);
+    } finally {
+      e.dispose();
+    }
+  });
+
+  it('every live session counts: a session count whose KV caches and states do not fit is refused at open, with the numbers', async () => {
     await expect(openEngine({ model: fixture('tinyA/tinyA-q2.gguf'), backend: 'vulkan', ctx: 768, batchRows: 8, sessions: 1_000_000 }))
       .rejects.toThrow(/model does not fit .*KV\/state [\d.]+ GiB \(ctx 768 × 1000000 sessions\).*lower --ctx or --batched-session/);
   });

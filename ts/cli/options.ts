@@ -11,6 +11,7 @@ import { ADDON_PATH } from '../paths.js';
 import { KV_TYPE_NAMES } from '../engine/common.js';
 import type { EngineOptions, KvType, SampleOptions, Steering } from '../engine/types.js';
 import { CliError } from './load-tokenizer.js';
+import { parseSize } from './size.js';
 
 
 /** Vulkan when a real GPU is visible, else the CPU reference (lavapipe alone is slower than the CPU path). */
@@ -39,6 +40,8 @@ export function parseCliArgs<O extends NonNullable<ParseArgsConfig['options']>>(
   }
 }
 
+export { parseSize };
+
 export function num(flag: string, v: string | undefined, o: { min?: number; max?: number; int?: boolean } = {}): number | undefined {
   if (v === undefined) return undefined;
   const n = Number(v);
@@ -60,6 +63,7 @@ export const ENGINE_ARGS = {
   vulkan: { type: 'boolean', description: 'use the Vulkan backend (default when a Vulkan GPU is present)' },
   'vk-device': { type: 'string', description: 'Vulkan device index (see --list-devices; default: the first GPU, or Q36_VK_DEVICE)' },
   'vk-weights': { type: 'string', description: 'Vulkan weights: import (zero-copy mmap, VK_EXT_external_memory_host), upload (copy to device memory) or auto (default: import on unified memory)' },
+  'vk-memory-limit': { type: 'string', description: 'Vulkan: device memory the engine may plan for (e.g. 16GiB: a 16 GB board on a larger GPU; default: the device\'s device-local memory)' },
   ctx: { type: 'string', description: 'context size in tokens (default: 8192, or the model\'s context length if smaller)' },
   'cache-type-k': { type: 'string', description: 'K cache type: f16, q8_0, q4_0 (alias -ctk; default f16 on CPU, q8_0 on Vulkan)' },
   'cache-type-v': { type: 'string', description: 'V cache type: f16, q8_0, q4_0 (alias -ctv; default f16 on CPU, q4_0 on Vulkan)' },
@@ -98,11 +102,12 @@ export function engineOptions(model: string, a: Record<string, unknown>, modelCo
   const vkDevice = num('--vk-device', a['vk-device'] as Str, { min: 0, int: true }) ?? env.vkDevice;
   const vkWeights = (a['vk-weights'] as Str) ?? env.vkWeights;
   if (vkWeights !== undefined && !['auto', 'import', 'upload'].includes(vkWeights)) throw new CliError(`--vk-weights must be auto, import or upload (got "${vkWeights}")`);
+  const vkMemoryLimit = parseSize('--vk-memory-limit', a['vk-memory-limit'] as Str);
   const k = kIn ?? DEFAULT_KV[backend].k;
   const v = vIn ?? DEFAULT_KV[backend].v;
   return {
     model, backend, ctx, kvTypes: { k, v }, vkDevice, vkWeights: vkWeights as EngineOptions['vkWeights'], vkMatvecRows: env.vkMatvecRows,
-    expertCacheMiB: mb, steering: steering(a),
+    expertCacheMiB: mb, steering: steering(a), vkMemoryLimit,
   };
 }
 

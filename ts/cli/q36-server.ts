@@ -22,7 +22,7 @@ import { readEnv } from './env.js';
 
 const HELP = `usage: q36-server [-m MODEL] [--cpu|--vulkan] [--host 127.0.0.1] [--port 8000] [--ctx N (default: 65536 or what fits)] [-ctk T -ctv T]
                   [--cors] [--allow-origin ORIGIN]... [--api-key KEY] [--trace FILE] [--log-level info]
-                  [--max-queue 64] [--request-timeout SECONDS] [--cache-ram MB (1024; 0 = off)] [--batched-session N (1)]
+                  [--max-queue 64] [--request-timeout SECONDS] [--cache-ram MB (1024; 0 = off)] [--batched-session N (1)] [--vk-memory-limit SIZE]
                   [--tool-memory-max-ids 100000] [--disable-exact-tool-replay]
                   [--max-body-mb 32] [--max-tokens 4096] [--kv-disk-dir DIR --kv-disk-space-mb 8192]
                   [--kv-cache-min-tokens 512] [--kv-cache-cold-max-tokens 30000] [--kv-cache-continued-interval-tokens 10240]

@@ -43,6 +43,12 @@ export interface EngineOptions {
   vkMatvecRows?: 1 | 2 | 4;
   /** Vulkan: prefill attention in tiles of tokens (attn_tile, default) or per token (attn_flash: false; A/B measurements) */
   vkAttnTile?: boolean;
+  /**
+   * Vulkan: bytes of device memory the engine may plan for, in place of the device's device-local
+   * memory (a 16 GB board simulated on a larger GPU: the budget, the prefill step size and the
+   * refusals follow it). Must not exceed the device's own.
+   */
+  vkMemoryLimit?: number;
   /** Vulkan: cap on one binding's bytes below maxStorageBufferRange (tests: forces windowed weights) */
   vkMaxBinding?: number;
   /**

@@ -41,8 +41,10 @@ export class VkEngine implements Engine, VkHost {
   readonly file: GgufFile;
   readonly dev: VkDevice;
   readonly pipes: Pipelines;
-  /** the device's properties and limits (read once) */
+  /** the device's properties and limits (read once; deviceLocalBytes = vkMemoryLimit when given) */
   readonly info: ReturnType<VkDevice['info']>;
+  /** the device's own device-local memory */
+  private readonly deviceBytes: number;
   readonly chunk: number;
   readonly kv: { k: KvType; v: KvType };
   readonly q: QuantKernels;
@@ -108,7 +110,15 @@ export class VkEngine implements Engine, VkHost {
     const addon = loadAddon();
     this.dev = new addon.Device(options.vkDevice ?? -1);
     this.pipes = new Pipelines(this.dev);
-    this.info = this.dev.info();
+    const info = this.dev.info();
+    const limit = options.vkMemoryLimit;
+    if (limit !== undefined && !(limit > 0 && limit <= info.deviceLocalBytes)) {
+      this.dev.dispose();
+      throw new Error(`vkMemoryLimit ${(limit / 2 ** 30).toFixed(2)} GiB is not within ${info.name}'s ${(info.deviceLocalBytes / 2 ** 30).toFixed(2)} GiB of device-local memory`);
+    }
+    // a memory limit stands in for the device's memory everywhere the engine plans with it
+    this.info = limit === undefined ? info : { ...info, deviceLocalBytes: limit };
+    this.deviceBytes = info.deviceLocalBytes;
     // the prefill step follows the device's memory unless the caller chose one
     this.chunk = options.chunk ?? vulkanChunk(this.info);
     // all-position logits (test vectors, log-probabilities) for as many rows of a step as 64 MiB
@@ -170,7 +180,7 @@ export class VkEngine implements Engine, VkHost {
     const n = this.options.sessions ?? 1, sessions = n * this.sessionBytes;
     const total = w + scratch + sessions;
     if (total > info.deviceLocalBytes * 0.95) {
-      throw new Error(`model does not fit ${info.name}: weights ${(w / 2 ** 30).toFixed(2)} GiB + KV/state ${(sessions / 2 ** 30).toFixed(2)} GiB (ctx ${this.options.ctx}${n > 1 ? ` × ${n} sessions` : ''}) + scratch ${(scratch / 2 ** 30).toFixed(2)} GiB > ${(info.deviceLocalBytes / 2 ** 30).toFixed(2)} GiB device memory: lower --ctx${n > 1 ? ' or --batched-session' : ''}, use -ctk q8_0 -ctv q4_0${scratch > this.sessionBytes ? ` or a smaller prefill chunk (${this.chunk} tokens)` : ''}`);
+      throw new Error(`model does not fit ${info.name}: weights ${(w / 2 ** 30).toFixed(2)} GiB + KV/state ${(sessions / 2 ** 30).toFixed(2)} GiB (ctx ${this.options.ctx}${n > 1 ? ` × ${n} sessions` : ''}) + scratch ${(scratch / 2 ** 30).toFixed(2)} GiB > ${(info.deviceLocalBytes / 2 ** 30).toFixed(2)} GiB device memory${this.options.vkMemoryLimit !== undefined ? ' (--vk-memory-limit)' : ''}: lower --ctx${n > 1 ? ' or --batched-session' : ''}, use -ctk q8_0 -ctv q4_0${scratch > this.sessionBytes ? ` or a smaller prefill chunk (${this.chunk} tokens)` : ''}`);
     }
   }
 
@@ -363,7 +373,8 @@ export class VkEngine implements Engine, VkHost {
     const i = this.info;
     const kvTok = kvBytesPerToken(this.shape, this.kv);
     return [
-      `backend   vulkan: ${i.name} (${i.type}), ${i.driver}, subgroup ${i.subgroupSize}, ${i.unifiedMemory ? 'unified' : 'discrete'} memory, ${(i.deviceLocalBytes / 2 ** 30).toFixed(1)} GiB device-local`,
+      `backend   vulkan: ${i.name} (${i.type}), ${i.driver}, subgroup ${i.subgroupSize}, ${i.unifiedMemory ? 'unified' : 'discrete'} memory, ${(this.deviceBytes / 2 ** 30).toFixed(1)} GiB device-local` +
+        (this.options.vkMemoryLimit !== undefined ? `, planning for ${(i.deviceLocalBytes / 2 ** 30).toFixed(2)} GiB (--vk-memory-limit)` : ''),
       `weights   ${(this.w.copiedBytes / 2 ** 20).toFixed(1)} MiB copied to the device` +
         (this.w.importedBytes ? `, ${(this.w.importedBytes / 2 ** 20).toFixed(1)} MiB of the file bound in place (zero-copy)` : '') +
         (this.importError ? ` (zero-copy import failed: ${this.importError})` : ''),
