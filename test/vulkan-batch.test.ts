@@ -119,6 +119,24 @@ describe('Vulkan batched decode: each row equals its session decoded alone', () 
     sessions.forEach((s) => s.dispose());
   }, 600_000);
 
+  it('the same sessions in another order reuse the recorded step, each row still its own', async () => {
+    const [a, b, c] = [e.newSession(), e.newSession(), e.newSession()];
+    await a.eval(cases[0].prompt_ids); await b.eval(cases[3].prompt_ids); await c.eval(cases[2].prompt_ids);
+    const record = vi.spyOn((e as VkEngine).dev, 'record');
+    try {
+      await evalBatch(e, [{ session: a, token: cases[0].greedy_ids[0] }, { session: b, token: cases[3].greedy_ids[0] }, { session: c, token: cases[2].greedy_ids[0] }]);
+      const first = record.mock.calls.length;
+      await evalBatch(e, [{ session: c, token: cases[2].greedy_ids[1] }, { session: a, token: cases[0].greedy_ids[1] }, { session: b, token: cases[3].greedy_ids[1] }]);
+      expect(record.mock.calls.length).toBe(first);
+    } finally {
+      record.mockRestore();
+    }
+    expect(a.sample({ temperature: 0 })).toBe(cases[0].greedy_ids[2]);
+    expect(b.sample({ temperature: 0 })).toBe(cases[3].greedy_ids[2]);
+    expect(c.sample({ temperature: 0 })).toBe(cases[2].greedy_ids[2]);
+    [a, b, c].forEach((s) => s.dispose());
+  }, 600_000);
+
   it('refusals leave every member as it was: a session twice, a full context', async () => {
     const a = e.newSession(), b = e.newSession();
     await a.eval(cases[0].prompt_ids);

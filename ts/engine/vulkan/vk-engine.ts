@@ -360,8 +360,11 @@ export class VkEngine implements Engine, VkHost {
       return b;
     });
     if (new Set(states).size !== states.length) throw new Error('decodeBatch: a session appears twice');
+    // rows in session order: a set of sessions reuses its recorded step whatever order its
+    // tokens arrived in (each row is computed alone: the order changes no result)
+    const order = states.map((_, i) => i).sort((x, y) => states[x].id - states[y].id);
     this.batches ??= new BatchSteps(this);
-    await this.batches.run(states, items.map((i) => i.token), items.map((i) => i.session.tokens.length));
+    await this.batches.run(order.map((i) => states[i]), order.map((i) => items[i].token), order.map((i) => items[i].session.tokens.length));
   }
 
   /** A session's buffers are about to be freed: batched steps recorded with them go. */
