@@ -45,6 +45,15 @@ describe('q36-server start-up', () => {
     expect(serverCmd(['--allow-origin', 'example.com/x']).stderr).toMatch(/--allow-origin "example.com\/x" is not an origin/);
   });
 
+  it('--ssd-streaming and its options say the feature is not built (exit 2), on q36 and q36-server', () => {
+    const q = spawnSync(process.execPath, [Q36, '-m', MODEL, '--cpu', '--ssd-streaming', '-p', 'hi'], { encoding: 'utf8', timeout: 60_000 });
+    expect(q.status).toBe(2);
+    expect(q.stderr).toMatch(/--ssd-streaming: SSD expert streaming is not built in this version; .*--expert-cache-mb/);
+    const s = serverCmd(['--ssd-streaming-full-layers', '4']);
+    expect(s.status).toBe(2);
+    expect(s.stderr).toMatch(/--ssd-streaming-full-layers: SSD expert streaming is not built/);
+  });
+
   it('--batched-session: a bad count is refused; N slots start with their memory printed and serve together', async () => {
     for (const bad of ['0', '2.5', 'many']) {
       const r = serverCmd(['--batched-session', bad]);

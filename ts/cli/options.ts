@@ -68,6 +68,11 @@ export const ENGINE_ARGS = {
   'cache-type-k': { type: 'string', description: 'K cache type: f16, q8_0, q4_0 (alias -ctk; default f16 on CPU, q8_0 on Vulkan)' },
   'cache-type-v': { type: 'string', description: 'V cache type: f16, q8_0, q4_0 (alias -ctv; default f16 on CPU, q4_0 on Vulkan)' },
   'expert-cache-mb': { type: 'string', description: 'CPU: routed-expert cache size in MiB when experts are streamed (default: all free WASM memory)' },
+  'ssd-streaming': { type: 'boolean', description: 'stream routed experts from the GGUF (not built yet: refused with a pointer to --cpu --expert-cache-mb)' },
+  'ssd-streaming-cache-experts': { type: 'string', description: 'with --ssd-streaming (not built yet)' },
+  'ssd-streaming-preload-experts': { type: 'string', description: 'with --ssd-streaming (not built yet)' },
+  'ssd-streaming-cold': { type: 'boolean', description: 'with --ssd-streaming (not built yet)' },
+  'ssd-streaming-full-layers': { type: 'string', description: 'with --ssd-streaming (not built yet)' },
   'dir-steering-file': { type: 'string', description: 'steering directions: flat n_layer × hidden f32 file' },
   'dir-steering-attn': { type: 'string', description: 'steering scale after attention outputs (default 0)' },
   'dir-steering-ffn': { type: 'string', description: 'steering scale after FFN outputs (default 1 with a file, else 0)' },
@@ -90,6 +95,8 @@ type Str = string | undefined;
 
 export function engineOptions(model: string, a: Record<string, unknown>, modelContext: number): EngineOptions {
   if (a.cpu && a.vulkan) throw new CliError('give --cpu or --vulkan, not both');
+  const ssd = ['ssd-streaming', 'ssd-streaming-cache-experts', 'ssd-streaming-preload-experts', 'ssd-streaming-cold', 'ssd-streaming-full-layers'].find((f) => a[f] !== undefined);
+  if (ssd) throw new CliError(`--${ssd}: SSD expert streaming is not built in this version; the CPU engine streams routed experts from the file when a model does not fit its memory (--cpu, cache size --expert-cache-mb MB)`);
   const ctx = num('--ctx', a.ctx as Str, { min: 1, int: true }) ?? Math.min(DEFAULT_CLI_CTX, modelContext);
   if (ctx > modelContext) throw new CliError(`--ctx ${ctx} exceeds the model's context length ${modelContext}`);
   const kIn = kvType('-ctk/--cache-type-k', a['cache-type-k'] as Str);
