@@ -45,13 +45,38 @@ describe('q36-server start-up', () => {
     expect(serverCmd(['--allow-origin', 'example.com/x']).stderr).toMatch(/--allow-origin "example.com\/x" is not an origin/);
   });
 
-  it('--ssd-streaming and its options say the feature is not built (exit 2), on q36 and q36-server', () => {
-    const q = spawnSync(process.execPath, [Q36, '-m', MODEL, '--cpu', '--ssd-streaming', '-p', 'hi'], { encoding: 'utf8', timeout: 60_000 });
-    expect(q.status).toBe(2);
-    expect(q.stderr).toMatch(/--ssd-streaming: SSD expert streaming is not built in this version; .*--expert-cache-mb/);
+  it('--ssd-streaming on the CPU: the same logits as resident experts (bit for bit) through a small cache; what is not built is refused by name', () => {
+    const q2q4 = fixture('tinyA/tinyA-q2q4.gguf'), dir = tmpDir();
+    const run = (extra: string[], out: string) => spawnSync(process.execPath, [Q36, '-m', q2q4, '--cpu', ...extra, '--prompt-ids', '5,17,300,42,9,100,200,300', '-n', '6', '--temp', '0', '--dump-logits', path.join(dir, out)], { encoding: 'utf8', timeout: 60_000 });
+    const res = run([], 'resident.f32');
+    expect(res.status).toBe(0);
+    expect(res.stderr).toMatch(/experts resident/);
+    // 8 slots for 4 layers × 6 experts: the cache evicts
+    for (const [cache, out, plan] of [['8', 'slots.f32', /experts streamed through 8 cache slots/], ['1MiB', 'size.f32', /experts streamed through \d+ cache slots/]] as [string, string, RegExp][]) {
+      const r = run(['--ssd-streaming', '--ssd-streaming-cache-experts', cache], out);
+      expect(r.status, r.stderr).toBe(0);
+      expect(r.stderr).toMatch(plan);
+      expect(fs.readFileSync(path.join(dir, out)).equals(fs.readFileSync(path.join(dir, 'resident.f32')))).toBe(true);
+    }
+    const small = run(['--ssd-streaming', '--ssd-streaming-cache-experts', '3'], 'x.f32');
+    expect(small.status).not.toBe(0);
+    expect(small.stderr).toMatch(/an expert cache of 3 slots .* cannot hold one layer's experts: need 6 expert slots/);
+    for (const [args, msg] of [
+      [['--ssd-streaming-cache-experts', '8'], /needs --ssd-streaming/],
+      [['--ssd-streaming', '--ssd-streaming-cache-experts', 'lots'], /--ssd-streaming-cache-experts expects a size/],
+      [['--ssd-streaming', '--ssd-streaming-cold'], /--ssd-streaming-cold: not built yet/],
+      [['--ssd-streaming', '--ssd-streaming-preload-experts', '10'], /--ssd-streaming-preload-experts: not built yet/],
+    ] as [string[], RegExp][]) {
+      const r = run(args, 'x.f32');
+      expect(r.status).toBe(2);
+      expect(r.stderr).toMatch(msg);
+    }
+    const vk = spawnSync(process.execPath, [Q36, '-m', q2q4, '--vulkan', '--ssd-streaming', '-p', 'hi'], { encoding: 'utf8', timeout: 60_000 });
+    expect(vk.status).toBe(2);
+    expect(vk.stderr).toMatch(/built on the CPU backend only so far \(add --cpu\)/);
     const s = serverCmd(['--ssd-streaming-full-layers', '4']);
     expect(s.status).toBe(2);
-    expect(s.stderr).toMatch(/--ssd-streaming-full-layers: SSD expert streaming is not built/);
+    expect(s.stderr).toMatch(/--ssd-streaming-full-layers: not built yet/);
   });
 
   it('--batched-session: a bad count is refused; N slots start with their memory printed and serve together', async () => {

@@ -28,6 +28,6 @@ describe('routed experts streamed through the LRU cache', () => {
 
   it('refuses a cache too small for one layer\'s top-k with a clear error', async () => {
     await expect(openEngine({ model: fixture('tinyA/tinyA-q2.gguf'), backend: 'cpu', ctx: 256, streamExperts: true, expertCacheMiB: 0.05 }))
-      .rejects.toThrow(/not enough WASM memory for the expert cache: .* need 6 expert slots/);
+      .rejects.toThrow(/an expert cache of 0 slots \(0\.1 MiB asked\) cannot hold one layer's experts: need 6 expert slots/);
   });
 });

@@ -68,8 +68,8 @@ export const ENGINE_ARGS = {
   'cache-type-k': { type: 'string', description: 'K cache type: f16, q8_0, q4_0 (alias -ctk; default f16 on CPU, q8_0 on Vulkan)' },
   'cache-type-v': { type: 'string', description: 'V cache type: f16, q8_0, q4_0 (alias -ctv; default f16 on CPU, q4_0 on Vulkan)' },
   'expert-cache-mb': { type: 'string', description: 'CPU: routed-expert cache size in MiB when experts are streamed (default: all free WASM memory)' },
-  'ssd-streaming': { type: 'boolean', description: 'stream routed experts from the GGUF (not built yet: refused with a pointer to --cpu --expert-cache-mb)' },
-  'ssd-streaming-cache-experts': { type: 'string', description: 'with --ssd-streaming (not built yet)' },
+  'ssd-streaming': { type: 'boolean', description: 'routed experts stay in the GGUF and stream through a bounded cache (CPU backend; Vulkan: not built yet)' },
+  'ssd-streaming-cache-experts': { type: 'string', description: 'with --ssd-streaming: the expert cache as a slot count (e.g. 512) or a size (6GB, 512MB); default: the memory left' },
   'ssd-streaming-preload-experts': { type: 'string', description: 'with --ssd-streaming (not built yet)' },
   'ssd-streaming-cold': { type: 'boolean', description: 'with --ssd-streaming (not built yet)' },
   'ssd-streaming-full-layers': { type: 'string', description: 'with --ssd-streaming (not built yet)' },
@@ -95,14 +95,14 @@ type Str = string | undefined;
 
 export function engineOptions(model: string, a: Record<string, unknown>, modelContext: number): EngineOptions {
   if (a.cpu && a.vulkan) throw new CliError('give --cpu or --vulkan, not both');
-  const ssd = ['ssd-streaming', 'ssd-streaming-cache-experts', 'ssd-streaming-preload-experts', 'ssd-streaming-cold', 'ssd-streaming-full-layers'].find((f) => a[f] !== undefined);
-  if (ssd) throw new CliError(`--${ssd}: SSD expert streaming is not built in this version; the CPU engine streams routed experts from the file when a model does not fit its memory (--cpu, cache size --expert-cache-mb MB)`);
+  const ssd = ssdStreaming(a);
   const ctx = num('--ctx', a.ctx as Str, { min: 1, int: true }) ?? Math.min(DEFAULT_CLI_CTX, modelContext);
   if (ctx > modelContext) throw new CliError(`--ctx ${ctx} exceeds the model's context length ${modelContext}`);
   const kIn = kvType('-ctk/--cache-type-k', a['cache-type-k'] as Str);
   const vIn = kvType('-ctv/--cache-type-v', a['cache-type-v'] as Str);
   const mb = num('--expert-cache-mb', a['expert-cache-mb'] as Str, { min: 1 });
   const backend = a.vulkan ? 'vulkan' : a.cpu ? 'cpu' : defaultBackend();
+  if (ssd && backend !== 'cpu') throw new CliError('--ssd-streaming: expert streaming is built on the CPU backend only so far (add --cpu); the Vulkan engine keeps every weight resident');
   // flags win over the environment (read once, ts/cli/env.ts)
   let env;
   try { env = envEngineOptions(); } catch (e) { throw new CliError((e as Error).message); }
@@ -115,7 +115,26 @@ export function engineOptions(model: string, a: Record<string, unknown>, modelCo
   return {
     model, backend, ctx, kvTypes: { k, v }, vkDevice, vkWeights: vkWeights as EngineOptions['vkWeights'], vkMatvecRows: env.vkMatvecRows,
     expertCacheMiB: mb, steering: steering(a), vkMemoryLimit,
+    ...(ssd ? { streamExperts: true, expertCacheSlots: ssd.slots, expertCacheMiB: ssd.bytes !== undefined ? ssd.bytes / 2 ** 20 : mb } : {}),
   };
+}
+
+/**
+ * --ssd-streaming and its cache size (a slot count or a byte size); the options not built yet
+ * (warm start, full layers) are refused by name rather than ignored.
+ */
+function ssdStreaming(a: Record<string, unknown>): { slots?: number; bytes?: number } | undefined {
+  for (const f of ['ssd-streaming-preload-experts', 'ssd-streaming-cold', 'ssd-streaming-full-layers']) {
+    if (a[f] !== undefined) throw new CliError(`--${f}: not built yet (the expert cache starts empty and fills from the routes taken; issue #19)`);
+  }
+  const size = a['ssd-streaming-cache-experts'] as Str;
+  if (!a['ssd-streaming']) {
+    if (size !== undefined) throw new CliError('--ssd-streaming-cache-experts needs --ssd-streaming');
+    return undefined;
+  }
+  if (size === undefined) return {};
+  if (/^\s*\d+\s*$/.test(size)) return { slots: num('--ssd-streaming-cache-experts', size, { min: 1, int: true }) };
+  return { bytes: parseSize('--ssd-streaming-cache-experts', size) };
 }
 
 function steering(a: Record<string, unknown>): Steering | undefined {

@@ -28,6 +28,8 @@ export interface EngineOptions {
   streamExperts?: boolean | 'auto';
   /** CPU: expert cache size in MiB when streaming */
   expertCacheMiB?: number;
+  /** CPU: expert cache size in expert slots when streaming (takes precedence over expertCacheMiB) */
+  expertCacheSlots?: number;
   steering?: Steering;
   /** Vulkan: record GPU timestamps per dispatch (see VkEngine.profile()) */
   vkProfile?: boolean;

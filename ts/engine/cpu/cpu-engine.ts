@@ -60,6 +60,7 @@ export class CpuEngine implements Engine {
       sessionReserve: sessionBytes(s, options.ctx, this.kv.k, this.kv.v) + 4 * s.nEmbd * this.chunk,
       streamExperts: options.streamExperts,
       expertCacheBytes: options.expertCacheMiB !== undefined ? options.expertCacheMiB * 2 ** 20 : undefined,
+      expertCacheSlots: options.expertCacheSlots,
     });
     this.fx = this.core.x as unknown as ForwardExports;
     this.xPtr = this.core.alloc(this.chunk * s.nEmbd * 4);

@@ -28,6 +28,8 @@ export interface WeightsOptions {
   streamExperts?: boolean | 'auto';
   /** expert cache size in bytes when streaming (default: what is left) */
   expertCacheBytes?: number;
+  /** ...or in expert slots (--ssd-streaming-cache-experts N) */
+  expertCacheSlots?: number;
 }
 
 export interface ExpertStats {
@@ -136,14 +138,18 @@ export class CpuWeights {
       }
       this.slotBytes = slot;
       const left = WASM_LIMIT - (core.x.heapTop() >>> 0) - o.sessionReserve - (64 << 20);
-      const want = o.expertCacheBytes ?? left;
+      const want = o.expertCacheSlots !== undefined ? o.expertCacheSlots * slot : o.expertCacheBytes ?? left;
       const n = Math.min(s.nLayer * s.nExpert, Math.floor(Math.min(want, left) / slot));
       // one chunk may route to every expert of a layer: the cache must hold that many at once
       const minSlots = Math.min(s.nExpert, o.maxTokens * s.nExpertUsed);
+      if (n < minSlots && want < left) {
+        throw new Error(`an expert cache of ${n} slots (${(want / 2 ** 20).toFixed(1)} MiB asked) cannot hold one layer's experts: ` +
+          `need ${minSlots} expert slots = ${(minSlots * slot / 2 ** 20).toFixed(1)} MiB (raise --ssd-streaming-cache-experts or --expert-cache-mb)`);
+      }
       if (n < minSlots) {
         throw new Error(`not enough WASM memory for the expert cache: ${Math.max(0, Math.floor(left / 2 ** 20))} MiB left after ` +
           `${(resident / 2 ** 20).toFixed(0)} MiB of resident weights and ${(o.sessionReserve / 2 ** 20).toFixed(0)} MiB for the session; ` +
-          `need ${minSlots} expert slots = ${(minSlots * slot / 2 ** 20).toFixed(1)} MiB (raise --expert-cache-mb, lower --ctx, or use q8_0/q4_0 KV)`);
+          `need ${minSlots} expert slots = ${(minSlots * slot / 2 ** 20).toFixed(1)} MiB, one layer's experts (raise --expert-cache-mb or --ssd-streaming-cache-experts, lower --ctx, or use q8_0/q4_0 KV)`);
       }
       const base = core.alloc(n * slot);
       for (let i = 0; i < n; i++) { this.slotPtrs.push(base + i * slot); this.slotOwner.push(-1); }
