@@ -45,9 +45,11 @@ describe('q36-server start-up', () => {
     expect(serverCmd(['--allow-origin', 'example.com/x']).stderr).toMatch(/--allow-origin "example.com\/x" is not an origin/);
   });
 
-  it('--ssd-streaming on the CPU: the same logits as resident experts (bit for bit) through a small cache; what is not built is refused by name', () => {
-    const q2q4 = fixture('tinyA/tinyA-q2q4.gguf'), dir = tmpDir();
-    const run = (extra: string[], out: string) => spawnSync(process.execPath, [Q36, '-m', q2q4, '--cpu', ...extra, '--prompt-ids', '5,17,300,42,9,100,200,300', '-n', '6', '--temp', '0', '--dump-logits', path.join(dir, out)], { encoding: 'utf8', timeout: 60_000 });
+  it('--ssd-streaming on the CPU: the same logits as resident experts (bit for bit) through a small cache, cold, warm and with a damaged usage file; what is not built is refused by name', () => {
+    const q2q4 = fixture('tinyA/tinyA-q2q4.gguf'), dir = tmpDir(), home = tmpDir();
+    // the expert-use counts go to $HOME/.q36/expert-usage/: a home of the test's own
+    const run = (extra: string[], out: string) => spawnSync(process.execPath, [Q36, '-m', q2q4, '--cpu', ...extra, '--prompt-ids', '5,17,300,42,9,100,200,300', '-n', '6', '--temp', '0', '--dump-logits', path.join(dir, out)], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, HOME: home } });
+    const usage = path.join(home, '.q36', 'expert-usage', 'tinyA-q2q4.gguf.json');
     const res = run([], 'resident.f32');
     expect(res.status).toBe(0);
     expect(res.stderr).toMatch(/experts resident/);
@@ -58,14 +60,35 @@ describe('q36-server start-up', () => {
       expect(r.stderr).toMatch(plan);
       expect(fs.readFileSync(path.join(dir, out)).equals(fs.readFileSync(path.join(dir, 'resident.f32')))).toBe(true);
     }
+    // the streamed runs counted their routes; the next one preloads the most used (warm start),
+    // --ssd-streaming-cold does not, a damaged file is ignored by name: the logits never change
+    const counts = JSON.parse(fs.readFileSync(usage, 'utf8')) as { counts: number[] };
+    expect(counts.counts.length).toBe(4 * 6);
+    expect(counts.counts.reduce((x, y) => x + y, 0)).toBeGreaterThan(0);
+    for (const [extra, plan] of [
+      [['--ssd-streaming-cache-experts', '8'], /8 experts preloaded from .*tinyA-q2q4\.gguf\.json/],
+      [['--ssd-streaming-cache-experts', '8', '--ssd-streaming-preload-experts', '3'], /3 experts preloaded/],
+      [['--ssd-streaming-cache-experts', '8', '--ssd-streaming-cold'], /cold start \(--ssd-streaming-cold\)/],
+    ] as [string[], RegExp][]) {
+      const r = run(['--ssd-streaming', ...extra], 'warm.f32');
+      expect(r.status, r.stderr).toBe(0);
+      expect(r.stderr).toMatch(plan);
+      expect(fs.readFileSync(path.join(dir, 'warm.f32')).equals(fs.readFileSync(path.join(dir, 'resident.f32')))).toBe(true);
+    }
+    fs.writeFileSync(usage, '{"format": "q36-expert-usage", "vers');
+    const damaged = run(['--ssd-streaming', '--ssd-streaming-cache-experts', '8'], 'warm.f32');
+    expect(damaged.status).toBe(0);
+    expect(damaged.stderr).toMatch(/usage file ignored: .* is not JSON/);
+    expect(fs.readFileSync(path.join(dir, 'warm.f32')).equals(fs.readFileSync(path.join(dir, 'resident.f32')))).toBe(true);
     const small = run(['--ssd-streaming', '--ssd-streaming-cache-experts', '3'], 'x.f32');
     expect(small.status).not.toBe(0);
     expect(small.stderr).toMatch(/an expert cache of 3 slots .* cannot hold one layer's experts: need 6 expert slots/);
     for (const [args, msg] of [
       [['--ssd-streaming-cache-experts', '8'], /needs --ssd-streaming/],
       [['--ssd-streaming', '--ssd-streaming-cache-experts', 'lots'], /--ssd-streaming-cache-experts expects a size/],
-      [['--ssd-streaming', '--ssd-streaming-cold'], /--ssd-streaming-cold: not built yet/],
-      [['--ssd-streaming', '--ssd-streaming-preload-experts', '10'], /--ssd-streaming-preload-experts: not built yet/],
+      [['--ssd-streaming-cold'], /--ssd-streaming-cold needs --ssd-streaming/],
+      [['--ssd-streaming', '--ssd-streaming-cold', '--ssd-streaming-preload-experts', '10'], /not both/],
+      [['--ssd-streaming', '--ssd-streaming-preload-experts', 'many'], /--ssd-streaming-preload-experts expects a number/],
     ] as [string[], RegExp][]) {
       const r = run(args, 'x.f32');
       expect(r.status).toBe(2);

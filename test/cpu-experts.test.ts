@@ -2,7 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { openEngine } from '../ts/engine/index.js';
 import { CpuEngine } from '../ts/engine/cpu/cpu-engine.js';
 import { Rng } from '../ts/model/synth.js';
-import { fixture } from './helpers.js';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { fixture, tmpDir } from './helpers.js';
 
 describe('routed experts streamed through the LRU cache', () => {
   it('give bit-identical logits to resident experts, with evictions', async () => {
@@ -24,6 +26,36 @@ describe('routed experts streamed through the LRU cache', () => {
     expect(st.slots).toBeLessThan(24);
     expect(st.misses).toBeGreaterThan(24); // more loads than experts: evictions happened
     expect(st.hits).toBeGreaterThan(0);
+  });
+
+  it('warm start: the routes a run took are counted into the usage file; the next engine preloads the most used and misses less, logits unchanged', async () => {
+    const file = path.join(tmpDir(), 'usage.json');
+    const r = new Rng(5);
+    const toks = Array.from({ length: 40 }, () => r.int(0, 1032));
+    const open = (o: { cold?: boolean }) => openEngine({ model: fixture('tinyA/tinyA-q2q4.gguf'), backend: 'cpu', ctx: 256, streamExperts: true, expertCacheSlots: 12, expertUsage: { file, ...o } }) as Promise<CpuEngine>;
+    const pass = async (e: CpuEngine) => { const s = e.newSession(); const rows: Float32Array[] = []; await s.eval(toks, { onLogits: (x) => rows.push(x.slice()) }); s.dispose(); return rows; };
+    const first = await open({});
+    const a = await pass(first);
+    expect(first.weights.stats.preloaded).toBe(0);
+    const coldMisses = first.weights.stats.misses;
+    first.dispose(); // writes the counts
+    // a forward call counts each expert it needed once (one 40-token chunk here: ≤ 4 layers × 6)
+    const saved = JSON.parse(fs.readFileSync(file, 'utf8')) as { counts: number[] };
+    const once = saved.counts.reduce((x, y) => x + y, 0);
+    expect(once).toBeGreaterThan(0);
+    expect(once).toBeLessThanOrEqual(4 * 6);
+    const warm = await open({});
+    expect(warm.weights.stats.preloaded).toBe(12);
+    expect(warm.describe()).toMatch(/12 experts preloaded from .*usage\.json/);
+    const b = await pass(warm);
+    expect(warm.weights.stats.misses).toBeLessThan(coldMisses);
+    b.forEach((row, i) => expect(Buffer.from(row.buffer).equals(Buffer.from(a[i].buffer))).toBe(true));
+    warm.dispose();
+    const cold = await open({ cold: true });
+    expect(cold.weights.stats.preloaded).toBe(0);
+    cold.dispose();
+    // the counts add up over runs
+    expect((JSON.parse(fs.readFileSync(file, 'utf8')) as { counts: number[] }).counts.reduce((x, y) => x + y, 0)).toBe(2 * once);
   });
 
   it('refuses a cache too small for one layer\'s top-k with a clear error', async () => {

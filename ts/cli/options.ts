@@ -5,6 +5,8 @@
 import { DEFAULT_CLI_CTX, DEFAULT_KV } from '../engine/defaults.js';
 import { envEngineOptions } from './env.js';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { createRequire } from 'node:module';
 import { ADDON_PATH } from '../paths.js';
@@ -70,8 +72,8 @@ export const ENGINE_ARGS = {
   'expert-cache-mb': { type: 'string', description: 'CPU: routed-expert cache size in MiB when experts are streamed (default: all free WASM memory)' },
   'ssd-streaming': { type: 'boolean', description: 'routed experts stay in the GGUF and stream through a bounded cache (CPU backend; Vulkan: not built yet)' },
   'ssd-streaming-cache-experts': { type: 'string', description: 'with --ssd-streaming: the expert cache as a slot count (e.g. 512) or a size (6GB, 512MB); default: the memory left' },
-  'ssd-streaming-preload-experts': { type: 'string', description: 'with --ssd-streaming (not built yet)' },
-  'ssd-streaming-cold': { type: 'boolean', description: 'with --ssd-streaming (not built yet)' },
+  'ssd-streaming-preload-experts': { type: 'string', description: 'with --ssd-streaming: preload this many of the most used experts (default: as many as the cache holds; counts in ~/.q36/expert-usage/)' },
+  'ssd-streaming-cold': { type: 'boolean', description: 'with --ssd-streaming: start with an empty expert cache' },
   'ssd-streaming-full-layers': { type: 'string', description: 'with --ssd-streaming (not built yet)' },
   'dir-steering-file': { type: 'string', description: 'steering directions: flat n_layer × hidden f32 file' },
   'dir-steering-attn': { type: 'string', description: 'steering scale after attention outputs (default 0)' },
@@ -95,7 +97,7 @@ type Str = string | undefined;
 
 export function engineOptions(model: string, a: Record<string, unknown>, modelContext: number): EngineOptions {
   if (a.cpu && a.vulkan) throw new CliError('give --cpu or --vulkan, not both');
-  const ssd = ssdStreaming(a);
+  const ssd = ssdStreaming(a, model);
   const ctx = num('--ctx', a.ctx as Str, { min: 1, int: true }) ?? Math.min(DEFAULT_CLI_CTX, modelContext);
   if (ctx > modelContext) throw new CliError(`--ctx ${ctx} exceeds the model's context length ${modelContext}`);
   const kIn = kvType('-ctk/--cache-type-k', a['cache-type-k'] as Str);
@@ -115,7 +117,7 @@ export function engineOptions(model: string, a: Record<string, unknown>, modelCo
   return {
     model, backend, ctx, kvTypes: { k, v }, vkDevice, vkWeights: vkWeights as EngineOptions['vkWeights'], vkMatvecRows: env.vkMatvecRows,
     expertCacheMiB: mb, steering: steering(a), vkMemoryLimit,
-    ...(ssd ? { streamExperts: true, expertCacheSlots: ssd.slots, expertCacheMiB: ssd.bytes !== undefined ? ssd.bytes / 2 ** 20 : mb } : {}),
+    ...(ssd ? { streamExperts: true, expertCacheSlots: ssd.slots, expertCacheMiB: ssd.bytes !== undefined ? ssd.bytes / 2 ** 20 : mb, expertUsage: ssd.usage } : {}),
   };
 }
 
@@ -123,18 +125,22 @@ export function engineOptions(model: string, a: Record<string, unknown>, modelCo
  * --ssd-streaming and its cache size (a slot count or a byte size); the options not built yet
  * (warm start, full layers) are refused by name rather than ignored.
  */
-function ssdStreaming(a: Record<string, unknown>): { slots?: number; bytes?: number } | undefined {
-  for (const f of ['ssd-streaming-preload-experts', 'ssd-streaming-cold', 'ssd-streaming-full-layers']) {
-    if (a[f] !== undefined) throw new CliError(`--${f}: not built yet (the expert cache starts empty and fills from the routes taken; issue #19)`);
-  }
+function ssdStreaming(a: Record<string, unknown>, model: string): { slots?: number; bytes?: number; usage: NonNullable<EngineOptions['expertUsage']> } | undefined {
+  if (a['ssd-streaming-full-layers'] !== undefined) throw new CliError('--ssd-streaming-full-layers: not built yet (every routed expert streams through the cache; issue #19)');
   const size = a['ssd-streaming-cache-experts'] as Str;
   if (!a['ssd-streaming']) {
-    if (size !== undefined) throw new CliError('--ssd-streaming-cache-experts needs --ssd-streaming');
+    const f = ['ssd-streaming-cache-experts', 'ssd-streaming-preload-experts', 'ssd-streaming-cold'].find((k) => a[k] !== undefined);
+    if (f) throw new CliError(`--${f} needs --ssd-streaming`);
     return undefined;
   }
-  if (size === undefined) return {};
-  if (/^\s*\d+\s*$/.test(size)) return { slots: num('--ssd-streaming-cache-experts', size, { min: 1, int: true }) };
-  return { bytes: parseSize('--ssd-streaming-cache-experts', size) };
+  const preload = num('--ssd-streaming-preload-experts', a['ssd-streaming-preload-experts'] as Str, { min: 0, int: true });
+  if (preload !== undefined && a['ssd-streaming-cold']) throw new CliError('give --ssd-streaming-cold or --ssd-streaming-preload-experts, not both');
+  // the routes taken are counted per model file (its fingerprint inside guards against a
+  // same-named other model)
+  const usage = { file: path.join(os.homedir(), '.q36', 'expert-usage', `${path.basename(model)}.json`), preload, cold: a['ssd-streaming-cold'] === true };
+  if (size === undefined) return { usage };
+  if (/^\s*\d+\s*$/.test(size)) return { slots: num('--ssd-streaming-cache-experts', size, { min: 1, int: true }), usage };
+  return { bytes: parseSize('--ssd-streaming-cache-experts', size), usage };
 }
 
 function steering(a: Record<string, unknown>): Steering | undefined {

@@ -30,6 +30,12 @@ export interface EngineOptions {
   expertCacheMiB?: number;
   /** CPU: expert cache size in expert slots when streaming (takes precedence over expertCacheMiB) */
   expertCacheSlots?: number;
+  /**
+   * CPU streaming warm start: the expert-use counts file (expert-usage.ts; the engine adds its
+   * routes to it when disposed), how many of the most used experts to preload (default: as many
+   * as the cache holds), or cold: preload none
+   */
+  expertUsage?: { file: string; preload?: number; cold?: boolean };
   steering?: Steering;
   /** Vulkan: record GPU timestamps per dispatch (see VkEngine.profile()) */
   vkProfile?: boolean;

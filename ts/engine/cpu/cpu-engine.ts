@@ -15,6 +15,7 @@ import { BackendSettings, BaseSession, type SessionBackend } from '../session-ba
 import type { Engine, EngineOptions, KvType, SampleOptions, Session } from '../types.js';
 import { SS } from './layout.js';
 import { CpuWeights } from './weights.js';
+import { modelIdentity } from '../../model/fingerprint.js';
 
 interface ForwardExports {
   forward(sess: number, pos: number, x: number, T: number, logits: number, logitsFrom: number): number;
@@ -61,6 +62,7 @@ export class CpuEngine implements Engine {
       streamExperts: options.streamExperts,
       expertCacheBytes: options.expertCacheMiB !== undefined ? options.expertCacheMiB * 2 ** 20 : undefined,
       expertCacheSlots: options.expertCacheSlots,
+      expertUsage: options.expertUsage && { ...options.expertUsage, model: modelIdentity(options.model).fingerprint.toString('hex') },
     });
     this.fx = this.core.x as unknown as ForwardExports;
     this.xPtr = this.core.alloc(this.chunk * s.nEmbd * 4);
@@ -126,6 +128,9 @@ export class CpuEngine implements Engine {
   }
 
   dispose(): void {
+    // the routes this run took join the usage file (a hint for the next warm start: a failure to
+    // write it costs only warmth, so it does not fail the shutdown)
+    try { this.weights.saveUsage(); } catch { /* see above */ }
     this.weights.close();
   }
 }

@@ -5,6 +5,7 @@
  * or streamed through an LRU cache of expert slots (the real model: docs/cpu-memory-plan.md).
  */
 import * as fs from 'node:fs';
+import { addUsage, hotlist, readUsage } from '../expert-usage.js';
 import { GgmlType, readTensorBytes, type GgufFile, type TensorInfo } from '../../gguf/index.js';
 import type { Core } from '../../core/wasm.js';
 import { requiredTensors, type ModelShape } from '../../model/shape.js';
@@ -30,6 +31,8 @@ export interface WeightsOptions {
   expertCacheBytes?: number;
   /** ...or in expert slots (--ssd-streaming-cache-experts N) */
   expertCacheSlots?: number;
+  /** warm start: preload the most used experts recorded in `file` (up to `preload`, else the cache), unless `cold` */
+  expertUsage?: { file: string; model: string; preload?: number; cold?: boolean };
 }
 
 export interface ExpertStats {
@@ -38,6 +41,8 @@ export interface ExpertStats {
   hits: number;
   misses: number;
   bytesRead: number;
+  /** experts loaded at start from the usage hotlist */
+  preloaded: number;
 }
 
 export class CpuWeights {
@@ -56,6 +61,11 @@ export class CpuWeights {
   private slotOwner: number[] = []; // key = layer * nExpert + e, or -1
   private keySlot = new Map<number, number>();
   private lru = new Map<number, true>(); // insertion order = recency
+  /** routes taken since the engine opened, per layer · nExpert + expert (saved by saveUsage) */
+  private useCounts: Float64Array;
+  private usage?: WeightsOptions['expertUsage'];
+  /** what the warm start did, for describe() */
+  private warm = '';
   readonly stats: ExpertStats;
 
   constructor(readonly core: Core, readonly file: GgufFile, readonly shape: ModelShape, o: WeightsOptions) {
@@ -74,7 +84,9 @@ export class CpuWeights {
     const embT = file.tensorByName.get('token_embd.weight')!;
     const fitsAll = denseBytes + expertBytes + embT.nbytes + o.sessionReserve < WASM_LIMIT * 0.8;
     this.streaming = o.streamExperts === 'auto' || o.streamExperts === undefined ? !fitsAll : o.streamExperts;
-    this.stats = { streaming: this.streaming, slots: 0, hits: 0, misses: 0, bytesRead: 0 };
+    this.stats = { streaming: this.streaming, slots: 0, hits: 0, misses: 0, bytesRead: 0, preloaded: 0 };
+    this.useCounts = new Float64Array(s.nLayer * s.nExpert);
+    this.usage = o.expertUsage;
 
     // hyperparameters
     this.hyper = core.alloc(H.BYTES);
@@ -154,6 +166,7 @@ export class CpuWeights {
       const base = core.alloc(n * slot);
       for (let i = 0; i < n; i++) { this.slotPtrs.push(base + i * slot); this.slotOwner.push(-1); }
       this.stats.slots = n;
+      this.warmStart();
     } else {
       this.stats.slots = s.nLayer * s.nExpert;
     }
@@ -200,42 +213,72 @@ export class CpuWeights {
     }
   }
 
+  /**
+   * The warm start: the most used experts of the usage file, least used first so that the most
+   * used end as the most recently used (the LRU evicts the others first).
+   */
+  private warmStart(): void {
+    const u = this.usage;
+    if (!u) return;
+    if (u.cold) { this.warm = 'cold start (--ssd-streaming-cold)'; return; }
+    const s = this.shape;
+    const { counts, problem } = readUsage(u.file, u.model, s.nLayer, s.nExpert);
+    const keys = hotlist(counts).slice(0, Math.min(u.preload ?? Infinity, this.slotPtrs.length)).reverse();
+    for (const key of keys) this.load(Math.floor(key / s.nExpert), key % s.nExpert, new Set());
+    this.stats.preloaded = keys.length;
+    this.warm = problem ? `usage file ignored: ${problem}` : `${keys.length} experts preloaded from ${u.file}`;
+  }
+
+  /** Adds this run's routes to the usage file (no file: nothing). */
+  saveUsage(): void {
+    if (!this.usage) return;
+    addUsage(this.usage.file, this.usage.model, this.shape.nLayer, this.shape.nExpert, this.useCounts);
+    this.useCounts.fill(0);
+  }
+
   /** Called from the forward pass (WASM import): makes experts ids[0..n) of `layer` resident. */
   ensureExperts(layer: number, ids: number, n: number): void {
-    if (!this.streaming) { this.stats.hits += n; return; }
     const s = this.shape;
     const want = Array.from(this.core.i32(ids, n));
+    for (const e of want) this.useCounts[layer * s.nExpert + e]++;
+    if (!this.streaming) { this.stats.hits += n; return; }
     const pinned = new Set(want.map((e) => layer * s.nExpert + e));
     for (const e of want) {
       const key = layer * s.nExpert + e;
       if (this.keySlot.has(key)) { this.stats.hits++; this.lru.delete(key); this.lru.set(key, true); continue; }
       this.stats.misses++;
-      let slot = this.slotOwner.indexOf(-1);
-      if (slot < 0) {
-        for (const old of this.lru.keys()) {
-          if (pinned.has(old)) continue;
-          slot = this.keySlot.get(old)!;
-          this.keySlot.delete(old);
-          this.lru.delete(old);
-          const ol = Math.floor(old / s.nExpert), oe = old % s.nExpert;
-          this.core.u8(this.expertTable + (ol * s.nExpert + oe) * E_ENTRY, E_ENTRY).fill(0);
-          break;
-        }
-        if (slot < 0) throw new Error(`expert cache too small: ${this.slotPtrs.length} slots cannot hold the ${want.length} experts one chunk needs`);
-      }
-      let off = this.slotPtrs[slot];
-      const dv = new DataView(this.core.memory.buffer);
-      ['ffn_gate_exps', 'ffn_up_exps', 'ffn_down_exps'].forEach((part, i) => {
-        const t = this.file.tensorByName.get(`blk.${layer}.${part}.weight`)!;
-        const per = t.nbytes / s.nExpert;
-        this.read(t, off, e * per, per);
-        dv.setUint32(this.expertTable + key * E_ENTRY + 4 * i, off, true);
-        off += align64(per);
-      });
-      this.slotOwner[slot] = key;
-      this.keySlot.set(key, slot);
-      this.lru.set(key, true);
+      this.load(layer, e, pinned);
     }
+  }
+
+  /** Reads expert e of `layer` into a free slot, or the least recently used one not pinned. */
+  private load(layer: number, e: number, pinned: Set<number>): void {
+    const s = this.shape, key = layer * s.nExpert + e;
+    let slot = this.slotOwner.indexOf(-1);
+    if (slot < 0) {
+      for (const old of this.lru.keys()) {
+        if (pinned.has(old)) continue;
+        slot = this.keySlot.get(old)!;
+        this.keySlot.delete(old);
+        this.lru.delete(old);
+        const ol = Math.floor(old / s.nExpert), oe = old % s.nExpert;
+        this.core.u8(this.expertTable + (ol * s.nExpert + oe) * E_ENTRY, E_ENTRY).fill(0);
+        break;
+      }
+      if (slot < 0) throw new Error(`expert cache too small: ${this.slotPtrs.length} slots cannot hold the ${pinned.size} experts one chunk needs`);
+    }
+    let off = this.slotPtrs[slot];
+    const dv = new DataView(this.core.memory.buffer);
+    ['ffn_gate_exps', 'ffn_up_exps', 'ffn_down_exps'].forEach((part, i) => {
+      const t = this.file.tensorByName.get(`blk.${layer}.${part}.weight`)!;
+      const per = t.nbytes / s.nExpert;
+      this.read(t, off, e * per, per);
+      dv.setUint32(this.expertTable + key * E_ENTRY + 4 * i, off, true);
+      off += align64(per);
+    });
+    this.slotOwner[slot] = key;
+    this.keySlot.set(key, slot);
+    this.lru.set(key, true);
   }
 
   /** Writes the embeddings of `tokens` into x (T × nEmbd f32). */
@@ -256,7 +299,7 @@ export class CpuWeights {
 
   describe(): string {
     const s = this.stats;
-    return `weights ${(this.residentBytes / 2 ** 20).toFixed(1)} MiB resident; experts ${s.streaming ? `streamed through ${s.slots} cache slots of ${(this.slotBytes / 1024).toFixed(0)} KiB` : 'resident'}`;
+    return `weights ${(this.residentBytes / 2 ** 20).toFixed(1)} MiB resident; experts ${s.streaming ? `streamed through ${s.slots} cache slots of ${(this.slotBytes / 1024).toFixed(0)} KiB` : 'resident'}${this.warm ? `; ${this.warm}` : ''}`;
   }
 
   close(): void {
