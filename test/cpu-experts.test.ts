@@ -58,6 +58,29 @@ describe('routed experts streamed through the LRU cache', () => {
     expect((JSON.parse(fs.readFileSync(file, 'utf8')) as { counts: number[] }).counts.reduce((x, y) => x + y, 0)).toBe(2 * once);
   });
 
+  it('full layers: the first N layers\' experts resident, the rest streamed — bit-identical, no misses in the resident layers', async () => {
+    const r = new Rng(7);
+    const toks = Array.from({ length: 70 }, () => r.int(0, 1032));
+    const rows = async (o: { fullLayers?: number; slots?: number; stream: boolean }) => {
+      const e = await openEngine({ model: fixture('tinyA/tinyA-q2q4.gguf'), backend: 'cpu', ctx: 256, streamExperts: o.stream, expertCacheSlots: o.slots, expertFullLayers: o.fullLayers }) as CpuEngine;
+      const s = e.newSession(), out: Float32Array[] = [];
+      await s.eval(toks, { onLogits: (x) => out.push(x.slice()) });
+      const st = { ...e.weights.stats }, d = e.describe();
+      s.dispose(); e.dispose();
+      return { out, st, d };
+    };
+    const ref = await rows({ stream: false });
+    const part = await rows({ stream: true, fullLayers: 2, slots: 6 });
+    const all = await rows({ stream: true, fullLayers: 4 });
+    for (const x of [part, all]) x.out.forEach((row, i) => expect(Buffer.from(row.buffer).equals(Buffer.from(ref.out[i].buffer))).toBe(true));
+    expect(part.d).toMatch(/experts of layers 0-1 resident, the rest streamed through 6 cache slots/);
+    // 2 chunks (64 + 6 tokens) × 2 streamed layers, each loading that chunk's experts: ≤ 2 × 2 × 6 misses
+    expect(part.st.misses).toBeGreaterThan(0);
+    expect(part.st.misses).toBeLessThanOrEqual(24);
+    expect(all.st.misses).toBe(0);
+    expect(all.st.slots).toBe(0);
+  });
+
   it('refuses a cache too small for one layer\'s top-k with a clear error', async () => {
     await expect(openEngine({ model: fixture('tinyA/tinyA-q2.gguf'), backend: 'cpu', ctx: 256, streamExperts: true, expertCacheMiB: 0.05 }))
       .rejects.toThrow(/an expert cache of 0 slots \(0\.1 MiB asked\) cannot hold one layer's experts: need 6 expert slots/);

@@ -74,7 +74,7 @@ export const ENGINE_ARGS = {
   'ssd-streaming-cache-experts': { type: 'string', description: 'with --ssd-streaming: the expert cache as a slot count (e.g. 512) or a size (6GB, 512MB); default: the memory left' },
   'ssd-streaming-preload-experts': { type: 'string', description: 'with --ssd-streaming: preload this many of the most used experts (default: as many as the cache holds; counts in ~/.q36/expert-usage/)' },
   'ssd-streaming-cold': { type: 'boolean', description: 'with --ssd-streaming: start with an empty expert cache' },
-  'ssd-streaming-full-layers': { type: 'string', description: 'with --ssd-streaming (not built yet)' },
+  'ssd-streaming-full-layers': { type: 'string', description: 'with --ssd-streaming: the routed experts of the first N layers stay resident (charged at their size)' },
   'dir-steering-file': { type: 'string', description: 'steering directions: flat n_layer × hidden f32 file' },
   'dir-steering-attn': { type: 'string', description: 'steering scale after attention outputs (default 0)' },
   'dir-steering-ffn': { type: 'string', description: 'steering scale after FFN outputs (default 1 with a file, else 0)' },
@@ -117,7 +117,7 @@ export function engineOptions(model: string, a: Record<string, unknown>, modelCo
   return {
     model, backend, ctx, kvTypes: { k, v }, vkDevice, vkWeights: vkWeights as EngineOptions['vkWeights'], vkMatvecRows: env.vkMatvecRows,
     expertCacheMiB: mb, steering: steering(a), vkMemoryLimit,
-    ...(ssd ? { streamExperts: true, expertCacheSlots: ssd.slots, expertCacheMiB: ssd.bytes !== undefined ? ssd.bytes / 2 ** 20 : mb, expertUsage: ssd.usage } : {}),
+    ...(ssd ? { streamExperts: true, expertCacheSlots: ssd.slots, expertCacheMiB: ssd.bytes !== undefined ? ssd.bytes / 2 ** 20 : mb, expertUsage: ssd.usage, expertFullLayers: ssd.full } : {}),
   };
 }
 
@@ -125,11 +125,10 @@ export function engineOptions(model: string, a: Record<string, unknown>, modelCo
  * --ssd-streaming and its cache size (a slot count or a byte size); the options not built yet
  * (warm start, full layers) are refused by name rather than ignored.
  */
-function ssdStreaming(a: Record<string, unknown>, model: string): { slots?: number; bytes?: number; usage: NonNullable<EngineOptions['expertUsage']> } | undefined {
-  if (a['ssd-streaming-full-layers'] !== undefined) throw new CliError('--ssd-streaming-full-layers: not built yet (every routed expert streams through the cache; issue #19)');
+function ssdStreaming(a: Record<string, unknown>, model: string): { slots?: number; bytes?: number; full?: number; usage: NonNullable<EngineOptions['expertUsage']> } | undefined {
   const size = a['ssd-streaming-cache-experts'] as Str;
   if (!a['ssd-streaming']) {
-    const f = ['ssd-streaming-cache-experts', 'ssd-streaming-preload-experts', 'ssd-streaming-cold'].find((k) => a[k] !== undefined);
+    const f = ['ssd-streaming-cache-experts', 'ssd-streaming-preload-experts', 'ssd-streaming-cold', 'ssd-streaming-full-layers'].find((k) => a[k] !== undefined);
     if (f) throw new CliError(`--${f} needs --ssd-streaming`);
     return undefined;
   }
@@ -138,9 +137,10 @@ function ssdStreaming(a: Record<string, unknown>, model: string): { slots?: numb
   // the routes taken are counted per model file (its fingerprint inside guards against a
   // same-named other model)
   const usage = { file: path.join(os.homedir(), '.q36', 'expert-usage', `${path.basename(model)}.json`), preload, cold: a['ssd-streaming-cold'] === true };
-  if (size === undefined) return { usage };
-  if (/^\s*\d+\s*$/.test(size)) return { slots: num('--ssd-streaming-cache-experts', size, { min: 1, int: true }), usage };
-  return { bytes: parseSize('--ssd-streaming-cache-experts', size), usage };
+  const full = num('--ssd-streaming-full-layers', a['ssd-streaming-full-layers'] as Str, { min: 0, int: true });
+  if (size === undefined) return { usage, full };
+  if (/^\s*\d+\s*$/.test(size)) return { slots: num('--ssd-streaming-cache-experts', size, { min: 1, int: true }), usage, full };
+  return { bytes: parseSize('--ssd-streaming-cache-experts', size), usage, full };
 }
 
 function steering(a: Record<string, unknown>): Steering | undefined {

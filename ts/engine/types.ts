@@ -36,6 +36,8 @@ export interface EngineOptions {
    * as the cache holds), or cold: preload none
    */
   expertUsage?: { file: string; preload?: number; cold?: boolean };
+  /** CPU streaming: the routed experts of the first N layers stay resident (--ssd-streaming-full-layers) */
+  expertFullLayers?: number;
   steering?: Steering;
   /** Vulkan: record GPU timestamps per dispatch (see VkEngine.profile()) */
   vkProfile?: boolean;

@@ -62,6 +62,7 @@ export class CpuEngine implements Engine {
       streamExperts: options.streamExperts,
       expertCacheBytes: options.expertCacheMiB !== undefined ? options.expertCacheMiB * 2 ** 20 : undefined,
       expertCacheSlots: options.expertCacheSlots,
+      fullLayers: options.expertFullLayers,
       expertUsage: options.expertUsage && { ...options.expertUsage, model: modelIdentity(options.model).fingerprint.toString('hex') },
     });
     this.fx = this.core.x as unknown as ForwardExports;

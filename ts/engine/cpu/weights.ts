@@ -21,6 +21,8 @@ interface QuantExports {
   engineConfigure(h: number): number;
 }
 
+const layerOf = (name: string) => Number(/^blk\.(\d+)\./.exec(name)?.[1] ?? -1);
+
 export interface WeightsOptions {
   maxTokens: number;
   /** bytes reserved for sessions (KV, states, scores) and snapshots' scratch */
@@ -31,6 +33,8 @@ export interface WeightsOptions {
   expertCacheBytes?: number;
   /** ...or in expert slots (--ssd-streaming-cache-experts N) */
   expertCacheSlots?: number;
+  /** streaming: the routed experts of layers [0, fullLayers) stay resident (--ssd-streaming-full-layers) */
+  fullLayers?: number;
   /** warm start: preload the most used experts recorded in `file` (up to `preload`, else the cache), unless `cold` */
   expertUsage?: { file: string; model: string; preload?: number; cold?: boolean };
 }
@@ -61,6 +65,8 @@ export class CpuWeights {
   private slotOwner: number[] = []; // key = layer * nExpert + e, or -1
   private keySlot = new Map<number, number>();
   private lru = new Map<number, true>(); // insertion order = recency
+  /** layers whose routed experts are resident while the others stream */
+  private fullLayers = 0;
   /** routes taken since the engine opened, per layer · nExpert + expert (saved by saveUsage) */
   private useCounts: Float64Array;
   private usage?: WeightsOptions['expertUsage'];
@@ -85,6 +91,8 @@ export class CpuWeights {
     const fitsAll = denseBytes + expertBytes + embT.nbytes + o.sessionReserve < WASM_LIMIT * 0.8;
     this.streaming = o.streamExperts === 'auto' || o.streamExperts === undefined ? !fitsAll : o.streamExperts;
     this.stats = { streaming: this.streaming, slots: 0, hits: 0, misses: 0, bytesRead: 0, preloaded: 0 };
+    this.fullLayers = this.streaming ? Math.min(o.fullLayers ?? 0, s.nLayer) : 0;
+    if (!(Number.isInteger(this.fullLayers) && this.fullLayers >= 0)) throw new Error(`fullLayers must be a whole number of layers (got ${o.fullLayers})`);
     this.useCounts = new Float64Array(s.nLayer * s.nExpert);
     this.usage = o.expertUsage;
 
@@ -113,7 +121,7 @@ export class CpuWeights {
     for (const r of req) {
       if (r.name === 'token_embd.weight') continue;
       const t = file.tensorByName.get(r.name)!;
-      if (isExp(r.name) && this.streaming) { this.setEntry(r.name, 0, t.type, t.rowBytes, t.rowElems, t.shape[1]); continue; }
+      if (isExp(r.name) && this.streaming && layerOf(r.name) >= this.fullLayers) { this.setEntry(r.name, 0, t.type, t.rowBytes, t.rowElems, t.shape[1]); continue; }
       const asF32 = floatClass.has(r.name) && t.type !== GgmlType.F32;
       const bytes = asF32 ? t.rows * t.rowElems * 4 : t.nbytes;
       const ptr = core.alloc(bytes);
@@ -150,13 +158,20 @@ export class CpuWeights {
       }
       this.slotBytes = slot;
       const left = WASM_LIMIT - (core.x.heapTop() >>> 0) - o.sessionReserve - (64 << 20);
+      let fullBytes = 0;
+      for (let l = 0; l < this.fullLayers; l++) for (const part of ['gate', 'up', 'down']) fullBytes += file.tensorByName.get(`blk.${l}.ffn_${part}_exps.weight`)!.nbytes;
       const want = o.expertCacheSlots !== undefined ? o.expertCacheSlots * slot : o.expertCacheBytes ?? left;
-      const n = Math.min(s.nLayer * s.nExpert, Math.floor(Math.min(want, left) / slot));
+      const n = Math.min((s.nLayer - this.fullLayers) * s.nExpert, Math.floor(Math.min(want, left) / slot));
       // one chunk may route to every expert of a layer: the cache must hold that many at once
-      const minSlots = Math.min(s.nExpert, o.maxTokens * s.nExpertUsed);
+      // (none when every layer is resident)
+      const minSlots = this.fullLayers < s.nLayer ? Math.min(s.nExpert, o.maxTokens * s.nExpertUsed) : 0;
       if (n < minSlots && want < left) {
         throw new Error(`an expert cache of ${n} slots (${(want / 2 ** 20).toFixed(1)} MiB asked) cannot hold one layer's experts: ` +
           `need ${minSlots} expert slots = ${(minSlots * slot / 2 ** 20).toFixed(1)} MiB (raise --ssd-streaming-cache-experts or --expert-cache-mb)`);
+      }
+      if (n < minSlots && this.fullLayers > 0) {
+        throw new Error(`--ssd-streaming-full-layers ${this.fullLayers} keeps ${(fullBytes / 2 ** 20).toFixed(1)} MiB of experts resident; what is left holds ${n} expert slots, ` +
+          `fewer than one layer's ${minSlots} (${(minSlots * slot / 2 ** 20).toFixed(1)} MiB) that a prefill chunk needs: lower --ssd-streaming-full-layers or --ctx`);
       }
       if (n < minSlots) {
         throw new Error(`not enough WASM memory for the expert cache: ${Math.max(0, Math.floor(left / 2 ** 20))} MiB left after ` +
@@ -223,7 +238,8 @@ export class CpuWeights {
     if (u.cold) { this.warm = 'cold start (--ssd-streaming-cold)'; return; }
     const s = this.shape;
     const { counts, problem } = readUsage(u.file, u.model, s.nLayer, s.nExpert);
-    const keys = hotlist(counts).slice(0, Math.min(u.preload ?? Infinity, this.slotPtrs.length)).reverse();
+    // (resident full layers need no preloading)
+    const keys = hotlist(counts).filter((k) => Math.floor(k / s.nExpert) >= this.fullLayers).slice(0, Math.min(u.preload ?? Infinity, this.slotPtrs.length)).reverse();
     for (const key of keys) this.load(Math.floor(key / s.nExpert), key % s.nExpert, new Set());
     this.stats.preloaded = keys.length;
     this.warm = problem ? `usage file ignored: ${problem}` : `${keys.length} experts preloaded from ${u.file}`;
@@ -241,7 +257,7 @@ export class CpuWeights {
     const s = this.shape;
     const want = Array.from(this.core.i32(ids, n));
     for (const e of want) this.useCounts[layer * s.nExpert + e]++;
-    if (!this.streaming) { this.stats.hits += n; return; }
+    if (!this.streaming || layer < this.fullLayers) { this.stats.hits += n; return; }
     const pinned = new Set(want.map((e) => layer * s.nExpert + e));
     for (const e of want) {
       const key = layer * s.nExpert + e;
@@ -299,7 +315,7 @@ export class CpuWeights {
 
   describe(): string {
     const s = this.stats;
-    return `weights ${(this.residentBytes / 2 ** 20).toFixed(1)} MiB resident; experts ${s.streaming ? `streamed through ${s.slots} cache slots of ${(this.slotBytes / 1024).toFixed(0)} KiB` : 'resident'}${this.warm ? `; ${this.warm}` : ''}`;
+    return `weights ${(this.residentBytes / 2 ** 20).toFixed(1)} MiB resident; experts ${s.streaming ? `${this.fullLayers ? `of layers 0-${this.fullLayers - 1} resident, the rest ` : ''}streamed through ${s.slots} cache slots of ${(this.slotBytes / 1024).toFixed(0)} KiB` : 'resident'}${this.warm ? `; ${this.warm}` : ''}`;
   }
 
   close(): void {
