@@ -81,6 +81,24 @@ describe('routed experts streamed through the LRU cache', () => {
     expect(all.st.slots).toBe(0);
   });
 
+  it('a session saved while streaming loads into a resident engine (and back) and goes on bit-identically', async () => {
+    const r = new Rng(9);
+    const toks = Array.from({ length: 50 }, () => r.int(0, 1032)), more = [7, 300, 42, 9];
+    const m = fixture('tinyA/tinyA-q2q4.gguf');
+    const streamed = await openEngine({ model: m, backend: 'cpu', ctx: 256, streamExperts: true, expertCacheSlots: 8 });
+    const resident = await openEngine({ model: m, backend: 'cpu', ctx: 256, streamExperts: false });
+    const cont = async (s: import('../ts/engine/types.js').Session) => { const out: Float32Array[] = []; for (const t of more) { await s.eval([t]); out.push(s.logits().slice()); } return out; };
+    const a = streamed.newSession(), b = resident.newSession(), c = resident.newSession(), d = streamed.newSession();
+    await a.eval(toks);
+    await c.eval(toks);
+    b.loadPayload(a.savePayload()); // streaming → resident
+    d.loadPayload(c.savePayload()); // resident → streaming
+    const [ra, rb, rc, rd] = [await cont(a), await cont(b), await cont(c), await cont(d)];
+    for (const x of [rb, rc, rd]) x.forEach((row, i) => expect(Buffer.from(row.buffer).equals(Buffer.from(ra[i].buffer))).toBe(true));
+    [a, b, c, d].forEach((s) => s.dispose());
+    streamed.dispose(); resident.dispose();
+  });
+
   it('refuses a cache too small for one layer\'s top-k with a clear error', async () => {
     await expect(openEngine({ model: fixture('tinyA/tinyA-q2.gguf'), backend: 'cpu', ctx: 256, streamExperts: true, expertCacheMiB: 0.05 }))
       .rejects.toThrow(/an expert cache of 0 slots \(0\.1 MiB asked\) cannot hold one layer's experts: need 6 expert slots/);
