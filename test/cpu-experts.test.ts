@@ -1,4 +1,6 @@
-import { describe, expect, it } from 'vitest';
+import fsModule from 'node:fs';
+import { syncBuiltinESMExports } from 'node:module';
+import { describe, expect, it, vi } from 'vitest';
 import { openEngine } from '../ts/engine/index.js';
 import { CpuEngine } from '../ts/engine/cpu/cpu-engine.js';
 import { Rng } from '../ts/model/synth.js';
@@ -97,6 +99,35 @@ describe('routed experts streamed through the LRU cache', () => {
     for (const x of [rb, rc, rd]) x.forEach((row, i) => expect(Buffer.from(row.buffer).equals(Buffer.from(ra[i].buffer))).toBe(true));
     [a, b, c, d].forEach((s) => s.dispose());
     streamed.dispose(); resident.dispose();
+  });
+
+  it('a read error on the model file mid-step fails that eval with a message naming the file, empties the session, and the next eval works', async () => {
+    const m = fixture('tinyA/tinyA-q2q4.gguf');
+    const e = await openEngine({ model: m, backend: 'cpu', ctx: 256, streamExperts: true, expertCacheSlots: 8 });
+    const ref = await openEngine({ model: m, backend: 'cpu', ctx: 256, streamExperts: false });
+    const toks = [5, 17, 300, 42, 9, 100, 200, 300];
+    const s = e.newSession();
+    await s.eval(toks.slice(0, 4));
+    let calls = 0;
+    const real = fs.readSync;
+    // the next expert loads fail after two reads (EIO, as a failing disk gives)
+    const spy = vi.spyOn(fsModule, 'readSync').mockImplementation(((...a: Parameters<typeof fs.readSync>) => {
+      if (++calls > 2) throw Object.assign(new Error('EIO: i/o error, read'), { code: 'EIO' });
+      return (real as (...x: unknown[]) => number)(...a);
+    }) as typeof fs.readSync);
+    syncBuiltinESMExports();
+    try {
+      await expect(s.eval(toks.slice(4))).rejects.toThrow(/tinyA-q2q4\.gguf: EIO: i\/o error/);
+    } finally {
+      spy.mockRestore();
+      syncBuiltinESMExports();
+    }
+    expect(s.tokens.length).toBe(0);
+    await s.eval(toks);
+    const r = ref.newSession();
+    await r.eval(toks);
+    expect(Buffer.from(s.logits().buffer).equals(Buffer.from(r.logits().buffer))).toBe(true);
+    s.dispose(); r.dispose(); e.dispose(); ref.dispose();
   });
 
   it('refuses a cache too small for one layer\'s top-k with a clear error', async () => {

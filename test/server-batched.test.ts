@@ -6,6 +6,8 @@
  * batched step fails its requests and the server goes on.
  */
 import * as fs from 'node:fs';
+import fsModule from 'node:fs';
+import { syncBuiltinESMExports } from 'node:module';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { FastifyInstance } from 'fastify';
@@ -134,5 +136,40 @@ describe('CPU, --batched-session 2: slot assignment by prefix; an unmatched slot
     expect(rb3.status).toBe(200);
     expect(events().some((e) => e.event === 'disk-load')).toBe(true);
     expect(rb3.cached).toBeGreaterThan(20);
+  }, 600_000);
+});
+
+describe('CPU, streamed experts: a read error on the model file mid-request', () => {
+  it('fails that request with a message naming the file; the server keeps serving, correctly', async () => {
+    const engine = await openEngine({ model: fixture('tinyA/tinyA-q2q4.gguf'), backend: 'cpu', ctx: 512, streamExperts: true, expertCacheSlots: 8 });
+    const { app } = await buildApp({ engine, slots: 2, defaultMaxTokens: 6, cacheRamMiB: 0 });
+    const base = await app.listen({ host: '127.0.0.1', port: 0 });
+    try {
+      const ok = await complete(base, PROMPTS[4], 6);
+      expect(ok.status).toBe(200);
+      let calls = 0;
+      const real = fs.readSync;
+      const spy = vi.spyOn(fsModule, 'readSync').mockImplementation(((...a: Parameters<typeof fs.readSync>) => {
+        if (++calls > 1) throw Object.assign(new Error('EIO: i/o error, read'), { code: 'EIO' });
+        return (real as (...x: unknown[]) => number)(...a);
+      }) as typeof fs.readSync);
+      syncBuiltinESMExports();
+      let bad: Completion;
+      try {
+        bad = await complete(base, PROMPTS[5], 6);
+      } finally {
+        spy.mockRestore();
+        syncBuiltinESMExports();
+      }
+      expect(bad.status).toBe(500);
+      expect(bad.error).toMatch(/tinyA-q2q4\.gguf: EIO: i\/o error/);
+      // the same requests again: served, and the first one's text is what it was
+      const again = await complete(base, PROMPTS[4], 6);
+      expect(again.status).toBe(200);
+      expect(again.text).toBe(ok.text);
+      expect((await complete(base, PROMPTS[5], 6)).status).toBe(200);
+    } finally {
+      await app.close();
+    }
   }, 600_000);
 });

@@ -132,7 +132,15 @@ export class BaseSession implements Session {
       const defer = from === T - 1 && !o.onLogits && b.readLast !== undefined;
       // this forward overwrites logits a backend kept for us: they belonged to an older token
       if (this.lastOnDevice) this.setLast(EMPTY);
-      const rows = await b.forward(part, pos, from, defer);
+      let rows: Float32Array[];
+      try {
+        rows = await b.forward(part, pos, from, defer);
+      } catch (e) {
+        // a step that failed part-way (a read error on the model file, a device error) may have
+        // advanced some layers' state: nothing may continue from it
+        this.invalidate();
+        throw e;
+      }
       this.evaluatedCount += T;
       if (o.onLogits) rows.forEach((r, i) => o.onLogits!(r, pos + i));
       if (last) {
