@@ -205,19 +205,26 @@ describe('admission, timeouts, request log', () => {
   });
 
   it('--request-timeout cuts a long generation (finish "length") and refuses a request that waited too long', async () => {
-    const { app: a2 } = await buildApp({ engine, defaultMaxTokens: 8, requestTimeoutMs: 600 });
+    const { app: a2, ctx: c2 } = await buildApp({ engine, defaultMaxTokens: 8, requestTimeoutMs: 600 });
     try {
       // (tinyA answers "Hello" at temperature 0 with ~1300 tokens: far more than 600 ms of decoding)
       const long = { messages: [{ role: 'user', content: 'Hello' }], max_tokens: 3000, temperature: 0 };
-      const [first, second] = await Promise.all([
-        a2.inject({ method: 'POST', url: '/v1/chat/completions', payload: long }),
-        a2.inject({ method: 'POST', url: '/v1/chat/completions', payload: long }),
-      ]);
+      const first = await a2.inject({ method: 'POST', url: '/v1/chat/completions', payload: long });
       const f = first.json() as { choices: { finish_reason: string }[]; usage: { completion_tokens: number } };
       expect(f.choices[0].finish_reason).toBe('length');
       expect(f.usage.completion_tokens).toBeLessThan(3000);
+      // waiting: a request admitted with no limit holds the one slot (1000 tokens: ~1.5 s); one admitted with
+      // a 300 ms limit behind it is refused when its time runs out in the queue. (Two requests
+      // under the same limit race: the first one's limit ends first and frees the slot.)
+      c2.coordinator.o.requestTimeoutMs = 0;
+      const holder = a2.inject({ method: 'POST', url: '/v1/chat/completions', payload: { ...long, max_tokens: 1000 } });
+      await new Promise((r) => setTimeout(r, 20));
+      c2.coordinator.o.requestTimeoutMs = 300;
+      const second = await a2.inject({ method: 'POST', url: '/v1/chat/completions', payload: long });
       expect(second.statusCode).toBe(408);
       expect(second.json().error.code).toBe('timeout');
+      expect(second.json().error.message).toMatch(/waited longer than its time limit \(0\.3 s\)/);
+      expect((await holder).statusCode).toBe(200);
     } finally {
       await a2.close();
     }
