@@ -1,12 +1,10 @@
-import fsModule from 'node:fs';
-import { syncBuiltinESMExports } from 'node:module';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openEngine } from '../ts/engine/index.js';
 import { CpuEngine } from '../ts/engine/cpu/cpu-engine.js';
 import { Rng } from '../ts/model/synth.js';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { fixture, tmpDir } from './helpers.js';
+import { fixture, tmpDir, withFailingReads } from './helpers.js';
 
 describe('routed experts streamed through the LRU cache', () => {
   it('give bit-identical logits to resident experts, with evictions', async () => {
@@ -108,20 +106,8 @@ describe('routed experts streamed through the LRU cache', () => {
     const toks = [5, 17, 300, 42, 9, 100, 200, 300];
     const s = e.newSession();
     await s.eval(toks.slice(0, 4));
-    let calls = 0;
-    const real = fs.readSync;
-    // the next expert loads fail after two reads (EIO, as a failing disk gives)
-    const spy = vi.spyOn(fsModule, 'readSync').mockImplementation(((...a: Parameters<typeof fs.readSync>) => {
-      if (++calls > 2) throw Object.assign(new Error('EIO: i/o error, read'), { code: 'EIO' });
-      return (real as (...x: unknown[]) => number)(...a);
-    }) as typeof fs.readSync);
-    syncBuiltinESMExports();
-    try {
-      await expect(s.eval(toks.slice(4))).rejects.toThrow(/tinyA-q2q4\.gguf: EIO: i\/o error/);
-    } finally {
-      spy.mockRestore();
-      syncBuiltinESMExports();
-    }
+    // the next expert loads fail after two reads
+    await withFailingReads(2, () => expect(s.eval(toks.slice(4))).rejects.toThrow(/tinyA-q2q4\.gguf: EIO: i\/o error/));
     expect(s.tokens.length).toBe(0);
     await s.eval(toks);
     const r = ref.newSession();

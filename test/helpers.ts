@@ -1,7 +1,10 @@
 import * as fs from 'node:fs';
+import fsModule from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { spawnSync } from 'node:child_process';
+import { syncBuiltinESMExports } from 'node:module';
+import { vi } from 'vitest';
 
 export const FIXTURES = path.resolve(__dirname, '..', 'fixtures');
 export const fixture = (...p: string[]) => path.join(FIXTURES, ...p);
@@ -45,4 +48,24 @@ export function driveQ36(steps: object[], args: string[], timeoutMs = 120_000, t
   const r = spawnSync('python3', [path.join(root, 'test/tools/pty_drive.py'), f, '--', process.execPath, path.join(root, `dist/ts/cli/${tool}.js`), ...args], { encoding: 'utf8', timeout: timeoutMs });
   if (r.status !== 0) throw new Error(`pty driver failed: ${r.stderr}`);
   return JSON.parse(r.stdout) as { ok: boolean; failed_step: number | null; transcript: string; exit: number | null };
+}
+
+/**
+ * Runs fn while fs.readSync fails with EIO (as a failing disk gives) after `okReads` more reads;
+ * the real readSync is back afterwards. (ESM importers see the patch through syncBuiltinESMExports.)
+ */
+export async function withFailingReads<T>(okReads: number, fn: () => Promise<T>): Promise<T> {
+  let calls = 0;
+  const real = fs.readSync;
+  const spy = vi.spyOn(fsModule, 'readSync').mockImplementation(((...a: Parameters<typeof fs.readSync>) => {
+    if (++calls > okReads) throw Object.assign(new Error('EIO: i/o error, read'), { code: 'EIO' });
+    return (real as (...x: unknown[]) => number)(...a);
+  }) as typeof fs.readSync);
+  syncBuiltinESMExports();
+  try {
+    return await fn();
+  } finally {
+    spy.mockRestore();
+    syncBuiltinESMExports();
+  }
 }

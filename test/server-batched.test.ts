@@ -6,15 +6,13 @@
  * batched step fails its requests and the server goes on.
  */
 import * as fs from 'node:fs';
-import fsModule from 'node:fs';
-import { syncBuiltinESMExports } from 'node:module';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { openEngine, type Engine } from '../ts/engine/index.js';
 import { buildApp } from '../ts/server/app.js';
 import type { ServerContext } from '../ts/server/context.js';
-import { fixture, tmpDir } from './helpers.js';
+import { fixture, tmpDir, withFailingReads } from './helpers.js';
 
 const PROMPTS = [
   'The lighthouse keeper wrote in his log that the storm',
@@ -147,20 +145,7 @@ describe('CPU, streamed experts: a read error on the model file mid-request', ()
     try {
       const ok = await complete(base, PROMPTS[4], 6);
       expect(ok.status).toBe(200);
-      let calls = 0;
-      const real = fs.readSync;
-      const spy = vi.spyOn(fsModule, 'readSync').mockImplementation(((...a: Parameters<typeof fs.readSync>) => {
-        if (++calls > 1) throw Object.assign(new Error('EIO: i/o error, read'), { code: 'EIO' });
-        return (real as (...x: unknown[]) => number)(...a);
-      }) as typeof fs.readSync);
-      syncBuiltinESMExports();
-      let bad: Completion;
-      try {
-        bad = await complete(base, PROMPTS[5], 6);
-      } finally {
-        spy.mockRestore();
-        syncBuiltinESMExports();
-      }
+      const bad = await withFailingReads(1, () => complete(base, PROMPTS[5], 6));
       expect(bad.status).toBe(500);
       expect(bad.error).toMatch(/tinyA-q2q4\.gguf: EIO: i\/o error/);
       // the same requests again: served, and the first one's text is what it was

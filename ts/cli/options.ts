@@ -42,8 +42,6 @@ export function parseCliArgs<O extends NonNullable<ParseArgsConfig['options']>>(
   }
 }
 
-export { parseSize };
-
 export function num(flag: string, v: string | undefined, o: { min?: number; max?: number; int?: boolean } = {}): number | undefined {
   if (v === undefined) return undefined;
   const n = Number(v);
@@ -122,8 +120,9 @@ export function engineOptions(model: string, a: Record<string, unknown>, modelCo
 }
 
 /**
- * --ssd-streaming and its cache size (a slot count or a byte size); the options not built yet
- * (warm start, full layers) are refused by name rather than ignored.
+ * --ssd-streaming and its options: the cache size (a slot count or a byte size), the warm start
+ * (the usage file, how many to preload, or cold) and the resident full layers; any of them
+ * without --ssd-streaming is refused by name rather than ignored.
  */
 function ssdStreaming(a: Record<string, unknown>, model: string): { slots?: number; bytes?: number; full?: number; usage: NonNullable<EngineOptions['expertUsage']> } | undefined {
   const size = a['ssd-streaming-cache-experts'] as Str;

@@ -25,8 +25,8 @@ export async function evalBatch(engine: Engine, items: readonly BatchItem[]): Pr
   const native = batchedNatively(engine, items);
   if (native && !items.every((i) => i.session instanceof BaseSession)) throw new Error('evalBatch: not an engine session');
   try {
-    if (native) for (const { session } of items) (session as BaseSession).beforeBatchedToken();
     if (native) {
+      for (const { session } of items) (session as BaseSession).beforeBatchedToken();
       await engine.decodeBatch!(items);
       for (const { session, token } of items) (session as BaseSession).afterBatchedToken(token);
     } else {

@@ -25,6 +25,17 @@ export function commonPrefix(a: readonly number[], b: readonly number[]): number
   return i;
 }
 
+/**
+ * How many of `tokens` a session holding `held` keeps when it syncs to them: all of them when it
+ * holds exactly them, else the common prefix but at most tokens.length − 1 (the last token must be
+ * evaluated to have its logits). Session.sync and the server's executor both rewind to this.
+ */
+export function syncKeep(held: readonly number[], tokens: readonly number[]): number {
+  const L = commonPrefix(held, tokens);
+  if (L === tokens.length && L === held.length) return L;
+  return Math.min(L, tokens.length - 1);
+}
+
 /** Top-k of the log-softmax of logits (ties: lower id first). */
 export function topLogprobs(logits: Float32Array, k: number): TokenLogprob[] {
   let mx = -Infinity;

@@ -6,7 +6,7 @@
 import { DEFAULT_SNAPSHOT_INTERVAL } from './defaults.js';
 import { rowBytes } from '../gguf/index.js';
 import type { ModelShape } from '../model/shape.js';
-import { AbortError, KV_TYPE_IDS, commonPrefix, topLogprobs } from './common.js';
+import { AbortError, KV_TYPE_IDS, commonPrefix, syncKeep, topLogprobs } from './common.js';
 import { decodePayload, encodePayload, PayloadError, stateSizes } from './payload.js';
 import type { EngineOptions, EvalOptions, KvType, SampleOptions, Session, Snapshot, TokenLogprob } from './types.js';
 
@@ -160,12 +160,11 @@ export class BaseSession implements Session {
   }
 
   /**
-   * Before a batched step (batch.ts) gives this session one token: the same checks as eval, and
-   * the logits a backend kept for us belong to an older token from here on.
+   * Before a batched step (batch.ts, which has checked every member's room for the token) gives
+   * this session one token: the logits a backend kept for us belong to an older token from here on.
    */
   beforeBatchedToken(): void {
     this.check();
-    if (this.toks.length + 1 > this.b.ctx) throw new Error(`context full: ${this.toks.length} + 1 tokens exceed ctx ${this.b.ctx}`);
     if (this.lastOnDevice) this.setLast(EMPTY);
   }
 
@@ -250,10 +249,8 @@ export class BaseSession implements Session {
 
   async sync(tokens: readonly number[], o: EvalOptions = {}): Promise<{ reused: number; evaluated: number }> {
     this.check();
-    let L = this.commonPrefix(tokens);
-    if (L === tokens.length && L === this.toks.length) return { reused: L, evaluated: 0 };
-    // the last token must be evaluated to have its logits: reuse at most tokens.length − 1
-    if (L === tokens.length) L--;
+    const L = syncKeep(this.toks, tokens);
+    if (L === tokens.length) return { reused: L, evaluated: 0 };
     if (L < this.toks.length) await this.rewind(L);
     const reused = this.toks.length;
     await this.eval(tokens.slice(reused), o);

@@ -7,7 +7,7 @@
  * bounded quanta (2048 tokens while nothing decodes, 128 while anything does) interleaved in
  * arrival order with everything else, so one long prompt does not stall every decoder.
  */
-import { AbortError } from '../engine/common.js';
+import { AbortError, syncKeep } from '../engine/common.js';
 import { evalBatch } from '../engine/batch.js';
 import { MAX_BATCH_ROWS } from '../engine/defaults.js';
 import type { Engine, EvalOptions, Session } from '../engine/types.js';
@@ -54,11 +54,6 @@ export class ModelExecutor {
     this.wake?.();
   }
 
-  /** Sessions generating now. */
-  get decoders(): number {
-    return this.decoding.size;
-  }
-
   /** s takes `token` in the next decode step (shared with the other sessions' tokens). */
   decode(s: Session, token: number, signal?: AbortSignal): Promise<void> {
     if (signal?.aborted) return Promise.reject(new AbortError());
@@ -80,10 +75,8 @@ export class ModelExecutor {
   /** BaseSession.sync through the executor: the rewind as one turn, the rest as prefill quanta. */
   async sync(s: Session, tokens: readonly number[], o: EvalOptions = {}): Promise<{ reused: number; evaluated: number }> {
     const same = await this.run(async () => {
-      let L = s.commonPrefix(tokens);
-      if (L === tokens.length && L === s.tokens.length) return true;
-      // the last token must be evaluated to have its logits: reuse at most tokens.length − 1
-      if (L === tokens.length) L--;
+      const L = syncKeep(s.tokens, tokens);
+      if (L === tokens.length) return true;
       if (L < s.tokens.length) await s.rewind(L);
       return false;
     });

@@ -158,8 +158,6 @@ export class CpuWeights {
       }
       this.slotBytes = slot;
       const left = WASM_LIMIT - (core.x.heapTop() >>> 0) - o.sessionReserve - (64 << 20);
-      let fullBytes = 0;
-      for (let l = 0; l < this.fullLayers; l++) for (const part of ['gate', 'up', 'down']) fullBytes += file.tensorByName.get(`blk.${l}.ffn_${part}_exps.weight`)!.nbytes;
       const want = o.expertCacheSlots !== undefined ? o.expertCacheSlots * slot : o.expertCacheBytes ?? left;
       const n = Math.min((s.nLayer - this.fullLayers) * s.nExpert, Math.floor(Math.min(want, left) / slot));
       // one chunk may route to every expert of a layer: the cache must hold that many at once
@@ -170,6 +168,8 @@ export class CpuWeights {
           `need ${minSlots} expert slots = ${(minSlots * slot / 2 ** 20).toFixed(1)} MiB (raise --ssd-streaming-cache-experts or --expert-cache-mb)`);
       }
       if (n < minSlots && this.fullLayers > 0) {
+        let fullBytes = 0;
+        for (let l = 0; l < this.fullLayers; l++) for (const part of ['gate', 'up', 'down']) fullBytes += file.tensorByName.get(`blk.${l}.ffn_${part}_exps.weight`)!.nbytes;
         throw new Error(`--ssd-streaming-full-layers ${this.fullLayers} keeps ${(fullBytes / 2 ** 20).toFixed(1)} MiB of experts resident; what is left holds ${n} expert slots, ` +
           `fewer than one layer's ${minSlots} (${(minSlots * slot / 2 ** 20).toFixed(1)} MiB) that a prefill chunk needs: lower --ssd-streaming-full-layers or --ctx`);
       }
@@ -220,7 +220,7 @@ export class CpuWeights {
   }
 
   private setResidentExperts(name: string, ptr: number, t: TensorInfo): void {
-    const layer = Number(/^blk\.(\d+)\./.exec(name)![1]);
+    const layer = layerOf(name);
     const per = t.nbytes / this.shape.nExpert;
     const dv = new DataView(this.core.memory.buffer);
     for (let e = 0; e < this.shape.nExpert; e++) {

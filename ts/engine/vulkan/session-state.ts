@@ -13,9 +13,9 @@ import type { OutputOwner, VkHost } from './host.js';
 import { KERNELS, dispatch, groups } from './kernels.js';
 import { recordStep, type LayerState } from './step.js';
 
-/** Per-session device state (KV cache, DeltaNet states) and its recorded steps. */
 let nextId = 1;
 
+/** Per-session device state (KV cache, DeltaNet states) and its recorded steps. */
 export class VkSessionState extends BackendSettings implements SessionBackend, OutputOwner {
   /** the engine's name for this state (batched steps are recorded per set of sessions) */
   readonly id = nextId++;

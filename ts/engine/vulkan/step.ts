@@ -124,6 +124,8 @@ function attentionMixer(c: StepContext, l: number): Pending {
   const prep = { nHead: s.nHead, nHeadKv: s.nHeadKv, hd: s.headDim, nRot: s.nRot, qStride, kStride: st.kvDim, eps: s.eps };
   const norms = { qNorm: wbuf(c, l, 'attn_q_norm.weight'), kNorm: wbuf(c, l, 'attn_k_norm.weight'), ROPE: B.ROPE };
   const variant = `${c.kvTypes.k}_${c.kvTypes.v}`;
+  // attn_flash/attn_tile's push block for blocks of blk keys, tokens from t0
+  const attnPush = (blk: number, nBlk: number, t0: number) => ({ nHead: s.nHead, nHeadKv: s.nHeadKv, hd: s.headDim, kRowBytes: kRow, vRowBytes: vRow, qStride, scale: 1 / Math.sqrt(s.headDim), nBlk, blk, t0 });
   if (c.rows) {
     // a batched step: every row attends over its own cache at its own position (its PARAMS
     // view), exactly as its one-token step; the rows are independent (one barrier per kind)
@@ -134,7 +136,7 @@ function attentionMixer(c: StepContext, l: number): Pending {
       dispatch(c.ops, K.kv_store, { src: r.v.Kb, src2: r.v.Kb, cache: r.layers[l].a, cache2: r.layers[l].a, PARAMS: r.params }, { kvDim: st.kvDim, rowBytes: kRow }, [1, 1], { variant: c.kvTypes.k, barrier: false });
       dispatch(c.ops, K.kv_store, { src: r.v.Vb, src2: r.v.Vb, cache: r.layers[l].b, cache2: r.layers[l].b, PARAMS: r.params }, { kvDim: st.kvDim, rowBytes: vRow }, [1, 1], { variant: c.kvTypes.v, ...ob(i) });
     });
-    const push = { nHead: s.nHead, nHeadKv: s.nHeadKv, hd: s.headDim, kRowBytes: kRow, vRowBytes: vRow, qStride, scale: 1 / Math.sqrt(s.headDim), nBlk, blk, t0: 0 };
+    const push = attnPush(blk, nBlk, 0);
     rows.forEach((r, i) => dispatch(c.ops, K.attn_flash, { QG: r.v.QG, Kc: r.layers[l].a, Vc: r.layers[l].b, P: r.v.P, ML: r.v.ML, PARAMS: r.params }, push, [1, s.nHeadKv, nBlk], { variant, ...ob(i) }));
     rows.forEach((r, i) => dispatch(c.ops, K.attn_merge, { P: r.v.P, ML: r.v.ML, QG: r.v.QG, O: r.v.Oattn, PARAMS: r.params }, { nHead: s.nHead, hd: s.headDim, nBlk, qStride, blk, t0: 0 }, [1, s.nHead], ob(i)));
     mv(c, l, 'attn_output.weight', B.O, B.A2, T);
@@ -151,7 +153,7 @@ function attentionMixer(c: StepContext, l: number): Pending {
   const per = attnTokens(h.chunk);
   for (let t0 = 0; t0 < T; t0 += per) {
     const n = Math.min(per, T - t0);
-    const push = { nHead: s.nHead, nHeadKv: s.nHeadKv, hd: s.headDim, kRowBytes: kRow, vRowBytes: vRow, qStride, scale: 1 / Math.sqrt(s.headDim), nBlk, blk, t0 };
+    const push = attnPush(blk, nBlk, t0);
     const bind = { QG, Kc: kc, Vc: vc, P: B.P, ML: B.ML, PARAMS: B.PARAMS };
     if (tiled) {
       // prefill: tiles of tokens × the KV head's query heads share every K/V read

@@ -23,9 +23,8 @@ import { deviceProblem, shapeProblem } from './limits.js';
 import { DEFAULT_KV, MAX_BATCH_ROWS, vulkanChunk } from '../defaults.js';
 import { BatchSteps, batchProblem } from './batch-step.js';
 import { scratchBytes, scratchTable, type ScratchBuffer } from './scratch.js';
-import { KERNELS, dispatch } from './kernels.js';
 import { recordTopK } from './step.js';
-import { OpList, Pipelines, TOPK_ITEMS, TOPK_MAX, gridBlob, matvecOp } from './graph.js';
+import { OpList, Pipelines, TOPK_MAX, gridBlob, matvecOp } from './graph.js';
 import { MATVEC, VkWeights, copiedBytesEstimate, readBytes, type DevTensor, type WeightMode } from './weights.js';
 
 export { TOPK_MAX };
