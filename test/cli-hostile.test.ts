@@ -45,7 +45,7 @@ describe('q36-server start-up', () => {
     expect(serverCmd(['--allow-origin', 'example.com/x']).stderr).toMatch(/--allow-origin "example.com\/x" is not an origin/);
   });
 
-  it('--ssd-streaming on the CPU: the same logits as resident experts (bit for bit) through a small cache, cold, warm, with full layers and with a damaged usage file; Vulkan streaming is refused by name', () => {
+  it('--ssd-streaming on the CPU: the same logits as resident experts (bit for bit) through a small cache, cold, warm, with full layers and with a damaged usage file; on Vulkan as well', () => {
     const q2q4 = fixture('tinyA/tinyA-q2q4.gguf'), dir = tmpDir(), home = tmpDir();
     // the expert-use counts go to $HOME/.q36/expert-usage/: a home of the test's own
     const run = (extra: string[], out: string) => spawnSync(process.execPath, [Q36, '-m', q2q4, '--cpu', ...extra, '--prompt-ids', '5,17,300,42,9,100,200,300', '-n', '6', '--temp', '0', '--dump-logits', path.join(dir, out)], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, HOME: home } });
@@ -96,9 +96,19 @@ describe('q36-server start-up', () => {
       expect(r.status).toBe(2);
       expect(r.stderr).toMatch(msg);
     }
-    const vk = spawnSync(process.execPath, [Q36, '-m', q2q4, '--vulkan', '--ssd-streaming', '-p', 'hi'], { encoding: 'utf8', timeout: 60_000 });
-    expect(vk.status).toBe(2);
-    expect(vk.stderr).toMatch(/built on the CPU backend only so far \(add --cpu\)/);
+    // the Vulkan engine streams too: F16 KV by default while streaming, so the resident run
+    // names it; a cache below one layer's experts is refused the same way
+    const vkRun = (extra: string[], out: string) => spawnSync(process.execPath, [Q36, '-m', q2q4, '--vulkan', ...extra, '--prompt-ids', '5,17,300,42,9,100,200,300', '-n', '6', '--temp', '0', '--dump-logits', path.join(dir, out)], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, HOME: home } });
+    const vkRes = vkRun(['-ctk', 'f16', '-ctv', 'f16'], 'vk-resident.f32');
+    expect(vkRes.status, vkRes.stderr).toBe(0);
+    const vk = vkRun(['--ssd-streaming', '--ssd-streaming-cache-experts', '8'], 'vk-streamed.f32');
+    expect(vk.status, vk.stderr).toBe(0);
+    expect(vk.stderr).toMatch(/routed experts streamed from the file through 8 device slots/);
+    expect(vk.stderr).toMatch(/kv cache  f16\/f16/);
+    expect(fs.readFileSync(path.join(dir, 'vk-streamed.f32')).equals(fs.readFileSync(path.join(dir, 'vk-resident.f32')))).toBe(true);
+    const vkSmall = vkRun(['--ssd-streaming', '--ssd-streaming-cache-experts', '3'], 'x.f32');
+    expect(vkSmall.status).toBe(2);
+    expect(vkSmall.stderr).toMatch(/an expert cache of 3 slots .* cannot hold one layer's experts: need 6 expert slots/);
     const s = serverCmd(['--ssd-streaming-full-layers', '4']);
     expect(s.status).toBe(2);
     expect(s.stderr).toMatch(/--ssd-streaming-full-layers needs --ssd-streaming/);

@@ -2,7 +2,7 @@
  * Options shared by q36, q36-server and q36-bench: backend, context, KV types, sampling, steering.
  * Every bad value is a CliError (exit 2) naming the flag.
  */
-import { DEFAULT_CLI_CTX, DEFAULT_KV } from '../engine/defaults.js';
+import { DEFAULT_CLI_CTX, DEFAULT_KV, DEFAULT_KV_STREAMING } from '../engine/defaults.js';
 import { envEngineOptions } from './env.js';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -102,7 +102,6 @@ export function engineOptions(model: string, a: Record<string, unknown>, modelCo
   const vIn = kvType('-ctv/--cache-type-v', a['cache-type-v'] as Str);
   const mb = num('--expert-cache-mb', a['expert-cache-mb'] as Str, { min: 1 });
   const backend = a.vulkan ? 'vulkan' : a.cpu ? 'cpu' : defaultBackend();
-  if (ssd && backend !== 'cpu') throw new CliError('--ssd-streaming: expert streaming is built on the CPU backend only so far (add --cpu); the Vulkan engine keeps every weight resident');
   // flags win over the environment (read once, ts/cli/env.ts)
   let env;
   try { env = envEngineOptions(); } catch (e) { throw new CliError((e as Error).message); }
@@ -110,8 +109,10 @@ export function engineOptions(model: string, a: Record<string, unknown>, modelCo
   const vkWeights = (a['vk-weights'] as Str) ?? env.vkWeights;
   if (vkWeights !== undefined && !['auto', 'import', 'upload'].includes(vkWeights)) throw new CliError(`--vk-weights must be auto, import or upload (got "${vkWeights}")`);
   const vkMemoryLimit = parseSize('--vk-memory-limit', a['vk-memory-limit'] as Str);
-  const k = kIn ?? DEFAULT_KV[backend].k;
-  const v = vIn ?? DEFAULT_KV[backend].v;
+  // streaming keeps F16 KV unless asked otherwise (the QuarkStar README's default)
+  const kvDefault = ssd ? DEFAULT_KV_STREAMING : DEFAULT_KV[backend];
+  const k = kIn ?? kvDefault.k;
+  const v = vIn ?? kvDefault.v;
   return {
     model, backend, ctx, kvTypes: { k, v }, vkDevice, vkWeights: vkWeights as EngineOptions['vkWeights'], vkMatvecRows: env.vkMatvecRows,
     expertCacheMiB: mb, steering: steering(a), vkMemoryLimit,

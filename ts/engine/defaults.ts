@@ -6,6 +6,8 @@ import type { KvType } from './types.js';
 
 /** KV cache types: Vulkan keeps q8_0 K / q4_0 V resident (QuarkStar's choice), the CPU f16 / f16. */
 export const DEFAULT_KV: Record<'cpu' | 'vulkan', { k: KvType; v: KvType }> = { cpu: { k: 'f16', v: 'f16' }, vulkan: { k: 'q8_0', v: 'q4_0' } };
+/** KV types with SSD streaming (--ssd-streaming) on either backend, unless -ctk/-ctv say otherwise */
+export const DEFAULT_KV_STREAMING: { k: KvType; v: KvType } = { k: 'f16', v: 'f16' };
 
 /**
  * Tokens per prefill step: the CPU takes 64 (a DeltaNet chunk); Vulkan at least 512, enough

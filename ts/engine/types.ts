@@ -24,19 +24,19 @@ export interface EngineOptions {
   kvTypes?: { k: KvType; v: KvType };
   /** prefill chunk (tokens per forward call) */
   chunk?: number;
-  /** CPU: stream routed experts (default: only when the model does not fit) */
+  /** stream routed experts from the file (--ssd-streaming); CPU default: only when the model does not fit, Vulkan: never */
   streamExperts?: boolean | 'auto';
-  /** CPU: expert cache size in MiB when streaming */
+  /** expert cache size in MiB when streaming */
   expertCacheMiB?: number;
   /** CPU: expert cache size in expert slots when streaming (takes precedence over expertCacheMiB) */
   expertCacheSlots?: number;
   /**
-   * CPU streaming warm start: the expert-use counts file (expert-usage.ts; the engine adds its
+   * streaming warm start: the expert-use counts file (expert-usage.ts; the engine adds its
    * routes to it when disposed), how many of the most used experts to preload (default: as many
    * as the cache holds), or cold: preload none
    */
   expertUsage?: { file: string; preload?: number; cold?: boolean };
-  /** CPU streaming: the routed experts of the first N layers stay resident (--ssd-streaming-full-layers) */
+  /** streaming: the routed experts of the first N layers stay resident (--ssd-streaming-full-layers) */
   expertFullLayers?: number;
   steering?: Steering;
   /** Vulkan: record GPU timestamps per dispatch (see VkEngine.profile()) */
@@ -162,6 +162,11 @@ export interface Engine {
    * (weights read once for all rows; positions, KV and recurrent state per row). Use evalBatch().
    */
   decodeBatch?(items: readonly BatchItem[]): Promise<void>;
+  /**
+   * SSD streaming's expert-cache counters (slots, hits, misses, bytes read); undefined when every
+   * routed expert is resident
+   */
+  expertStats?(): import('./expert-cache.js').ExpertStats | undefined;
   /** human-readable memory report */
   describe(): string;
   dispose(): void;

@@ -16,6 +16,7 @@ import type { Engine, EngineOptions, KvType, SampleOptions, Session } from '../t
 import { SS } from './layout.js';
 import { CpuWeights } from './weights.js';
 import { modelIdentity } from '../../model/fingerprint.js';
+import type { ExpertStats } from '../expert-cache.js';
 
 interface ForwardExports {
   forward(sess: number, pos: number, x: number, T: number, logits: number, logitsFrom: number): number;
@@ -115,6 +116,11 @@ export class CpuEngine implements Engine {
   newSession(): Session {
     this.live++;
     return new BaseSession(new CpuBackend(this, this.allocSessionTable()));
+  }
+
+  expertStats(): ExpertStats | undefined {
+    const st = this.weights.stats;
+    return st.streaming ? { ...st } : undefined;
   }
 
   describe(): string {

@@ -5,7 +5,7 @@
  * or streamed through an LRU cache of expert slots (the real model: docs/cpu-memory-plan.md).
  */
 import * as fs from 'node:fs';
-import { addUsage, hotlist, readUsage } from '../expert-usage.js';
+import { ExpertCache, minExpertSlots, type ExpertStats } from '../expert-cache.js';
 import { GgmlType, readTensorBytes, type GgufFile, type TensorInfo } from '../../gguf/index.js';
 import type { Core } from '../../core/wasm.js';
 import { requiredTensors, type ModelShape } from '../../model/shape.js';
@@ -39,15 +39,7 @@ export interface WeightsOptions {
   expertUsage?: { file: string; model: string; preload?: number; cold?: boolean };
 }
 
-export interface ExpertStats {
-  streaming: boolean;
-  slots: number;
-  hits: number;
-  misses: number;
-  bytesRead: number;
-  /** experts loaded at start from the usage hotlist */
-  preloaded: number;
-}
+export type { ExpertStats };
 
 export class CpuWeights {
   readonly hyper: number;
@@ -62,17 +54,12 @@ export class CpuWeights {
   readonly streaming: boolean;
   private slotBytes = 0;
   private slotPtrs: number[] = [];
-  private slotOwner: number[] = []; // key = layer * nExpert + e, or -1
-  private keySlot = new Map<number, number>();
-  private lru = new Map<number, true>(); // insertion order = recency
   /** layers whose routed experts are resident while the others stream */
   private fullLayers = 0;
-  /** routes taken since the engine opened, per layer · nExpert + expert (saved by saveUsage) */
-  private useCounts: Float64Array;
+  /** the slots' policy (expert-cache.ts); without streaming, only the routes are counted there */
+  private cache?: ExpertCache;
   private usage?: WeightsOptions['expertUsage'];
-  /** what the warm start did, for describe() */
-  private warm = '';
-  readonly stats: ExpertStats;
+  private readonly residentStats: ExpertStats;
 
   constructor(readonly core: Core, readonly file: GgufFile, readonly shape: ModelShape, o: WeightsOptions) {
     this.k = core.x as unknown as QuantExports;
@@ -90,10 +77,9 @@ export class CpuWeights {
     const embT = file.tensorByName.get('token_embd.weight')!;
     const fitsAll = denseBytes + expertBytes + embT.nbytes + o.sessionReserve < WASM_LIMIT * 0.8;
     this.streaming = o.streamExperts === 'auto' || o.streamExperts === undefined ? !fitsAll : o.streamExperts;
-    this.stats = { streaming: this.streaming, slots: 0, hits: 0, misses: 0, bytesRead: 0, preloaded: 0 };
+    this.residentStats = { streaming: this.streaming, slots: 0, hits: 0, misses: 0, bytesRead: 0, preloaded: 0 };
     this.fullLayers = this.streaming ? Math.min(o.fullLayers ?? 0, s.nLayer) : 0;
     if (!(Number.isInteger(this.fullLayers) && this.fullLayers >= 0)) throw new Error(`fullLayers must be a whole number of layers (got ${o.fullLayers})`);
-    this.useCounts = new Float64Array(s.nLayer * s.nExpert);
     this.usage = o.expertUsage;
 
     // hyperparameters
@@ -160,9 +146,7 @@ export class CpuWeights {
       const left = WASM_LIMIT - (core.x.heapTop() >>> 0) - o.sessionReserve - (64 << 20);
       const want = o.expertCacheSlots !== undefined ? o.expertCacheSlots * slot : o.expertCacheBytes ?? left;
       const n = Math.min((s.nLayer - this.fullLayers) * s.nExpert, Math.floor(Math.min(want, left) / slot));
-      // one chunk may route to every expert of a layer: the cache must hold that many at once
-      // (none when every layer is resident)
-      const minSlots = this.fullLayers < s.nLayer ? Math.min(s.nExpert, o.maxTokens * s.nExpertUsed) : 0;
+      const minSlots = minExpertSlots({ ...s, fullLayers: this.fullLayers, chunk: o.maxTokens });
       if (n < minSlots && want < left) {
         throw new Error(`an expert cache of ${n} slots (${(want / 2 ** 20).toFixed(1)} MiB asked) cannot hold one layer's experts: ` +
           `need ${minSlots} expert slots = ${(minSlots * slot / 2 ** 20).toFixed(1)} MiB (raise --ssd-streaming-cache-experts or --expert-cache-mb)`);
@@ -179,12 +163,20 @@ export class CpuWeights {
           `need ${minSlots} expert slots = ${(minSlots * slot / 2 ** 20).toFixed(1)} MiB, one layer's experts (raise --expert-cache-mb or --ssd-streaming-cache-experts, lower --ctx, or use q8_0/q4_0 KV)`);
       }
       const base = core.alloc(n * slot);
-      for (let i = 0; i < n; i++) { this.slotPtrs.push(base + i * slot); this.slotOwner.push(-1); }
-      this.stats.slots = n;
-      this.warmStart();
+      for (let i = 0; i < n; i++) this.slotPtrs.push(base + i * slot);
+      this.cache = new ExpertCache({
+        nLayer: s.nLayer, nExpert: s.nExpert, slots: n, fullLayers: this.fullLayers, usage: this.usage,
+        load: (l, e, i) => this.loadExpert(l, e, i),
+        evict: (l, e) => this.core.u8(this.expertTable + (l * s.nExpert + e) * E_ENTRY, E_ENTRY).fill(0),
+      });
+      this.cache.warmStart();
     } else {
-      this.stats.slots = s.nLayer * s.nExpert;
+      this.residentStats.slots = s.nLayer * s.nExpert;
     }
+  }
+
+  get stats(): ExpertStats {
+    return this.cache?.stats ?? this.residentStats;
   }
 
   private read(t: TensorInfo, dst: number, start: number, len: number): void {
@@ -198,7 +190,7 @@ export class CpuWeights {
       }
       done += n;
     }
-    this.stats && (this.stats.bytesRead += len);
+    this.stats.bytesRead += len;
   }
 
   private setEntry(name: string, ptr: number, type: number, rb: number, ne0: number, rows: number): void {
@@ -228,61 +220,20 @@ export class CpuWeights {
     }
   }
 
-  /**
-   * The warm start: the most used experts of the usage file, least used first so that the most
-   * used end as the most recently used (the LRU evicts the others first).
-   */
-  private warmStart(): void {
-    const u = this.usage;
-    if (!u) return;
-    if (u.cold) { this.warm = 'cold start (--ssd-streaming-cold)'; return; }
-    const s = this.shape;
-    const { counts, problem } = readUsage(u.file, u.model, s.nLayer, s.nExpert);
-    // (resident full layers need no preloading)
-    const keys = hotlist(counts).filter((k) => Math.floor(k / s.nExpert) >= this.fullLayers).slice(0, Math.min(u.preload ?? Infinity, this.slotPtrs.length)).reverse();
-    for (const key of keys) this.load(Math.floor(key / s.nExpert), key % s.nExpert, new Set());
-    this.stats.preloaded = keys.length;
-    this.warm = problem ? `usage file ignored: ${problem}` : `${keys.length} experts preloaded from ${u.file}`;
-  }
-
-  /** Adds this run's routes to the usage file (no file: nothing). */
+  /** Adds this run's routes to the usage file (streaming with a usage file only). */
   saveUsage(): void {
-    if (!this.usage) return;
-    addUsage(this.usage.file, this.usage.model, this.shape.nLayer, this.shape.nExpert, this.useCounts);
-    this.useCounts.fill(0);
+    this.cache?.saveUsage();
   }
 
   /** Called from the forward pass (WASM import): makes experts ids[0..n) of `layer` resident. */
   ensureExperts(layer: number, ids: number, n: number): void {
-    const s = this.shape;
-    const want = Array.from(this.core.i32(ids, n));
-    for (const e of want) this.useCounts[layer * s.nExpert + e]++;
-    if (!this.streaming || layer < this.fullLayers) { this.stats.hits += n; return; }
-    const pinned = new Set(want.map((e) => layer * s.nExpert + e));
-    for (const e of want) {
-      const key = layer * s.nExpert + e;
-      if (this.keySlot.has(key)) { this.stats.hits++; this.lru.delete(key); this.lru.set(key, true); continue; }
-      this.stats.misses++;
-      this.load(layer, e, pinned);
-    }
+    if (!this.cache) { this.residentStats.hits += n; return; }
+    this.cache.ensure(layer, this.core.i32(ids, n));
   }
 
-  /** Reads expert e of `layer` into a free slot, or the least recently used one not pinned. */
-  private load(layer: number, e: number, pinned: Set<number>): void {
+  /** Reads expert e of `layer` into slot `slot` and points the expert table at it. */
+  private loadExpert(layer: number, e: number, slot: number): void {
     const s = this.shape, key = layer * s.nExpert + e;
-    let slot = this.slotOwner.indexOf(-1);
-    if (slot < 0) {
-      for (const old of this.lru.keys()) {
-        if (pinned.has(old)) continue;
-        slot = this.keySlot.get(old)!;
-        this.keySlot.delete(old);
-        this.lru.delete(old);
-        const ol = Math.floor(old / s.nExpert), oe = old % s.nExpert;
-        this.core.u8(this.expertTable + (ol * s.nExpert + oe) * E_ENTRY, E_ENTRY).fill(0);
-        break;
-      }
-      if (slot < 0) throw new Error(`expert cache too small: ${this.slotPtrs.length} slots cannot hold the ${pinned.size} experts one chunk needs`);
-    }
     let off = this.slotPtrs[slot];
     const dv = new DataView(this.core.memory.buffer);
     ['ffn_gate_exps', 'ffn_up_exps', 'ffn_down_exps'].forEach((part, i) => {
@@ -292,9 +243,6 @@ export class CpuWeights {
       dv.setUint32(this.expertTable + key * E_ENTRY + 4 * i, off, true);
       off += align64(per);
     });
-    this.slotOwner[slot] = key;
-    this.keySlot.set(key, slot);
-    this.lru.set(key, true);
   }
 
   /** Writes the embeddings of `tokens` into x (T × nEmbd f32). */
@@ -315,7 +263,7 @@ export class CpuWeights {
 
   describe(): string {
     const s = this.stats;
-    return `weights ${(this.residentBytes / 2 ** 20).toFixed(1)} MiB resident; experts ${s.streaming ? `${this.fullLayers ? `of layers 0-${this.fullLayers - 1} resident, the rest ` : ''}streamed through ${s.slots} cache slots of ${(this.slotBytes / 1024).toFixed(0)} KiB` : 'resident'}${this.warm ? `; ${this.warm}` : ''}`;
+    return `weights ${(this.residentBytes / 2 ** 20).toFixed(1)} MiB resident; experts ${s.streaming ? `${this.fullLayers ? `of layers 0-${this.fullLayers - 1} resident, the rest ` : ''}streamed through ${s.slots} cache slots of ${(this.slotBytes / 1024).toFixed(0)} KiB` : 'resident'}${this.cache?.warm ? `; ${this.cache.warm}` : ''}`;
   }
 
   close(): void {

@@ -95,9 +95,7 @@ export class BatchSteps {
     h.claimOutputsFor(states);
     h.dev.write(B.XIN, 0, new Uint8Array(x.buffer));
     h.dev.write(B.PIN, 0, new Uint8Array(pin.buffer));
-    const t0 = performance.now();
-    await h.dev.run(cmd);
-    h.reportRun(performance.now() - t0, h.options.vkProfile ? { names, ns: h.dev.timings(cmd) } : undefined);
+    await h.runStep({ cmds: [cmd], layers: [-1], names: [names] }, n);
     states.forEach((s, i) => s.batchedOutput(i));
   }
 }

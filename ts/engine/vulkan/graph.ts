@@ -31,11 +31,36 @@ export class Pipelines {
   }
 }
 
+/** A recorded step's part: its words, its dispatches' names, and the streamed layer it ends after (-1: the step's end). */
+export interface Segment { words: Uint32Array; names: string[]; layer: number }
+
 export class OpList {
   private words: number[] = [];
   /** shader name of each dispatch, in order (for profiles) */
   readonly names: string[] = [];
+  /** segment ends: word and name counts where each cut() was made, and its layer */
+  private cuts: { word: number; name: number; layer: number }[] = [];
   constructor(private readonly p: Pipelines) {}
+
+  /**
+   * Ends a segment after layer `layer`'s routing (SSD streaming: the host loads that layer's
+   * experts before the next segment runs). Recorded as separate commands by segments().
+   */
+  cut(layer: number): this {
+    this.cuts.push({ word: this.words.length, name: this.names.length, layer });
+    return this;
+  }
+
+  /** The op list split at its cuts (one segment, layer -1, without any). */
+  segments(): Segment[] {
+    const ends = [...this.cuts, { word: this.words.length, name: this.names.length, layer: -1 }];
+    let w = 0, n = 0;
+    return ends.map((e) => {
+      const seg = { words: Uint32Array.from(this.words.slice(w, e.word)), names: this.names.slice(n, e.name), layer: e.layer };
+      w = e.word; n = e.name;
+      return seg;
+    });
+  }
 
   /**
    * One dispatch (push values as u32 words: kernels.ts builds them); a barrier follows by default.

@@ -9,6 +9,9 @@ import type { ModelShape } from '../../model/shape.js';
 import type { VkDevice } from '../../vk/addon.js';
 import type { EngineOptions, KvType, SampleOptions } from '../types.js';
 import type { MatvecDispatch, OpList, Pipelines } from './graph.js';
+
+/** A recorded step: one command per segment (graph.ts), each ending after a streamed layer's routing but the last. */
+export interface RecordedStep { cmds: number[]; layers: number[]; names: string[][] }
 import type { VkWeights } from './weights.js';
 
 export interface MatvecOpts { flags?: number; xStride?: number; yStride?: number; xOffset?: number; barrier?: boolean; epilogue?: MatvecDispatch['epilogue']; moe?: MatvecDispatch['moe'] }
@@ -37,6 +40,10 @@ export interface VkHost {
   /** decode: the stacked projections of `blk.L.key` as one matvec; the part views, or undefined */
   stacked(ops: OpList, l: number, key: string, x: number, barrier?: boolean): number[] | undefined;
   routesInMatvec(l: number): boolean;
+  /** SSD streaming: whether layer l's routed experts stream (its step segment ends after routing) */
+  streams(l: number): boolean;
+  /** runs a recorded step (its segments, with the streamed layers' expert loads between them) */
+  runStep(step: RecordedStep, T: number): Promise<void>;
   /** the k best (logit, id) pairs of LOGITS row `row` */
   topK(k: number, row?: number): Uint32Array;
   /** the pairs the last top-k left in TKH (a step that ran the stages itself) */

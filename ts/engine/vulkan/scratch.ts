@@ -18,6 +18,8 @@ export interface ScratchOptions {
   T: number; ctx: number; logitsRows: number; steering: boolean; unified: boolean;
   /** rows of a batched decode step (1: none) and the words of one row's step parameters (PIN/PARAMS) */
   batch?: number; paramWords?: number;
+  /** SSD streaming: the host rewrites IDS, LIST and TILES between step segments (host-visible, no copies) */
+  streaming?: boolean;
 }
 
 export function scratchTable(s: ModelShape, o: ScratchOptions): ScratchBuffer[] {
@@ -34,9 +36,9 @@ export function scratchTable(s: ModelShape, o: ScratchOptions): ScratchBuffer[] 
     { name: 'O', floats: T * Math.max(s.nHead * s.headDim, s.ssmInner) },
     // attn_flash's per-block partial sums and (max, sum) pairs
     { name: 'P', floats: attnSlots(s, T, ctx, batch) * s.headDim }, { name: 'ML', floats: attnSlots(s, T, ctx, batch) * 2 },
-    { name: 'R', floats: T * s.nExpert }, { name: 'IDS', floats: T * K }, { name: 'WTS', floats: T * K },
+    { name: 'R', floats: T * s.nExpert }, { name: 'IDS', floats: T * K, host: o.streaming }, { name: 'WTS', floats: T * K },
     // the pairs grouped by expert and their tiles (moe_tiles.comp), for multi-token steps
-    { name: 'LIST', floats: T * K }, { name: 'TILES', floats: 4 * (1 + moeMaxTiles(T * K, s.nExpert)) },
+    { name: 'LIST', floats: T * K, host: o.streaming }, { name: 'TILES', floats: 4 * (1 + moeMaxTiles(T * K, s.nExpert)), host: o.streaming },
     // the workgroup counter of matvec epilogues (each resets it when done)
     { name: 'CNT', floats: 1 },
     { name: 'GE', floats: T * K * s.nFfExp }, { name: 'UE', floats: T * K * s.nFfExp }, { name: 'DE', floats: T * K * s.nEmbd },

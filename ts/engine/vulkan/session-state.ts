@@ -9,7 +9,7 @@ import { stateSizes } from '../payload.js';
 import { BackendSettings, type SessionBackend } from '../session-base.js';
 import type { SampleOptions } from '../types.js';
 import { OpList, TOPK_MAX } from './graph.js';
-import type { OutputOwner, VkHost } from './host.js';
+import type { OutputOwner, RecordedStep, VkHost } from './host.js';
 import { KERNELS, dispatch, groups } from './kernels.js';
 import { recordStep, type LayerState } from './step.js';
 
@@ -30,8 +30,9 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
   private topkHint = 0;
   /** the k whose pairs our last step left in TKH for the deferred row (0: none) */
   private topkReady = 0;
-  private steps = new Map<string, number>();
-  private stepNames = new Map<number, string[]>();
+  private steps = new Map<string, RecordedStep>();
+  /** the recorded state_t commands (transposeCmd) */
+  private transposes = new Map<string, number>();
   private rng: number;
   private freed = false;
   /** our deferred logits row and arg-max, saved by keep() */
@@ -51,12 +52,22 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
   }
 
   /** Records the forward of T tokens (logits for rows ≥ logitsFrom): step.ts. */
-  private record(T: number, logitsFrom: number, topK: number): number {
+  private record(T: number, logitsFrom: number, topK: number): RecordedStep {
     const h = this.h, ops = new OpList(h.pipes);
     recordStep({ h, ops, T, layers: this.layers, kvTypes: this.kvTypes, ctx: this.ctx, paramWords: h.paramWords, topK }, logitsFrom);
-    const cmd = h.dev.record(ops.build(), h.options.vkProfile === true);
-    this.stepNames.set(cmd, ops.names);
-    return cmd;
+    // one segment, or (SSD streaming) one per streamed layer's routing and the rest
+    const step: RecordedStep = { cmds: [], layers: [], names: [] };
+    try {
+      for (const seg of ops.segments()) {
+        step.cmds.push(h.dev.record(seg.words, h.options.vkProfile === true));
+        step.layers.push(seg.layer);
+        step.names.push(seg.names);
+      }
+    } catch (e) {
+      for (const c of step.cmds) h.dev.freeCommand(c);
+      throw e;
+    }
+    return step;
   }
 
   async forward(tokens: number[], pos: number, logitsFrom: number, deferLast = false): Promise<Float32Array[]> {
@@ -70,13 +81,11 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
     // a deferred last row of a session that samples with top-k: the step runs the top-k too
     const topK = deferLast && T - logitsFrom === 1 ? this.topkHint : 0;
     const key = `${T}:${logitsFrom}:${topK}`;
-    let cmd = this.steps.get(key);
-    if (cmd === undefined) { cmd = this.record(T, logitsFrom, topK); this.steps.set(key, cmd); }
+    let step = this.steps.get(key);
+    if (step === undefined) { step = this.record(T, logitsFrom, topK); this.steps.set(key, step); }
     e.dev.write(e.buf.XIN, 0, new Uint8Array(e.embed(tokens).buffer));
     e.dev.write(e.buf.PIN, 0, new Uint8Array(Uint32Array.of(pos, T, 0, 0).buffer));
-    const t0 = performance.now();
-    await e.dev.run(cmd);
-    e.reportRun(performance.now() - t0, e.options.vkProfile ? { names: this.stepNames.get(cmd)!, ns: e.dev.timings(cmd) } : undefined);
+    await e.runStep(step, T);
     const n = T - logitsFrom;
     if (n <= 0) return [];
     // one row left on the device: BaseSession reads it (readLast) or only its arg-max (lastArgmax)
@@ -136,14 +145,14 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
    */
   private transposeCmd(l: number, toStt: boolean): number {
     const key = `t${l}:${toStt}`;
-    let cmd = this.steps.get(key);
+    let cmd = this.transposes.get(key);
     if (cmd === undefined) {
       const s = this.shape, B = this.h.buf, dk = s.ssmHeadDim, n = groups(KERNELS.state_t, dk);
       const [src, dst] = toStt ? [this.layers[l].b, B.STT] : [B.STT, this.layers[l].b];
       const ops = new OpList(this.h.pipes);
       dispatch(ops, KERNELS.state_t, { src, dst }, { dk }, [n, n, s.ssmVHeads]);
       cmd = this.h.dev.record(ops.build());
-      this.steps.set(key, cmd);
+      this.transposes.set(key, cmd);
     }
     return cmd;
   }
@@ -207,7 +216,8 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
     this.freed = true;
     this.h.releaseOutputs(this);
     this.h.forgetSession(this.id);
-    for (const c of this.steps.values()) this.h.dev.freeCommand(c);
+    for (const st of this.steps.values()) for (const c of st.cmds) this.h.dev.freeCommand(c);
+    for (const c of this.transposes.values()) this.h.dev.freeCommand(c);
     for (const L of this.layers) { this.h.dev.freeBuffer(L.a); this.h.dev.freeBuffer(L.b); }
   }
 }

@@ -194,12 +194,16 @@ function moeFfn(c: StepContext, l: number): Pending {
   }
   // routing: done by the decode router matvec's last workgroup (stacked() says so), else here
   if (!(rv && h.routesInMatvec(l))) dispatch(c.ops, K.router, { R, IDS: B.IDS, WTS: B.WTS }, { nExpert: s.nExpert, K: Kx }, [T]);
+  // SSD streaming: the step stops here; the host loads the routed experts into slots and
+  // rewrites IDS (and LIST/TILES) as slot ids before the rest runs (expert-stream.ts)
+  const streamed = h.streams(l);
+  if (streamed) c.ops.cut(l);
   // several tokens: their (token, expert) pairs grouped by expert, so that each expert's weights
   // are decoded once for all its tokens (mm_moe); one token: a matvec per expert
   // (a batched decode step's rows pick mostly different experts, ~1 pair each: grouping would
   // fill each tile with one pair, so they take the per-pair matvec as decode does)
   const moe = T === 1 || c.rows ? undefined : { tiles: B.TILES, maxTiles: moeMaxTiles(T * Kx, s.nExpert), ids: B.IDS };
-  if (moe) dispatch(c.ops, K.moe_tiles, { IDS: B.IDS, LIST: B.LIST, TILES: B.TILES }, { nPairs: T * Kx, nExpert: s.nExpert, BN: MM_MOE_PAIRS }, [1]);
+  if (moe && !streamed) dispatch(c.ops, K.moe_tiles, { IDS: B.IDS, LIST: B.LIST, TILES: B.TILES }, { nPairs: T * Kx, nExpert: s.nExpert, BN: MM_MOE_PAIRS }, [1]);
   if (has('ffn_gate_up_exps.weight')) {
     mv(c, l, 'ffn_gate_up_exps.weight', B.A, B.GE, T * Kx, { flags: 1, moe });
   } else {

@@ -18,13 +18,16 @@ import { kvBytesPerToken, recurrentStateBytes, stateSizes } from '../payload.js'
 import { BaseSession } from '../session-base.js';
 import type { BatchItem, Engine, EngineOptions, KvType, SampleOptions, Session } from '../types.js';
 import { VkSessionState } from './session-state.js';
-import type { MatvecOpts, OutputOwner, VkHost } from './host.js';
+import type { MatvecOpts, OutputOwner, RecordedStep, VkHost } from './host.js';
+import { VkExpertStream, isRoutedExpert, slotLayout, tilesFor } from './expert-stream.js';
+import { minExpertSlots, type ExpertStats } from '../expert-cache.js';
+import { modelIdentity } from '../../model/fingerprint.js';
 import { deviceProblem, shapeProblem } from './limits.js';
 import { DEFAULT_KV, MAX_BATCH_ROWS, vulkanChunk } from '../defaults.js';
 import { BatchSteps, batchProblem } from './batch-step.js';
 import { scratchBytes, scratchTable, type ScratchBuffer } from './scratch.js';
 import { recordTopK } from './step.js';
-import { OpList, Pipelines, TOPK_MAX, gridBlob, matvecOp } from './graph.js';
+import { MM_MOE_PAIRS, OpList, Pipelines, TOPK_MAX, gridBlob, matvecOp } from './graph.js';
 import { MATVEC, VkWeights, copiedBytesEstimate, readBytes, type DevTensor, type WeightMode } from './weights.js';
 
 export { TOPK_MAX };
@@ -74,6 +77,9 @@ export class VkEngine implements Engine, VkHost {
   private ranMs = 0;
   /** with vkProfile: GPU time of each dispatch of the last step */
   private lastProfile?: { names: string[]; ns: Float64Array };
+  /** SSD streaming (streamExperts): the plan made before loading, then the slot pool */
+  private streamPlan?: { slots: number; fullLayers: number; slotBytes: number };
+  stream?: VkExpertStream;
 
   /** wall milliseconds spent in dev.run (submit to fence) since the engine opened, for benchmarks */
   get runMs(): number { return this.ranMs; }
@@ -128,7 +134,7 @@ export class VkEngine implements Engine, VkHost {
     const want = Math.floor(options.batchRows ?? 1);
     if (!(want >= 1)) throw new Error(`batchRows must be a positive integer (got ${options.batchRows})`);
     const rows = Math.min(want, MAX_BATCH_ROWS, this.chunk, this.logitsRows);
-    this.batchIssue = rows > 1 ? batchProblem(this, this.info.minStorageBufferOffsetAlignment) : undefined;
+    this.batchIssue = rows > 1 ? (options.streamExperts === true ? 'SSD streaming loads each session\'s experts per step' : batchProblem(this, this.info.minStorageBufferOffsetAlignment)) : undefined;
     this.batchRows = this.batchIssue ? 1 : rows;
     this.sessionBytes = this.sessionSize();
     let fd = -1;
@@ -138,7 +144,9 @@ export class VkEngine implements Engine, VkHost {
       this.checkBudget(mode);
       this.loadWeights(mode, auto);
       this.allocScratch();
+      this.startStreaming();
     } catch (e) {
+      this.stream?.free();
       this.dev.dispose();
       if (fd >= 0) fs.closeSync(fd);
       throw e;
@@ -174,18 +182,100 @@ export class VkEngine implements Engine, VkHost {
     const devIssue = deviceProblem(info, this.shape);
     if (devIssue) throw new Error(`${info.name}: ${devIssue} (use --cpu)`);
     // imported weights live in the page cache, not in device allocations
-    const w = copiedBytesEstimate(this.file, this.shape, mode);
+    const streaming = this.options.streamExperts === true;
+    const full = streaming ? Math.min(this.options.expertFullLayers ?? 0, this.shape.nLayer) : 0;
+    const w = copiedBytesEstimate(this.file, this.shape, mode, streaming ? this.streamed(full) : undefined);
     const scratch = this.scratchEstimate();
     const n = this.options.sessions ?? 1, sessions = n * this.sessionBytes;
     const total = w + scratch + sessions;
+    if (streaming) { this.planStreaming({ left: info.deviceLocalBytes * 0.95 - total, weights: w, scratch, sessions, full }); return; }
     if (total > info.deviceLocalBytes * 0.95) {
-      throw new Error(`model does not fit ${info.name}: weights ${(w / 2 ** 30).toFixed(2)} GiB + KV/state ${(sessions / 2 ** 30).toFixed(2)} GiB (ctx ${this.options.ctx}${n > 1 ? ` × ${n} sessions` : ''}) + scratch ${(scratch / 2 ** 30).toFixed(2)} GiB > ${(info.deviceLocalBytes / 2 ** 30).toFixed(2)} GiB device memory${this.options.vkMemoryLimit !== undefined ? ' (--vk-memory-limit)' : ''}: lower --ctx${n > 1 ? ' or --batched-session' : ''}, use -ctk q8_0 -ctv q4_0${scratch > this.sessionBytes ? ` or a smaller prefill chunk (${this.chunk} tokens)` : ''}`);
+      throw new Error(`model does not fit ${info.name}: weights ${(w / 2 ** 30).toFixed(2)} GiB + KV/state ${(sessions / 2 ** 30).toFixed(2)} GiB (ctx ${this.options.ctx}${n > 1 ? ` × ${n} sessions` : ''}) + scratch ${(scratch / 2 ** 30).toFixed(2)} GiB > ${(info.deviceLocalBytes / 2 ** 30).toFixed(2)} GiB device memory${this.options.vkMemoryLimit !== undefined ? ' (--vk-memory-limit)' : ''}: lower --ctx${n > 1 ? ' or --batched-session' : ''}, use -ctk q8_0 -ctv q4_0${scratch > this.sessionBytes ? ` or a smaller prefill chunk (${this.chunk} tokens)` : ''}, or stream the routed experts from the file (--ssd-streaming)`);
     }
+  }
+
+  /** SSD streaming: the routed-expert tensors left out of the resident weights (layers ≥ full). */
+  private streamed(full: number): (name: string) => boolean {
+    return (name) => isRoutedExpert(name) && Number(/^blk\.(\d+)\./.exec(name)![1]) >= full;
+  }
+
+  /**
+   * The expert cache's size in slots: as asked (expertCacheSlots, or expertCacheMiB), else 80% of
+   * the memory left after the resident weights, KV/state and scratch; at most every streamed
+   * expert, at least one layer's (a prefill chunk may route to all of them). Refuses, naming the
+   * numbers, what cannot work.
+   */
+  private planStreaming(o: { left: number; weights: number; scratch: number; sessions: number; full: number }): void {
+    const s = this.shape, o2 = this.options, MiB = (b: number) => `${(b / 2 ** 20).toFixed(1)} MiB`;
+    if (!(Number.isInteger(o.full) && o.full >= 0)) throw new Error(`expertFullLayers must be a whole number of layers (got ${o2.expertFullLayers})`);
+    const { slotBytes } = slotLayout(this.file, s, o.full);
+    const most = (s.nLayer - o.full) * s.nExpert;
+    const asked = o2.expertCacheSlots !== undefined ? o2.expertCacheSlots * slotBytes : o2.expertCacheMiB !== undefined ? o2.expertCacheMiB * 2 ** 20 : undefined;
+    const slots = most === 0 ? 0 : Math.min(most, Math.floor((asked ?? Math.max(0, 0.8 * o.left)) / slotBytes));
+    const min = minExpertSlots({ ...s, fullLayers: o.full, chunk: this.chunk });
+    const used = `${MiB(o.weights)} of resident weights${o.full ? ` (with layers 0-${o.full - 1}'s experts)` : ''}, ${MiB(o.sessions)} of KV/state and ${MiB(o.scratch)} of scratch`;
+    if (slots < min) {
+      if (asked !== undefined && asked <= o.left) {
+        throw new Error(`an expert cache of ${slots} slots (${MiB(asked)} asked) cannot hold one layer's experts: need ${min} expert slots = ${MiB(min * slotBytes)} (raise --ssd-streaming-cache-experts)`);
+      }
+      throw new Error(`${this.info.name}: ${MiB(Math.max(0, o.left))} of device memory left after ${used}${o.full ? ` (--ssd-streaming-full-layers ${o.full})` : ''}; ` +
+        `the expert cache needs at least ${min} slots = ${MiB(min * slotBytes)}, one layer's experts${o.full ? ': lower --ssd-streaming-full-layers' : ''}, lower --ctx or use -ctk q8_0 -ctv q4_0`);
+    }
+    if (slots * slotBytes > o.left) {
+      throw new Error(`an expert cache of ${slots} slots = ${MiB(slots * slotBytes)} does not fit ${this.info.name}: ${MiB(Math.max(0, o.left))} left after ${used}`);
+    }
+    this.streamPlan = { slots, fullLayers: o.full, slotBytes };
+  }
+
+  /** The slot pool, the streamed experts' views of it, and the warm start (after the weights: the plan knows their size). */
+  private startStreaming(): void {
+    const p = this.streamPlan;
+    if (!p) return;
+    const u = this.options.expertUsage;
+    this.stream = new VkExpertStream({
+      dev: this.dev, file: this.file, fd: this.fd, shape: this.shape, slots: p.slots, fullLayers: p.fullLayers, maxBinding: this.maxBinding(),
+      usage: u && { ...u, model: modelIdentity(this.options.model).fingerprint.toString('hex') },
+    });
+    this.stream.install(this.w.t);
+    this.stream.cache.warmStart();
+  }
+
+  streams(l: number): boolean {
+    return this.stream?.streams(l) ?? false;
+  }
+
+  async runStep(step: RecordedStep, T: number): Promise<void> {
+    const t0 = performance.now();
+    for (let i = 0; i < step.cmds.length; i++) {
+      await this.dev.run(step.cmds[i]);
+      if (step.layers[i] >= 0) this.loadRouted(step.layers[i], T);
+    }
+    this.reportRun(performance.now() - t0, this.options.vkProfile ? { names: step.names.flat(), ns: Float64Array.from(step.cmds.flatMap((c) => [...this.dev.timings(c)])) } : undefined);
+  }
+
+  /**
+   * Between a streamed layer's routing and its experts: the T·K routed ids become slot ids (the
+   * missing experts read into slots first) and, for several tokens, the pairs grouped by slot.
+   */
+  private loadRouted(l: number, T: number): void {
+    const B = this.buf, n = T * this.shape.nExpertUsed;
+    const slots = this.stream!.slotsFor(l, new Uint32Array(this.dev.read(B.IDS, 0, 4 * n)));
+    this.dev.write(B.IDS, 0, new Uint8Array(slots.buffer));
+    if (T > 1) {
+      const { list, tiles } = tilesFor(slots, MM_MOE_PAIRS);
+      this.dev.write(B.LIST, 0, new Uint8Array(list.buffer));
+      this.dev.write(B.TILES, 0, new Uint8Array(tiles.buffer));
+    }
+  }
+
+  /** Expert-cache counters (SSD streaming), or undefined when every expert is resident. */
+  expertStats(): ExpertStats | undefined {
+    return this.stream && { ...this.stream.cache.stats };
   }
 
   /** The scratch buffers (scratch.ts): the budget counts exactly what allocScratch creates. */
   private scratch(): ScratchBuffer[] {
-    return scratchTable(this.shape, { T: this.chunk, ctx: this.options.ctx, logitsRows: this.logitsRows, steering: !!this.options.steering, unified: this.info.unifiedMemory, batch: this.batchRows, paramWords: this.paramWords });
+    return scratchTable(this.shape, { T: this.chunk, ctx: this.options.ctx, logitsRows: this.logitsRows, steering: !!this.options.steering, unified: this.info.unifiedMemory, batch: this.batchRows, paramWords: this.paramWords, streaming: this.options.streamExperts === true });
   }
 
   private scratchEstimate(): number {
@@ -195,7 +285,7 @@ export class VkEngine implements Engine, VkHost {
   /** Loads the weights; an automatic import that the driver refuses falls back to upload. */
   private loadWeights(mode: WeightMode, auto: boolean): void {
     const load = (m: WeightMode) => {
-      const w = new VkWeights({ dev: this.dev, file: this.file, fd: this.fd, shape: this.shape, q: this.q, mode: m, maxBinding: this.maxBinding() });
+      const w = new VkWeights({ dev: this.dev, file: this.file, fd: this.fd, shape: this.shape, q: this.q, mode: m, maxBinding: this.maxBinding(), skip: this.streamPlan && this.streamed(this.streamPlan.fullLayers) });
       try { w.load(); } catch (e) { w.free(); throw e; }
       return w;
     };
@@ -380,10 +470,16 @@ export class VkEngine implements Engine, VkHost {
       `weights   ${(this.w.copiedBytes / 2 ** 20).toFixed(1)} MiB copied to the device` +
         (this.w.importedBytes ? `, ${(this.w.importedBytes / 2 ** 20).toFixed(1)} MiB of the file bound in place (zero-copy)` : '') +
         (this.importError ? ` (zero-copy import failed: ${this.importError})` : ''),
+      ...(this.stream ? [this.describeStreaming()] : []),
       `kv cache  ${this.kv.k}/${this.kv.v}: ${kvTok} B/token, ${(kvTok * this.options.ctx / 2 ** 20).toFixed(1)} MiB for ctx ${this.options.ctx}`,
       `deltanet  state ${(recurrentStateBytes(this.shape) / 2 ** 20).toFixed(1)} MiB per session; scratch ${(this.scratchBytes / 2 ** 20).toFixed(1)} MiB`,
       ...((this.options.batchRows ?? 1) > 1 ? [this.batchIssue ? `batched   not available: ${this.batchIssue} (sessions take turns)` : `batched   decode steps of up to ${this.batchRows} sessions`] : []),
     ].join('\n');
+  }
+
+  private describeStreaming(): string {
+    const st = this.stream!, p = this.streamPlan!;
+    return `experts   routed experts ${p.fullLayers ? `of layers 0-${p.fullLayers - 1} resident, the rest ` : ''}streamed from the file through ${st.slots} device slots of ${(p.slotBytes / 1024).toFixed(0)} KiB (${(st.slots * p.slotBytes / 2 ** 20).toFixed(1)} MiB)${st.cache.warm ? `; ${st.cache.warm}` : ''}`;
   }
 
   /** Last step's GPU time per shader (ms), largest first; needs vkProfile. */
@@ -403,6 +499,9 @@ export class VkEngine implements Engine, VkHost {
   }
 
   dispose(): void {
+    // the routes this run took join the usage file (a hint for the next warm start: a failure
+    // to write it costs only warmth, so it does not fail the shutdown)
+    try { this.stream?.cache.saveUsage(); } catch { /* see above */ }
     fs.closeSync(this.fd);
     this.dev.dispose();
   }

@@ -73,6 +73,8 @@ export interface WeightLoadOptions {
   mode: WeightMode;
   /** the largest binding in bytes (maxStorageBufferRange, or less to exercise windows in tests) */
   maxBinding: number;
+  /** tensors not to load (SSD streaming: the streamed layers' routed experts, expert-stream.ts) */
+  skip?: (name: string) => boolean;
 }
 
 export class VkWeights {
@@ -97,7 +99,7 @@ export class VkWeights {
   /** Loads every weight the forward pass reads except token_embd (embedded on the host). */
   load(): void {
     const { shape, file } = this.o;
-    const required = deviceTensors(shape);
+    const required = deviceTensors(shape).filter((r) => !this.o.skip?.(r.name));
     const floats = new Set(required.filter((r) => r.types === 'float').map((r) => r.name));
     const matrices = required.map((r) => r.name).filter((n) => !floats.has(n));
     for (const n of matrices) {
@@ -109,6 +111,7 @@ export class VkWeights {
     for (let l = 0; l < shape.nLayer; l++) {
       for (const kind of ['exps', 'shexp']) {
         const g = `blk.${l}.ffn_gate_${kind}.weight`, u = `blk.${l}.ffn_up_${kind}.weight`;
+        if (this.o.skip?.(g)) continue;
         if (this.loadGlu(`blk.${l}.ffn_gate_up_${kind}.weight`, g, u, kind === 'exps')) done.add(g).add(u);
       }
       for (const st of STACKS) {
@@ -343,12 +346,14 @@ export function readBytes(fd: number, t: TensorInfo, start: number, len: number)
 
 /**
  * Bytes load() will copy into device memory (for the budget check before loading): everything in
- * upload mode; float weights and stack candidates in import mode. Floats count as F32.
+ * upload mode; float weights and stack candidates in import mode. Floats count as F32. Skipped
+ * tensors (streamed experts) are not loaded at all.
  */
-export function copiedBytesEstimate(file: GgufFile, shape: ModelShape, mode: WeightMode): number {
+export function copiedBytesEstimate(file: GgufFile, shape: ModelShape, mode: WeightMode, skip?: (name: string) => boolean): number {
   const stacked = new Set(STACKS.flatMap((st) => st.parts));
   let w = 0;
   for (const r of deviceTensors(shape)) {
+    if (skip?.(r.name)) continue;
     const t = file.tensorByName.get(r.name)!;
     const float = r.types === 'float';
     if (mode === 'import' && !float && !stacked.has(r.name.replace(/^blk\.\d+\./, ''))) continue;

@@ -1,0 +1,131 @@
+/**
+ * The SSD-streaming expert cache's policy, shared by both backends: which (layer, expert) lives
+ * in which of a fixed number of slots, least recently used out first, never an expert the
+ * current call needs (pinned). The backends own the memory (WASM slots, device slot buffers) and
+ * do the reads through `load`; this module only decides, counts, and remembers use for the warm
+ * start (expert-usage.ts).
+ */
+import { addUsage, hotlist, readUsage } from './expert-usage.js';
+
+export interface ExpertStats {
+  streaming: boolean;
+  slots: number;
+  /** experts a forward call needed that were already in a slot, and those that had to be read */
+  hits: number;
+  misses: number;
+  /** bytes read from the model file for experts (misses and the warm start) */
+  bytesRead: number;
+  /** experts loaded at start from the usage hotlist */
+  preloaded: number;
+}
+
+export interface ExpertCacheOptions {
+  nLayer: number;
+  nExpert: number;
+  slots: number;
+  /** layers [0, fullLayers) have resident experts: they are counted, never cached */
+  fullLayers: number;
+  /** reads expert e of layer into slot (its bytes: the caller adds them to stats.bytesRead) */
+  load(layer: number, e: number, slot: number): void;
+  /** expert e of layer leaves slot (the backend forgets where it was) */
+  evict?(layer: number, e: number, slot: number): void;
+  /** warm start: the usage file and the model's fingerprint; preload count (default: all slots), or cold */
+  usage?: { file: string; model: string; preload?: number; cold?: boolean };
+}
+
+export class ExpertCache {
+  readonly stats: ExpertStats;
+  /** key (layer · nExpert + e) of each slot's expert, or -1 */
+  private owner: number[];
+  private keySlot = new Map<number, number>();
+  /** insertion order = recency */
+  private lru = new Map<number, true>();
+  /** routes taken since the engine opened, per key (added to the usage file by saveUsage) */
+  private useCounts: Float64Array;
+  /** what the warm start did, for describe() */
+  warm = '';
+
+  constructor(private readonly o: ExpertCacheOptions) {
+    this.owner = new Array<number>(o.slots).fill(-1);
+    this.useCounts = new Float64Array(o.nLayer * o.nExpert);
+    this.stats = { streaming: true, slots: o.slots, hits: 0, misses: 0, bytesRead: 0, preloaded: 0 };
+  }
+
+  /**
+   * Makes the distinct experts `ids` of `layer` resident (each counted once as used) and returns
+   * the slot of each id, in order (undefined for a full layer: its experts are not cached).
+   */
+  ensure(layer: number, ids: ArrayLike<number>): number[] | undefined {
+    const n = this.o.nExpert, want = [...new Set(Array.from(ids))];
+    for (const e of want) {
+      if (!(e >= 0 && e < n)) throw new RangeError(`layer ${layer}: routed expert id ${e} is outside 0..${n - 1}`);
+      this.useCounts[layer * n + e]++;
+    }
+    if (layer < this.o.fullLayers) { this.stats.hits += want.length; return undefined; }
+    const pinned = new Set(want.map((e) => layer * n + e));
+    for (const e of want) {
+      const key = layer * n + e;
+      if (this.keySlot.has(key)) { this.stats.hits++; this.lru.delete(key); this.lru.set(key, true); continue; }
+      this.stats.misses++;
+      this.place(layer, e, pinned);
+    }
+    return Array.from(ids, (e) => this.keySlot.get(layer * n + e)!);
+  }
+
+  /** Expert e of layer into a free slot, or the least recently used one not pinned. */
+  private place(layer: number, e: number, pinned: Set<number>): void {
+    const n = this.o.nExpert, key = layer * n + e;
+    let slot = this.owner.indexOf(-1);
+    if (slot < 0) {
+      for (const old of this.lru.keys()) {
+        if (pinned.has(old)) continue;
+        slot = this.keySlot.get(old)!;
+        this.keySlot.delete(old);
+        this.lru.delete(old);
+        this.owner[slot] = -1;
+        this.o.evict?.(Math.floor(old / n), old % n, slot);
+        break;
+      }
+      if (slot < 0) throw new Error(`expert cache too small: ${this.owner.length} slots cannot hold the ${pinned.size} experts one step needs`);
+    }
+    // a failed read leaves the slot free, not owned by an expert whose bytes are not there
+    this.o.load(layer, e, slot);
+    this.owner[slot] = key;
+    this.keySlot.set(key, slot);
+    this.lru.set(key, true);
+  }
+
+  /**
+   * The warm start: the most used experts of the usage file, least used first so that the most
+   * used end as the most recently used (the LRU evicts the others first).
+   */
+  warmStart(): void {
+    const u = this.o.usage;
+    if (!u) return;
+    if (u.cold) { this.warm = 'cold start (--ssd-streaming-cold)'; return; }
+    const { nLayer, nExpert, fullLayers } = this.o;
+    const { counts, problem } = readUsage(u.file, u.model, nLayer, nExpert);
+    // (resident full layers need no preloading)
+    const keys = hotlist(counts).filter((k) => Math.floor(k / nExpert) >= fullLayers).slice(0, Math.min(u.preload ?? Infinity, this.owner.length)).reverse();
+    for (const key of keys) this.place(Math.floor(key / nExpert), key % nExpert, new Set());
+    this.stats.preloaded = keys.length;
+    this.warm = problem ? `usage file ignored: ${problem}` : `${keys.length} experts preloaded from ${u.file}`;
+  }
+
+  /** Adds this run's routes to the usage file (no file: nothing). */
+  saveUsage(): void {
+    const u = this.o.usage;
+    if (!u) return;
+    addUsage(u.file, u.model, this.o.nLayer, this.o.nExpert, this.useCounts);
+    this.useCounts.fill(0);
+  }
+}
+
+/**
+ * Fewest slots a streaming cache may have: one step may route to every expert of a layer (a
+ * prefill chunk), so all of one layer's experts must fit at once (none when every layer is
+ * resident).
+ */
+export function minExpertSlots(o: { nLayer: number; nExpert: number; nExpertUsed: number; fullLayers: number; chunk: number }): number {
+  return o.fullLayers < o.nLayer ? Math.min(o.nExpert, o.chunk * o.nExpertUsed) : 0;
+}

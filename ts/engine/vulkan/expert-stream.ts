@@ -1,0 +1,174 @@
+/**
+ * SSD expert streaming on the Vulkan engine (--ssd-streaming): the routed experts of layers
+ * [fullLayers, nLayer) are not loaded; a pool of expert slots in device memory holds the ones in
+ * use, filled from the GGUF on a miss (policy: expert-cache.ts, shared with the CPU engine).
+ *
+ * The step is recorded in segments cut after each streamed layer's routing (step.ts). Between
+ * two segments the host reads that layer's expert ids, makes them resident, and rewrites IDS as
+ * slot ids (and, for a multi-token step, the pairs grouped by slot: LIST/TILES, what moe_tiles
+ * would have computed). The expert kernels are the resident ones, bound to the slot pool as if
+ * it were one expert tensor of `slots` experts `slotBytes` apart (windows of it where one binding
+ * is too small): each (token, expert) pair is computed exactly as when resident, so the logits
+ * are the same bits.
+ */
+import { readTensorBytes, type GgufFile, type TensorInfo } from '../../gguf/index.js';
+import type { ModelShape } from '../../model/shape.js';
+import type { VkDevice } from '../../vk/addon.js';
+import { ExpertCache, type ExpertCacheOptions } from '../expert-cache.js';
+import type { DevTensor } from './weights.js';
+
+/** Slot strides and part offsets start at multiples of this. */
+const SLOT_ALIGN = 256;
+const up = (n: number) => Math.ceil(n / SLOT_ALIGN) * SLOT_ALIGN;
+
+/** One routed-expert tensor of a streamed layer, as the slots hold it. */
+interface Part {
+  /** the tensor key the step multiplies (ffn_gate_up_exps for a fused gate+up pair) */
+  key: string;
+  /** the file tensors whose expert e is copied in, back to back (gate then up for a GLU) */
+  src: TensorInfo[];
+  /** bytes of one expert of each src tensor, and where the first lands in a slot */
+  per: number;
+  offset: number;
+}
+
+/** Routed-expert tensor names of a layer (what streaming leaves out of the resident weights). */
+export const isRoutedExpert = (name: string) => /^blk\.\d+\.ffn_(gate|up|down)_exps\.weight$/.test(name);
+
+/**
+ * The parts of each layer's slot: gate and up fused when they agree in type and shape (as
+ * weights.ts fuses them), then down; and the slot stride (the largest layer's total).
+ */
+export function slotLayout(file: GgufFile, s: ModelShape, fullLayers: number): { parts: Part[][]; slotBytes: number } {
+  const parts: Part[][] = [];
+  let slotBytes = 0;
+  for (let l = 0; l < s.nLayer; l++) {
+    if (l < fullLayers) { parts.push([]); continue; }
+    const t = (p: string) => file.tensorByName.get(`blk.${l}.ffn_${p}_exps.weight`)!;
+    const g = t('gate'), u = t('up'), d = t('down');
+    const per = (x: TensorInfo) => x.nbytes / s.nExpert;
+    const layer: Part[] = [];
+    let o = 0;
+    if (g.type === u.type && g.rowElems === u.rowElems && g.rows === u.rows) {
+      layer.push({ key: `blk.${l}.ffn_gate_up_exps.weight`, src: [g, u], per: per(g), offset: 0 });
+      o = up(2 * per(g));
+    } else {
+      layer.push({ key: g.name, src: [g], per: per(g), offset: 0 });
+      o = up(per(g));
+      layer.push({ key: u.name, src: [u], per: per(u), offset: o });
+      o += up(per(u));
+    }
+    layer.push({ key: d.name, src: [d], per: per(d), offset: o });
+    o += up(per(d));
+    parts.push(layer);
+    slotBytes = Math.max(slotBytes, o);
+  }
+  return { parts, slotBytes };
+}
+
+export interface StreamOptions {
+  dev: VkDevice;
+  file: GgufFile;
+  /** the model file, open for reading */
+  fd: number;
+  shape: ModelShape;
+  slots: number;
+  fullLayers: number;
+  /** the largest binding in bytes */
+  maxBinding: number;
+  usage?: ExpertCacheOptions['usage'];
+}
+
+export class VkExpertStream {
+  readonly cache: ExpertCache;
+  readonly slotBytes: number;
+  readonly fullLayers: number;
+  readonly slots: number;
+  private readonly parts: Part[][];
+  /** the slot pool: buffers of whole slots, slots [first, first + count) in each */
+  private readonly pool: { buf: number; first: number; count: number }[] = [];
+  private readonly stage: Uint8Array;
+
+  constructor(private readonly o: StreamOptions) {
+    const s = o.shape;
+    ({ parts: this.parts, slotBytes: this.slotBytes } = slotLayout(o.file, s, o.fullLayers));
+    this.fullLayers = o.fullLayers;
+    this.slots = o.slots;
+    const per = Math.floor(o.maxBinding / this.slotBytes);
+    if (o.slots > 0 && per < 1) throw new Error(`one expert slot (${this.slotBytes} bytes) exceeds the device's largest binding (${o.maxBinding} bytes)`);
+    try {
+      for (let f = 0; f < o.slots; f += per) {
+        const count = Math.min(per, o.slots - f);
+        this.pool.push({ buf: o.dev.createBuffer(count * this.slotBytes, false), first: f, count });
+      }
+    } catch (e) {
+      this.free();
+      throw e;
+    }
+    this.stage = new Uint8Array(this.slotBytes);
+    this.cache = new ExpertCache({
+      nLayer: s.nLayer, nExpert: s.nExpert, slots: o.slots, fullLayers: o.fullLayers, usage: o.usage,
+      load: (l, e, slot) => this.load(l, e, slot),
+    });
+  }
+
+  /** whether layer l's experts stream (the step is cut after its routing) */
+  streams(l: number): boolean {
+    return l >= this.fullLayers && l < this.o.shape.nLayer;
+  }
+
+  /** The streamed layers' expert tensors as views of the slot pool, for the step's matvecs. */
+  install(t: Map<string, DevTensor>): void {
+    for (const layer of this.parts) {
+      for (const p of layer) {
+        const src = p.src[0], glu = p.src.length === 2;
+        t.set(p.key, {
+          type: src.type, rowBytes: src.rowBytes, ne0: src.rowElems, rows: src.rows / this.o.shape.nExpert, expertBytes: this.slotBytes, glu,
+          windows: this.pool.map((w) => ({ buf: w.buf, first: w.first, count: w.count, wOffset: p.offset, upBytes: glu ? p.per : undefined })),
+        });
+      }
+    }
+  }
+
+  /** Reads expert e of layer l into slot (one write of the whole slot). */
+  private load(l: number, e: number, slot: number): void {
+    const b = this.stage;
+    try {
+      for (const p of this.parts[l]) p.src.forEach((t, i) => readTensorBytes(this.o.fd, t, b.subarray(p.offset + i * p.per, p.offset + (i + 1) * p.per), e * p.per, p.per));
+    } catch (err) {
+      throw new Error(`${this.o.file.path}: ${(err as Error).message}`);
+    }
+    const w = this.pool.find((x) => slot >= x.first && slot < x.first + x.count)!;
+    const used = this.parts[l].reduce((n, p) => Math.max(n, p.offset + p.src.length * p.per), 0);
+    this.o.dev.write(w.buf, (slot - w.first) * this.slotBytes, b.subarray(0, used));
+    this.cache.stats.bytesRead += this.parts[l].reduce((n, p) => n + p.src.length * p.per, 0);
+  }
+
+  /** Layer l's (token, expert) pairs' expert ids → their slots, loading the missing experts. */
+  slotsFor(l: number, ids: Uint32Array): Uint32Array {
+    return Uint32Array.from(this.cache.ensure(l, ids)!);
+  }
+
+  free(): void {
+    for (const w of this.pool) this.o.dev.freeBuffer(w.buf);
+    this.pool.length = 0;
+  }
+}
+
+/**
+ * What moe_tiles.comp computes, on the host, for pairs already holding slot ids: LIST (pair
+ * indices grouped by slot, ascending) and TILES (count, then (slot, first, n ≤ bn, 0) per tile).
+ */
+export function tilesFor(slots: Uint32Array, bn: number): { list: Uint32Array; tiles: Uint32Array } {
+  const order = Array.from(slots.keys()).sort((a, b) => slots[a] - slots[b] || a - b);
+  const tiles: number[] = [0, 0, 0, 0];
+  let n = 0;
+  for (let i = 0; i < order.length;) {
+    let j = i;
+    while (j < order.length && slots[order[j]] === slots[order[i]]) j++;
+    for (let f = i; f < j; f += bn) { tiles.push(slots[order[i]], f, Math.min(bn, j - f), 0); n++; }
+    i = j;
+  }
+  tiles[0] = n;
+  return { list: Uint32Array.from(order), tiles: Uint32Array.from(tiles) };
+}
