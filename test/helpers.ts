@@ -51,21 +51,29 @@ export function driveQ36(steps: object[], args: string[], timeoutMs = 120_000, t
 }
 
 /**
- * Runs fn while fs.readSync fails with EIO (as a failing disk gives) after `okReads` more reads;
+ * Runs fn while fs.readSync and fs.read fail with EIO (as a failing disk gives) after `okReads` more reads;
  * the real readSync is back afterwards. (ESM importers see the patch through syncBuiltinESMExports.)
  */
 export async function withFailingReads<T>(okReads: number, fn: () => Promise<T>): Promise<T> {
   let calls = 0;
-  const real = fs.readSync;
+  const eio = () => Object.assign(new Error('EIO: i/o error, read'), { code: 'EIO' });
+  const real = fs.readSync, realAsync = fs.read;
   const spy = vi.spyOn(fsModule, 'readSync').mockImplementation(((...a: Parameters<typeof fs.readSync>) => {
-    if (++calls > okReads) throw Object.assign(new Error('EIO: i/o error, read'), { code: 'EIO' });
+    if (++calls > okReads) throw eio();
     return (real as (...x: unknown[]) => number)(...a);
   }) as typeof fs.readSync);
+  // the callback form too (the Vulkan engine's expert reads run on libuv's worker threads)
+  const spyAsync = vi.spyOn(fsModule, 'read').mockImplementation(((...a: unknown[]) => {
+    const cb = a[a.length - 1] as (err: Error | null, n?: number) => void;
+    if (++calls > okReads) { process.nextTick(() => cb(eio())); return; }
+    (realAsync as (...x: unknown[]) => void)(...a);
+  }) as typeof fs.read);
   syncBuiltinESMExports();
   try {
     return await fn();
   } finally {
     spy.mockRestore();
+    spyAsync.mockRestore();
     syncBuiltinESMExports();
   }
 }

@@ -176,3 +176,27 @@ describe('Vulkan SSD expert streaming', () => {
     expect([...tiles]).toEqual([4, 0, 0, 0, 2, 0, 2, 0, 7, 2, 2, 0, 7, 4, 2, 0, 9, 6, 1, 0]);
   });
 });
+
+describe('writeRegions (the addon\'s batched upload)', () => {
+  it('copies scattered pieces into one buffer and refuses regions outside the data or the buffer', async () => {
+    const e = await openEngine({ backend: 'vulkan', ctx: 64, model: MODELS.A }) as VkEngine;
+    const dev = e.dev;
+    const buf = dev.createBuffer(4096, false);
+    try {
+      const data = Uint8Array.from({ length: 300 }, (_, i) => i % 251);
+      dev.write(buf, 0, new Uint8Array(4096));
+      dev.writeRegions(buf, data, Float64Array.of(1000, 0, 100, 10, 200, 100, 4000, 150, 50));
+      const got = new Uint8Array(dev.read(buf, 0, 4096));
+      const want = new Uint8Array(4096);
+      want.set(data.subarray(0, 100), 1000); want.set(data.subarray(200, 300), 10); want.set(data.subarray(150, 200), 4000);
+      expect(Buffer.from(got).equals(Buffer.from(want))).toBe(true);
+      expect(() => dev.writeRegions(buf, data, Float64Array.of(4090, 0, 100))).toThrow(/outside the data or the buffer/);
+      expect(() => dev.writeRegions(buf, data, Float64Array.of(0, 250, 100))).toThrow(/outside the data or the buffer/);
+      expect(() => dev.writeRegions(buf, data, Float64Array.of(0, 0))).toThrow(/triples expected/);
+      expect(() => dev.writeRegions(buf, data, new Uint32Array(3) as unknown as Float64Array)).toThrow(/Float64Array expected/);
+    } finally {
+      dev.freeBuffer(buf);
+      e.dispose();
+    }
+  });
+});

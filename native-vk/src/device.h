@@ -27,6 +27,7 @@ class Device : public Napi::ObjectWrap<Device> {
   Napi::Value ImportFile(const Napi::CallbackInfo& info);
   Napi::Value FreeBuffer(const Napi::CallbackInfo& info);
   Napi::Value Write(const Napi::CallbackInfo& info);
+  Napi::Value WriteRegions(const Napi::CallbackInfo& info);
   Napi::Value Read(const Napi::CallbackInfo& info);
   Napi::Value CreatePipeline(const Napi::CallbackInfo& info);
   Napi::Value Record(const Napi::CallbackInfo& info);
@@ -39,6 +40,7 @@ class Device : public Napi::ObjectWrap<Device> {
   Context& ctx(const Napi::Env& env);
   Buffer& buffer(const Napi::Env& env, uint32_t id);
   void copy(Buffer& dst, uint64_t dstOff, Buffer& src, uint64_t srcOff, uint64_t n);
+  void copyRegions(Buffer& dst, Buffer& src, const std::vector<VkBufferCopy>& regions);
 
   std::unique_ptr<Context> ctx_;
   std::map<uint32_t, std::unique_ptr<Buffer>> buffers_;

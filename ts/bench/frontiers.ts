@@ -4,6 +4,10 @@
  * interval), snapshot, decode a fixed greedy probe (EOS ignored), restore, continue.
  */
 import type { Engine } from '../engine/types.js';
+import type { ExpertStats } from '../engine/expert-cache.js';
+
+/** SSD streaming: what one phase's expert cache did (differences of the engine's counters). */
+export interface ExpertPhase { hits: number; misses: number; bytesRead: number }
 
 export interface FrontierRow {
   frontier: number;
@@ -13,6 +17,21 @@ export interface FrontierRow {
   decodeTps: number;
   kvBytes: number;
   residentBytes: number;
+  /** SSD streaming only: the expert cache during this row's prefill and its decode probe */
+  experts?: { prefill: ExpertPhase; decode: ExpertPhase };
+}
+
+function phase(a: ExpertStats, b: ExpertStats): ExpertPhase {
+  return { hits: b.hits - a.hits, misses: b.misses - a.misses, bytesRead: b.bytesRead - a.bytesRead };
+}
+
+/** One stderr line per row for a streaming engine: hit rate and bytes read, prefill and per decoded token. */
+export function expertLine(r: FrontierRow): string | undefined {
+  const x = r.experts;
+  if (!x) return undefined;
+  const rate = (p: ExpertPhase) => `${(100 * p.hits / Math.max(1, p.hits + p.misses)).toFixed(1)}% hits`;
+  const mib = (b: number) => `${(b / 2 ** 20).toFixed(1)} MiB`;
+  return `experts at ${r.frontier}: prefill ${rate(x.prefill)}, ${mib(x.prefill.bytesRead)} read; decode ${rate(x.decode)}, ${mib(x.decode.bytesRead / Math.max(1, r.decodeTokens))} read per token`;
 }
 
 /** Frontier spacing without --step-incr/--step-mul: every 2048 tokens (the QuarkStar README's 2048, 4096, 6144, …). */
@@ -60,18 +79,22 @@ export async function runFrontiers(o: BenchOptions): Promise<void> {
     let pos = 0;
     for (const f of o.frontiers) {
       const added = f - pos;
+      const x0 = e.expertStats?.();
       let t = performance.now();
       await s.eval(o.tokens.slice(pos, f));
       const pre = (performance.now() - t) / 1000;
+      const x1 = e.expertStats?.();
       pos = f;
       const snap = s.snapshot();
       t = performance.now();
       for (let i = 0; i < o.genTokens; i++) await s.eval([s.sample({ temperature: 0 })]);
       const dec = (performance.now() - t) / 1000;
+      const x2 = e.expertStats?.();
       s.restore(snap); // the probe only wrote KV rows ≥ f: the snapshot is still valid
       o.onRow({
         frontier: f, prefillTokens: added, prefillTps: added / pre, decodeTokens: o.genTokens,
         decodeTps: o.genTokens > 0 ? o.genTokens / dec : 0, kvBytes: f * o.kvBytesPerToken, residentBytes: process.memoryUsage().rss,
+        experts: x0 && x1 && x2 ? { prefill: phase(x0, x1), decode: phase(x1, x2) } : undefined,
       });
     }
   } finally {

@@ -10,7 +10,7 @@ import * as path from 'node:path';
 import { openEngine } from '../engine/index.js';
 import { kvBytesPerToken } from '../engine/payload.js';
 import { DEFAULT_MODEL, ROOT } from '../paths.js';
-import { CSV_HEADER, csvRow, frontierList, runFrontiers, tokenSequence } from '../bench/frontiers.js';
+import { CSV_HEADER, expertLine, csvRow, frontierList, runFrontiers, tokenSequence } from '../bench/frontiers.js';
 import { CliError, openModelHeader } from './load-tokenizer.js';
 import { ENGINE_PARSE_OPTIONS, engineOptions, num, parseCliArgs } from './options.js';
 
@@ -18,7 +18,10 @@ const HELP = `usage: q36-bench [--cpu|--vulkan] -m MODEL [--prompt-file F] --ctx
                  [--gen-tokens 128] [-ctk f16|q8_0|q4_0] [-ctv f16|q8_0|q4_0] [--warmup N] [--vk-device N]
 Walks one token sequence (default prompt: fixtures/bench/lighthouse.txt, repeated) to each context
 frontier with incremental prefill, decodes a greedy probe of --gen-tokens there (EOS ignored),
-restores the state and continues. CSV: ${CSV_HEADER}`;
+restores the state and continues. CSV: ${CSV_HEADER}
+SSD streaming: --ssd-streaming [--ssd-streaming-cache-experts N|SIZE] [--ssd-streaming-cold |
+--ssd-streaming-preload-experts N] [--ssd-streaming-full-layers N] [--vk-memory-limit SIZE], as q36;
+each row then adds "experts at N: …" on stderr (hit rate and MiB read, prefill and per decoded token).`;
 
 async function main(): Promise<number> {
   const a = parseCliArgs({
@@ -54,7 +57,7 @@ async function main(): Promise<number> {
     const tokens = tokenSequence(engine.tokenizer.encode(text), max + gen);
     const kvPerToken = kvBytesPerToken(engine.shape, eo.kvTypes!);
     console.log(CSV_HEADER);
-    await runFrontiers({ engine, tokens, frontiers, genTokens: gen, warmup, kvBytesPerToken: kvPerToken, onRow: (r) => console.log(csvRow(r)) });
+    await runFrontiers({ engine, tokens, frontiers, genTokens: gen, warmup, kvBytesPerToken: kvPerToken, onRow: (r) => { console.log(csvRow(r)); const x = expertLine(r); if (x) process.stderr.write(`${x}\n`); } });
   } finally {
     engine.dispose();
   }

@@ -19,14 +19,17 @@ export interface ExpertStats {
   preloaded: number;
 }
 
+/** Expert e of layer is to be read into slot. */
+export interface ExpertLoad { layer: number; e: number; slot: number }
+
 export interface ExpertCacheOptions {
   nLayer: number;
   nExpert: number;
   slots: number;
   /** layers [0, fullLayers) have resident experts: they are counted, never cached */
   fullLayers: number;
-  /** reads expert e of layer into slot (its bytes: the caller adds them to stats.bytesRead) */
-  load(layer: number, e: number, slot: number): void;
+  /** reads expert e of layer into slot, for ensure() and warmStart() (callers of plan() read themselves) */
+  load?(layer: number, e: number, slot: number): void;
   /** expert e of layer leaves slot (the backend forgets where it was) */
   evict?(layer: number, e: number, slot: number): void;
   /** warm start: the usage file and the model's fingerprint; preload count (default: all slots), or cold */
@@ -52,29 +55,64 @@ export class ExpertCache {
   }
 
   /**
-   * Makes the distinct experts `ids` of `layer` resident (each counted once as used) and returns
-   * the slot of each id, in order (undefined for a full layer: its experts are not cached).
+   * Makes the distinct experts `ids` of `layer` resident (each counted once as used), reading the
+   * missing ones through `load` one by one, and returns the slot of each id, in order (undefined
+   * for a full layer: its experts are not cached).
    */
   ensure(layer: number, ids: ArrayLike<number>): number[] | undefined {
+    const p = this.plan(layer, ids);
+    this.loadEach(p.loads);
+    return p.slots;
+  }
+
+  /**
+   * ensure() without the reads: the slot of each id and the loads that must complete before
+   * those slots hold their experts (the caller reads them, all at once if it likes, and calls
+   * failed() with them if that goes wrong).
+   */
+  plan(layer: number, ids: ArrayLike<number>): { slots?: number[]; loads: ExpertLoad[] } {
     const n = this.o.nExpert, want = [...new Set(Array.from(ids))];
     for (const e of want) {
       if (!(e >= 0 && e < n)) throw new RangeError(`layer ${layer}: routed expert id ${e} is outside 0..${n - 1}`);
       this.useCounts[layer * n + e]++;
     }
-    if (layer < this.o.fullLayers) { this.stats.hits += want.length; return undefined; }
-    const pinned = new Set(want.map((e) => layer * n + e));
+    if (layer < this.o.fullLayers) { this.stats.hits += want.length; return { loads: [] }; }
+    const pinned = new Set(want.map((e) => layer * n + e)), loads: ExpertLoad[] = [];
     for (const e of want) {
       const key = layer * n + e;
       if (this.keySlot.has(key)) { this.stats.hits++; this.lru.delete(key); this.lru.set(key, true); continue; }
       this.stats.misses++;
-      this.place(layer, e, pinned);
+      loads.push({ layer, e, slot: this.place(key, pinned) });
     }
-    return Array.from(ids, (e) => this.keySlot.get(layer * n + e)!);
+    return { slots: Array.from(ids, (e) => this.keySlot.get(layer * n + e)!), loads };
   }
 
-  /** Expert e of layer into a free slot, or the least recently used one not pinned. */
-  private place(layer: number, e: number, pinned: Set<number>): void {
-    const n = this.o.nExpert, key = layer * n + e;
+  /** Loads that did not complete: their slots are free again (no expert is taken for bytes that are not there). */
+  failed(loads: ExpertLoad[]): void {
+    const n = this.o.nExpert;
+    for (const { layer, e, slot } of loads) {
+      const key = layer * n + e;
+      if (this.keySlot.get(key) !== slot) continue;
+      this.keySlot.delete(key);
+      this.lru.delete(key);
+      this.owner[slot] = -1;
+    }
+  }
+
+  private loadEach(loads: ExpertLoad[]): void {
+    for (let i = 0; i < loads.length; i++) {
+      try {
+        this.o.load!(loads[i].layer, loads[i].e, loads[i].slot);
+      } catch (err) {
+        this.failed(loads.slice(i));
+        throw err;
+      }
+    }
+  }
+
+  /** A slot for key: a free one, or the least recently used one not pinned (its expert evicted). */
+  private place(key: number, pinned: Set<number>): number {
+    const n = this.o.nExpert;
     let slot = this.owner.indexOf(-1);
     if (slot < 0) {
       for (const old of this.lru.keys()) {
@@ -88,28 +126,34 @@ export class ExpertCache {
       }
       if (slot < 0) throw new Error(`expert cache too small: ${this.owner.length} slots cannot hold the ${pinned.size} experts one step needs`);
     }
-    // a failed read leaves the slot free, not owned by an expert whose bytes are not there
-    this.o.load(layer, e, slot);
     this.owner[slot] = key;
     this.keySlot.set(key, slot);
     this.lru.set(key, true);
+    return slot;
   }
 
   /**
-   * The warm start: the most used experts of the usage file, least used first so that the most
-   * used end as the most recently used (the LRU evicts the others first).
+   * The warm start's loads: the most used experts of the usage file, least used first so that
+   * the most used end as the most recently used (the LRU evicts the others first). Slots are
+   * taken now; the caller reads them (warmStart() does, one by one).
    */
-  warmStart(): void {
+  warmLoads(): ExpertLoad[] {
     const u = this.o.usage;
-    if (!u) return;
-    if (u.cold) { this.warm = 'cold start (--ssd-streaming-cold)'; return; }
+    if (!u) return [];
+    if (u.cold) { this.warm = 'cold start (--ssd-streaming-cold)'; return []; }
     const { nLayer, nExpert, fullLayers } = this.o;
     const { counts, problem } = readUsage(u.file, u.model, nLayer, nExpert);
     // (resident full layers need no preloading)
     const keys = hotlist(counts).filter((k) => Math.floor(k / nExpert) >= fullLayers).slice(0, Math.min(u.preload ?? Infinity, this.owner.length)).reverse();
-    for (const key of keys) this.place(Math.floor(key / nExpert), key % nExpert, new Set());
+    const loads = keys.map((key) => ({ layer: Math.floor(key / nExpert), e: key % nExpert, slot: this.place(key, new Set()) }));
     this.stats.preloaded = keys.length;
     this.warm = problem ? `usage file ignored: ${problem}` : `${keys.length} experts preloaded from ${u.file}`;
+    return loads;
+  }
+
+  /** The warm start, read one by one through `load`. */
+  warmStart(): void {
+    this.loadEach(this.warmLoads());
   }
 
   /** Adds this run's routes to the usage file (no file: nothing). */

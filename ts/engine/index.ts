@@ -10,7 +10,9 @@ export async function openEngine(o: EngineOptions): Promise<Engine> {
       return new CpuEngine(o);
     case 'vulkan': {
       const { VkEngine } = await import('./vulkan/vk-engine.js');
-      return new VkEngine(o);
+      const e = new VkEngine(o);
+      try { await e.ready(); } catch (err) { e.dispose(); throw err; }
+      return e;
     }
     default:
       throw new Error(`unknown backend "${(o as { backend: string }).backend}"`);

@@ -44,6 +44,8 @@ export interface VkDevice {
   importFile(path: string, offset: number, bytes: number): number;
   freeBuffer(id: number): void;
   write(id: number, offset: number, data: Uint8Array): void;
+  /** pieces of data into one buffer: (dstOffset, srcOffset, bytes) triples, each ≤ 64 MiB, copied in as few submissions as the staging buffer allows */
+  writeRegions(id: number, data: Uint8Array, regions: Float64Array): void;
   read(id: number, offset: number, length: number): ArrayBuffer;
   createPipeline(shader: string, bindings: number, pushBytes: number): number;
   /** ops: per dispatch [pipeline, nBuffers, buffers…, nPushWords, push…, gx, gy, gz, flags(bit0 barrier)] */

@@ -11,14 +11,19 @@
  * is too small): each (token, expert) pair is computed exactly as when resident, so the logits
  * are the same bits.
  */
-import { readTensorBytes, type GgufFile, type TensorInfo } from '../../gguf/index.js';
+import * as fs from 'node:fs';
+import type { GgufFile, TensorInfo } from '../../gguf/index.js';
 import type { ModelShape } from '../../model/shape.js';
 import type { VkDevice } from '../../vk/addon.js';
-import { ExpertCache, type ExpertCacheOptions } from '../expert-cache.js';
+import { ExpertCache, type ExpertCacheOptions, type ExpertLoad } from '../expert-cache.js';
 import type { DevTensor } from './weights.js';
 
 /** Slot strides and part offsets start at multiples of this. */
 const SLOT_ALIGN = 256;
+/** Positioned reads in flight at once (libuv's worker threads run them: 4 unless UV_THREADPOOL_SIZE says otherwise). */
+const READS_IN_FLIGHT = 16;
+/** Host staging for one batch of slots (the addon's staging buffer is as large). */
+const STAGE_BYTES = 64 << 20;
 const up = (n: number) => Math.ceil(n / SLOT_ALIGN) * SLOT_ALIGN;
 
 /** One routed-expert tensor of a streamed layer, as the slots hold it. */
@@ -85,13 +90,16 @@ export class VkExpertStream {
   readonly fullLayers: number;
   readonly slots: number;
   private readonly parts: Part[][];
+  /** bytes of a slot that layer l's parts fill */
+  private readonly used: number[];
   /** the slot pool: buffers of whole slots, slots [first, first + count) in each */
   private readonly pool: { buf: number; first: number; count: number }[] = [];
-  private readonly stage: Uint8Array;
+  private stage?: Uint8Array;
 
   constructor(private readonly o: StreamOptions) {
     const s = o.shape;
     ({ parts: this.parts, slotBytes: this.slotBytes } = slotLayout(o.file, s, o.fullLayers));
+    this.used = this.parts.map((layer) => layer.reduce((n, p) => Math.max(n, p.offset + p.src.length * p.per), 0));
     this.fullLayers = o.fullLayers;
     this.slots = o.slots;
     const per = Math.floor(o.maxBinding / this.slotBytes);
@@ -105,11 +113,13 @@ export class VkExpertStream {
       this.free();
       throw e;
     }
-    this.stage = new Uint8Array(this.slotBytes);
-    this.cache = new ExpertCache({
-      nLayer: s.nLayer, nExpert: s.nExpert, slots: o.slots, fullLayers: o.fullLayers, usage: o.usage,
-      load: (l, e, slot) => this.load(l, e, slot),
-    });
+    this.cache = new ExpertCache({ nLayer: s.nLayer, nExpert: s.nExpert, slots: o.slots, fullLayers: o.fullLayers, usage: o.usage });
+  }
+
+  /** The warm start (expert-cache.ts): the hotlist's experts read into their slots. */
+  async warm(): Promise<void> {
+    const loads = this.cache.warmLoads();
+    try { await this.read(loads); } catch (e) { this.cache.failed(loads); throw e; }
   }
 
   /** whether layer l's experts stream (the step is cut after its routing) */
@@ -130,23 +140,63 @@ export class VkExpertStream {
     }
   }
 
-  /** Reads expert e of layer l into slot (one write of the whole slot). */
-  private load(l: number, e: number, slot: number): void {
-    const b = this.stage;
-    try {
-      for (const p of this.parts[l]) p.src.forEach((t, i) => readTensorBytes(this.o.fd, t, b.subarray(p.offset + i * p.per, p.offset + (i + 1) * p.per), e * p.per, p.per));
-    } catch (err) {
-      throw new Error(`${this.o.file.path}: ${(err as Error).message}`);
+  /**
+   * Reads the loads' experts with positioned reads (from libuv's worker threads, a bounded number
+   * in flight) into a host staging area, a batch of whole slots at a time, and copies each batch
+   * into the pool with one submission per pool buffer.
+   */
+  private async read(loads: ExpertLoad[]): Promise<void> {
+    const per = Math.max(1, Math.floor(STAGE_BYTES / this.slotBytes));
+    this.stage ??= new Uint8Array(Math.min(loads.length, per) * this.slotBytes);
+    for (let b0 = 0; b0 < loads.length; b0 += per) {
+      const batch = loads.slice(b0, b0 + per);
+      if (this.stage.byteLength < batch.length * this.slotBytes) this.stage = new Uint8Array(batch.length * this.slotBytes);
+      // every part of every expert in the batch: [tensor, byte in tensor, bytes, byte in stage]
+      const reads: [TensorInfo, number, number, number][] = [];
+      batch.forEach(({ layer, e }, i) => {
+        for (const p of this.parts[layer]) p.src.forEach((t, k) => reads.push([t, e * p.per, p.per, i * this.slotBytes + p.offset + k * p.per]));
+      });
+      let next = 0;
+      const worker = async () => {
+        while (next < reads.length) {
+          const [t, at, n, to] = reads[next++];
+          await this.readAt(t, at, n, to);
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(READS_IN_FLIGHT, reads.length) }, worker));
+      for (const w of this.pool) {
+        const regions: number[] = [];
+        batch.forEach(({ layer, slot }, i) => {
+          if (slot < w.first || slot >= w.first + w.count) return;
+          regions.push((slot - w.first) * this.slotBytes, i * this.slotBytes, this.used[layer]);
+        });
+        if (regions.length) this.o.dev.writeRegions(w.buf, this.stage.subarray(0, batch.length * this.slotBytes), Float64Array.from(regions));
+      }
+      this.cache.stats.bytesRead += reads.reduce((n, r) => n + r[2], 0);
     }
-    const w = this.pool.find((x) => slot >= x.first && slot < x.first + x.count)!;
-    const used = this.parts[l].reduce((n, p) => Math.max(n, p.offset + p.src.length * p.per), 0);
-    this.o.dev.write(w.buf, (slot - w.first) * this.slotBytes, b.subarray(0, used));
-    this.cache.stats.bytesRead += this.parts[l].reduce((n, p) => n + p.src.length * p.per, 0);
   }
 
-  /** Layer l's (token, expert) pairs' expert ids → their slots, loading the missing experts. */
-  slotsFor(l: number, ids: Uint32Array): Uint32Array {
-    return Uint32Array.from(this.cache.ensure(l, ids)!);
+  /** n bytes of tensor t from byte `at` into the stage at `to`; an error names the file. */
+  private async readAt(t: TensorInfo, at: number, n: number, to: number): Promise<void> {
+    if (at < 0 || at + n > t.nbytes) throw new RangeError(`${t.name}: byte range ${at}+${n} outside tensor of ${t.nbytes} bytes`);
+    const stage = this.stage!;
+    for (let got = 0; got < n;) {
+      let r: number;
+      try {
+        r = await new Promise<number>((ok, fail) => fs.read(this.o.fd, stage, to + got, n - got, t.offset + at + got, (err, bytes) => (err ? fail(err) : ok(bytes))));
+      } catch (err) {
+        throw new Error(`${this.o.file.path}: ${(err as Error).message}`);
+      }
+      if (r <= 0) throw new Error(`${this.o.file.path}: ${t.name}: short read at byte ${at + got} (file truncated?)`);
+      got += r;
+    }
+  }
+
+  /** Layer l's (token, expert) pairs' expert ids → their slots, reading the missing experts first. */
+  async slotsFor(l: number, ids: Uint32Array): Promise<Uint32Array> {
+    const p = this.cache.plan(l, ids);
+    try { await this.read(p.loads); } catch (e) { this.cache.failed(p.loads); throw e; }
+    return Uint32Array.from(p.slots!);
   }
 
   free(): void {

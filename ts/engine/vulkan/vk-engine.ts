@@ -237,7 +237,11 @@ export class VkEngine implements Engine, VkHost {
       usage: u && { ...u, model: modelIdentity(this.options.model).fingerprint.toString('hex') },
     });
     this.stream.install(this.w.t);
-    this.stream.cache.warmStart();
+  }
+
+  /** What opening still has to do asynchronously: the SSD-streaming warm start's reads. */
+  async ready(): Promise<void> {
+    await this.stream?.warm();
   }
 
   streams(l: number): boolean {
@@ -248,7 +252,7 @@ export class VkEngine implements Engine, VkHost {
     const t0 = performance.now();
     for (let i = 0; i < step.cmds.length; i++) {
       await this.dev.run(step.cmds[i]);
-      if (step.layers[i] >= 0) this.loadRouted(step.layers[i], T);
+      if (step.layers[i] >= 0) await this.loadRouted(step.layers[i], T);
     }
     this.reportRun(performance.now() - t0, this.options.vkProfile ? { names: step.names.flat(), ns: Float64Array.from(step.cmds.flatMap((c) => [...this.dev.timings(c)])) } : undefined);
   }
@@ -257,9 +261,9 @@ export class VkEngine implements Engine, VkHost {
    * Between a streamed layer's routing and its experts: the T·K routed ids become slot ids (the
    * missing experts read into slots first) and, for several tokens, the pairs grouped by slot.
    */
-  private loadRouted(l: number, T: number): void {
+  private async loadRouted(l: number, T: number): Promise<void> {
     const B = this.buf, n = T * this.shape.nExpertUsed;
-    const slots = this.stream!.slotsFor(l, new Uint32Array(this.dev.read(B.IDS, 0, 4 * n)));
+    const slots = await this.stream!.slotsFor(l, new Uint32Array(this.dev.read(B.IDS, 0, 4 * n)));
     this.dev.write(B.IDS, 0, new Uint8Array(slots.buffer));
     if (T > 1) {
       const { list, tiles } = tilesFor(slots, MM_MOE_PAIRS);
