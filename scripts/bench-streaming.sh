@@ -3,7 +3,8 @@
 # and streamed through expert caches of several sizes, with the page cache warm and cold, and
 # under a device-memory cap. One line per run: the CSV row and the "experts at N" line.
 #
-#   bash scripts/bench-streaming.sh MODEL [FRONTIER=2048] [GEN=64] [CACHES="1GB 2GB 4GB"] [CAP=16GB]
+#   [WARMUP=16] bash scripts/bench-streaming.sh MODEL [FRONTIER=2048] [GEN=64] [CACHES="1GB 2GB 4GB"] [CAP=16GB]
+# (the warm-up prefill and 2 decode steps compile the pipelines before the measured rows)
 #
 # Cold page cache: GNU dd's iflag=nocache with count=0 asks the kernel to drop the file's cached
 # pages (posix_fadvise DONTNEED; no root needed), so the next run reads the SSD. Every streamed
@@ -15,7 +16,7 @@ F=${2:-2048}
 GEN=${3:-64}
 CACHES=${4:-"1GB 2GB 4GB"}
 CAP=${5:-16GB}
-BENCH="node dist/ts/cli/q36-bench.js --vulkan -m $MODEL --ctx-start $F --ctx-max $F --gen-tokens $GEN --warmup 0"
+BENCH="node dist/ts/cli/q36-bench.js --vulkan -m $MODEL --ctx-start $F --ctx-max $F --gen-tokens $GEN --warmup ${WARMUP:-16}"
 export HOME=$(mktemp -d)
 drop() { sync; dd if="$MODEL" iflag=nocache count=0 status=none || echo "(could not drop the page cache)"; }
 run() {

@@ -144,6 +144,17 @@ describe('Vulkan SSD expert streaming', () => {
       const r = ref.newSession();
       await r.eval(toks);
       expect(Buffer.from(s.logits().buffer).equals(Buffer.from(r.logits().buffer))).toBe(true);
+      // a decode step (its segments run on this thread) fails the same way
+      let failed = false;
+      for (const t of [7, 300, 42, 9, 100, 11, 23, 500]) {
+        await withFailingReads(0, async () => { try { await s.eval([t]); } catch (err) { failed = true; expect((err as Error).message).toMatch(/tinyA-q2q4\.gguf: EIO/); } });
+        if (failed) break;
+        await r.eval([t]);
+      }
+      expect(failed).toBe(true);
+      expect(s.tokens.length).toBe(0);
+      await s.eval(r.tokens.slice());
+      expect(Buffer.from(s.logits().buffer).equals(Buffer.from(r.logits().buffer))).toBe(true);
     } finally {
       e.dispose(); ref.dispose();
     }

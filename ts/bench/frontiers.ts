@@ -7,7 +7,7 @@ import type { Engine } from '../engine/types.js';
 import type { ExpertStats } from '../engine/expert-cache.js';
 
 /** SSD streaming: what one phase's expert cache did (differences of the engine's counters). */
-export interface ExpertPhase { hits: number; misses: number; bytesRead: number }
+export interface ExpertPhase { hits: number; misses: number; bytesRead: number; readMs: number; copyMs: number }
 
 export interface FrontierRow {
   frontier: number;
@@ -22,7 +22,7 @@ export interface FrontierRow {
 }
 
 function phase(a: ExpertStats, b: ExpertStats): ExpertPhase {
-  return { hits: b.hits - a.hits, misses: b.misses - a.misses, bytesRead: b.bytesRead - a.bytesRead };
+  return { hits: b.hits - a.hits, misses: b.misses - a.misses, bytesRead: b.bytesRead - a.bytesRead, readMs: b.readMs - a.readMs, copyMs: b.copyMs - a.copyMs };
 }
 
 /** One stderr line per row for a streaming engine: hit rate and bytes read, prefill and per decoded token. */
@@ -30,8 +30,9 @@ export function expertLine(r: FrontierRow): string | undefined {
   const x = r.experts;
   if (!x) return undefined;
   const rate = (p: ExpertPhase) => `${(100 * p.hits / Math.max(1, p.hits + p.misses)).toFixed(1)}% hits`;
-  const mib = (b: number) => `${(b / 2 ** 20).toFixed(1)} MiB`;
-  return `experts at ${r.frontier}: prefill ${rate(x.prefill)}, ${mib(x.prefill.bytesRead)} read; decode ${rate(x.decode)}, ${mib(x.decode.bytesRead / Math.max(1, r.decodeTokens))} read per token`;
+  const mib = (b: number) => `${(b / 2 ** 20).toFixed(1)} MiB`, n = Math.max(1, r.decodeTokens);
+  const ms = (p: ExpertPhase, k = 1) => `(reads ${(p.readMs / k).toFixed(1)} ms, copies to the device ${(p.copyMs / k).toFixed(1)} ms)`;
+  return `experts at ${r.frontier}: prefill ${rate(x.prefill)}, ${mib(x.prefill.bytesRead)} read ${ms(x.prefill)}; decode ${rate(x.decode)}, ${mib(x.decode.bytesRead / n)} read per token ${ms(x.decode, n)}`;
 }
 
 /** Frontier spacing without --step-incr/--step-mul: every 2048 tokens (the QuarkStar README's 2048, 4096, 6144, …). */

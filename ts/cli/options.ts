@@ -96,6 +96,9 @@ type Str = string | undefined;
 export function engineOptions(model: string, a: Record<string, unknown>, modelContext: number): EngineOptions {
   if (a.cpu && a.vulkan) throw new CliError('give --cpu or --vulkan, not both');
   const ssd = ssdStreaming(a, model);
+  // streaming reads experts on libuv's worker threads: more of them than its default 4 keep more
+  // reads in flight (takes effect if nothing has used the pool yet; a user's own setting wins)
+  if (ssd && process.env.UV_THREADPOOL_SIZE === undefined) process.env.UV_THREADPOOL_SIZE = '16';
   const ctx = num('--ctx', a.ctx as Str, { min: 1, int: true }) ?? Math.min(DEFAULT_CLI_CTX, modelContext);
   if (ctx > modelContext) throw new CliError(`--ctx ${ctx} exceeds the model's context length ${modelContext}`);
   const kIn = kvType('-ctk/--cache-type-k', a['cache-type-k'] as Str);

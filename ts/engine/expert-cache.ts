@@ -17,6 +17,9 @@ export interface ExpertStats {
   bytesRead: number;
   /** experts loaded at start from the usage hotlist */
   preloaded: number;
+  /** wall ms spent reading experts from the file, and copying them into device slots (Vulkan) */
+  readMs: number;
+  copyMs: number;
 }
 
 /** Expert e of layer is to be read into slot. */
@@ -51,7 +54,7 @@ export class ExpertCache {
   constructor(private readonly o: ExpertCacheOptions) {
     this.owner = new Array<number>(o.slots).fill(-1);
     this.useCounts = new Float64Array(o.nLayer * o.nExpert);
-    this.stats = { streaming: true, slots: o.slots, hits: 0, misses: 0, bytesRead: 0, preloaded: 0 };
+    this.stats = { streaming: true, slots: o.slots, hits: 0, misses: 0, bytesRead: 0, preloaded: 0, readMs: 0, copyMs: 0 };
   }
 
   /**

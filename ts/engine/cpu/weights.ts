@@ -77,7 +77,7 @@ export class CpuWeights {
     const embT = file.tensorByName.get('token_embd.weight')!;
     const fitsAll = denseBytes + expertBytes + embT.nbytes + o.sessionReserve < WASM_LIMIT * 0.8;
     this.streaming = o.streamExperts === 'auto' || o.streamExperts === undefined ? !fitsAll : o.streamExperts;
-    this.residentStats = { streaming: this.streaming, slots: 0, hits: 0, misses: 0, bytesRead: 0, preloaded: 0 };
+    this.residentStats = { streaming: this.streaming, slots: 0, hits: 0, misses: 0, bytesRead: 0, preloaded: 0, readMs: 0, copyMs: 0 };
     this.fullLayers = this.streaming ? Math.min(o.fullLayers ?? 0, s.nLayer) : 0;
     if (!(Number.isInteger(this.fullLayers) && this.fullLayers >= 0)) throw new Error(`fullLayers must be a whole number of layers (got ${o.fullLayers})`);
     this.usage = o.expertUsage;
@@ -180,6 +180,7 @@ export class CpuWeights {
   }
 
   private read(t: TensorInfo, dst: number, start: number, len: number): void {
+    const t0 = performance.now();
     for (let done = 0; done < len;) {
       const n = Math.min(CHUNK, len - done);
       // a fresh view per chunk: WASM memory may have grown since the last one
@@ -191,6 +192,7 @@ export class CpuWeights {
       done += n;
     }
     this.stats.bytesRead += len;
+    this.stats.readMs += performance.now() - t0;
   }
 
   private setEntry(name: string, ptr: number, type: number, rb: number, ne0: number, rows: number): void {

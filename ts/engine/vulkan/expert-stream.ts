@@ -24,6 +24,8 @@ const SLOT_ALIGN = 256;
 const READS_IN_FLIGHT = 16;
 /** Host staging for one batch of slots (the addon's staging buffer is as large). */
 const STAGE_BYTES = 64 << 20;
+/** Largest merged read: large enough to stream a tensor, small enough to keep several reads in flight. */
+const MERGE_BYTES = 8 << 20;
 const up = (n: number) => Math.ceil(n / SLOT_ALIGN) * SLOT_ALIGN;
 
 /** One routed-expert tensor of a streamed layer, as the slots hold it. */
@@ -90,8 +92,6 @@ export class VkExpertStream {
   readonly fullLayers: number;
   readonly slots: number;
   private readonly parts: Part[][];
-  /** bytes of a slot that layer l's parts fill */
-  private readonly used: number[];
   /** the slot pool: buffers of whole slots, slots [first, first + count) in each */
   private readonly pool: { buf: number; first: number; count: number }[] = [];
   private stage?: Uint8Array;
@@ -99,7 +99,6 @@ export class VkExpertStream {
   constructor(private readonly o: StreamOptions) {
     const s = o.shape;
     ({ parts: this.parts, slotBytes: this.slotBytes } = slotLayout(o.file, s, o.fullLayers));
-    this.used = this.parts.map((layer) => layer.reduce((n, p) => Math.max(n, p.offset + p.src.length * p.per), 0));
     this.fullLayers = o.fullLayers;
     this.slots = o.slots;
     const per = Math.floor(o.maxBinding / this.slotBytes);
@@ -142,52 +141,64 @@ export class VkExpertStream {
 
   /**
    * Reads the loads' experts with positioned reads (from libuv's worker threads, a bounded number
-   * in flight) into a host staging area, a batch of whole slots at a time, and copies each batch
-   * into the pool with one submission per pool buffer.
+   * in flight) into a host stage, a batch of slots' worth at a time, and copies each batch into
+   * the pool with one submission per pool buffer. The parts are read in file order with adjacent
+   * ones merged (a prefill that needs every expert of a layer reads each tensor in a few large
+   * reads, not one per expert); each part is then copied from the stage to its slot.
    */
   private async read(loads: ExpertLoad[]): Promise<void> {
-    const per = Math.max(1, Math.floor(STAGE_BYTES / this.slotBytes));
-    this.stage ??= new Uint8Array(Math.min(loads.length, per) * this.slotBytes);
+    const per = Math.max(1, Math.floor(STAGE_BYTES / this.slotBytes)), st = this.cache.stats;
     for (let b0 = 0; b0 < loads.length; b0 += per) {
       const batch = loads.slice(b0, b0 + per);
-      if (this.stage.byteLength < batch.length * this.slotBytes) this.stage = new Uint8Array(batch.length * this.slotBytes);
-      // every part of every expert in the batch: [tensor, byte in tensor, bytes, byte in stage]
-      const reads: [TensorInfo, number, number, number][] = [];
-      batch.forEach(({ layer, e }, i) => {
-        for (const p of this.parts[layer]) p.src.forEach((t, k) => reads.push([t, e * p.per, p.per, i * this.slotBytes + p.offset + k * p.per]));
-      });
+      // every part of every expert in the batch, in file order
+      const parts: { pos: number; n: number; slot: number; at: number; stage: number }[] = [];
+      for (const { layer, e, slot } of batch) {
+        for (const p of this.parts[layer]) p.src.forEach((t, k) => parts.push({ pos: t.offset + e * p.per, n: p.per, slot, at: p.offset + k * p.per, stage: 0 }));
+      }
+      parts.sort((a, b) => a.pos - b.pos);
+      // merged into ranges of contiguous file bytes, packed in the stage in that order
+      const ranges: { pos: number; n: number; stage: number }[] = [];
+      let bytes = 0;
+      for (const p of parts) {
+        const last = ranges[ranges.length - 1];
+        if (last && last.pos + last.n === p.pos && last.n + p.n <= MERGE_BYTES) last.n += p.n;
+        else ranges.push({ pos: p.pos, n: p.n, stage: bytes });
+        p.stage = bytes;
+        bytes += p.n;
+      }
+      if (!this.stage || this.stage.byteLength < bytes) this.stage = new Uint8Array(Math.max(bytes, Math.min(STAGE_BYTES, per * this.slotBytes)));
+      const t0 = performance.now();
       let next = 0;
       const worker = async () => {
-        while (next < reads.length) {
-          const [t, at, n, to] = reads[next++];
-          await this.readAt(t, at, n, to);
+        while (next < ranges.length) {
+          const r = ranges[next++];
+          await this.readAt(r.pos, r.n, r.stage);
         }
       };
-      await Promise.all(Array.from({ length: Math.min(READS_IN_FLIGHT, reads.length) }, worker));
+      await Promise.all(Array.from({ length: Math.min(READS_IN_FLIGHT, ranges.length) }, worker));
+      const t1 = performance.now();
       for (const w of this.pool) {
         const regions: number[] = [];
-        batch.forEach(({ layer, slot }, i) => {
-          if (slot < w.first || slot >= w.first + w.count) return;
-          regions.push((slot - w.first) * this.slotBytes, i * this.slotBytes, this.used[layer]);
-        });
-        if (regions.length) this.o.dev.writeRegions(w.buf, this.stage.subarray(0, batch.length * this.slotBytes), Float64Array.from(regions));
+        for (const p of parts) if (p.slot >= w.first && p.slot < w.first + w.count) regions.push((p.slot - w.first) * this.slotBytes + p.at, p.stage, p.n);
+        if (regions.length) this.o.dev.writeRegions(w.buf, this.stage.subarray(0, bytes), Float64Array.from(regions));
       }
-      this.cache.stats.bytesRead += reads.reduce((n, r) => n + r[2], 0);
+      st.readMs += t1 - t0;
+      st.copyMs += performance.now() - t1;
+      st.bytesRead += bytes;
     }
   }
 
-  /** n bytes of tensor t from byte `at` into the stage at `to`; an error names the file. */
-  private async readAt(t: TensorInfo, at: number, n: number, to: number): Promise<void> {
-    if (at < 0 || at + n > t.nbytes) throw new RangeError(`${t.name}: byte range ${at}+${n} outside tensor of ${t.nbytes} bytes`);
+  /** n bytes of the model file from byte `pos` into the stage at `to`; an error names the file. */
+  private async readAt(pos: number, n: number, to: number): Promise<void> {
     const stage = this.stage!;
     for (let got = 0; got < n;) {
       let r: number;
       try {
-        r = await new Promise<number>((ok, fail) => fs.read(this.o.fd, stage, to + got, n - got, t.offset + at + got, (err, bytes) => (err ? fail(err) : ok(bytes))));
+        r = await new Promise<number>((ok, fail) => fs.read(this.o.fd, stage, to + got, n - got, pos + got, (err, bytes) => (err ? fail(err) : ok(bytes))));
       } catch (err) {
         throw new Error(`${this.o.file.path}: ${(err as Error).message}`);
       }
-      if (r <= 0) throw new Error(`${this.o.file.path}: ${t.name}: short read at byte ${at + got} (file truncated?)`);
+      if (r <= 0) throw new Error(`${this.o.file.path}: short read at byte ${pos + got} (file truncated?)`);
       got += r;
     }
   }
