@@ -58,6 +58,9 @@ describe('Vulkan SSD expert streaming', () => {
         { expertCacheSlots: 2 * nExpert, vkMaxBinding: 3 * 110_592 + 100 },
         // upload mode: the resident weights copied instead of imported
         { expertCacheSlots: nExpert + 1, vkWeights: 'upload' },
+        // staged reads (a discrete GPU's way: device-local slots filled by device copies), also windowed
+        { expertCacheSlots: nExpert + 2, vkStreamDirect: false },
+        { expertCacheSlots: 2 * nExpert, vkMaxBinding: 3 * 110_592 + 100, vkStreamDirect: false },
       ];
       for (const c of cases) {
         const got = await pass({ model, streamExperts: true, ...c }, toks);
@@ -69,6 +72,7 @@ describe('Vulkan SSD expert streaming', () => {
         expect(st.bytesRead).toBeGreaterThan(0);
         expect(got.describe).toMatch(new RegExp(`streamed from the file through ${c.expertCacheSlots} device slots`));
         if (c.expertFullLayers) expect(got.describe).toMatch(/experts of layers 0-1 resident/);
+        expect(got.describe).toMatch(c.vkStreamDirect === false ? /filled through a [\d.]+ MiB host stage/ : /read into in place/);
       }
       // the smallest cache must evict (more loads than the streamed experts); a larger one loads less
       const small = await pass({ model, streamExperts: true, expertCacheSlots: nExpert }, toks);
@@ -132,31 +136,33 @@ describe('Vulkan SSD expert streaming', () => {
 
   it('a read error on the model file mid-step fails that eval naming the file, empties the session, and the next eval works', async () => {
     const common = { backend: 'vulkan', ctx: 256, kvTypes: KV, model: MODELS.A } as const;
-    const e = await openEngine({ ...common, streamExperts: true, expertCacheSlots: 6 });
-    const ref = await openEngine(common);
-    try {
-      const toks = [5, 17, 300, 42, 9, 100, 200, 300];
-      const s = e.newSession();
-      await s.eval(toks.slice(0, 4));
-      await withFailingReads(1, () => expect(s.eval(toks.slice(4))).rejects.toThrow(/tinyA-q2q4\.gguf: EIO: i\/o error/));
-      expect(s.tokens.length).toBe(0);
-      await s.eval(toks);
-      const r = ref.newSession();
-      await r.eval(toks);
-      expect(Buffer.from(s.logits().buffer).equals(Buffer.from(r.logits().buffer))).toBe(true);
-      // a decode step (its segments run on this thread) fails the same way
-      let failed = false;
-      for (const t of [7, 300, 42, 9, 100, 11, 23, 500]) {
-        await withFailingReads(0, async () => { try { await s.eval([t]); } catch (err) { failed = true; expect((err as Error).message).toMatch(/tinyA-q2q4\.gguf: EIO/); } });
-        if (failed) break;
-        await r.eval([t]);
+    for (const direct of [true, false]) {
+      const e = await openEngine({ ...common, streamExperts: true, expertCacheSlots: 6, vkStreamDirect: direct });
+      const ref = await openEngine(common);
+      try {
+        const toks = [5, 17, 300, 42, 9, 100, 200, 300];
+        const s = e.newSession();
+        await s.eval(toks.slice(0, 4));
+        await withFailingReads(1, () => expect(s.eval(toks.slice(4))).rejects.toThrow(/tinyA-q2q4\.gguf: EIO: i\/o error/));
+        expect(s.tokens.length).toBe(0);
+        await s.eval(toks);
+        const r = ref.newSession();
+        await r.eval(toks);
+        expect(Buffer.from(s.logits().buffer).equals(Buffer.from(r.logits().buffer))).toBe(true);
+        // a decode step (its segments run on this thread) fails the same way
+        let failed = false;
+        for (const t of [7, 300, 42, 9, 100, 11, 23, 500]) {
+          await withFailingReads(0, async () => { try { await s.eval([t]); } catch (err) { failed = true; expect((err as Error).message).toMatch(/tinyA-q2q4\.gguf: EIO/); } });
+          if (failed) break;
+          await r.eval([t]);
+        }
+        expect(failed).toBe(true);
+        expect(s.tokens.length).toBe(0);
+        await s.eval(r.tokens.slice());
+        expect(Buffer.from(s.logits().buffer).equals(Buffer.from(r.logits().buffer))).toBe(true);
+      } finally {
+        e.dispose(); ref.dispose();
       }
-      expect(failed).toBe(true);
-      expect(s.tokens.length).toBe(0);
-      await s.eval(r.tokens.slice());
-      expect(Buffer.from(s.logits().buffer).equals(Buffer.from(r.logits().buffer))).toBe(true);
-    } finally {
-      e.dispose(); ref.dispose();
     }
   }, 60_000);
 

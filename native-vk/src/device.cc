@@ -29,6 +29,8 @@ Napi::Function Device::Define(Napi::Env env) {
     InstanceMethod("freeBuffer", &Device::FreeBuffer),
     InstanceMethod("write", &Device::Write),
     InstanceMethod("writeRegions", &Device::WriteRegions),
+    InstanceMethod("mapped", &Device::Mapped),
+    InstanceMethod("copyRegions", &Device::CopyRegions),
     InstanceMethod("read", &Device::Read),
     InstanceMethod("createPipeline", &Device::CreatePipeline),
     InstanceMethod("record", &Device::Record),
@@ -208,6 +210,40 @@ Napi::Value Device::WriteRegions(const Napi::CallbackInfo& info) {
     if (!batch.empty()) copyRegions(b, *staging_, batch);
   } catch (const std::range_error& e) {
     throw Napi::RangeError::New(info.Env(), e.what());
+  } catch (const std::exception& e) {
+    throw Napi::Error::New(info.Env(), e.what());
+  }
+  return info.Env().Undefined();
+}
+
+// mapped(id) → ArrayBuffer over a host-visible buffer's own memory (no copy): the host reads
+// files straight into it (SSD streaming's stage and, on unified memory, its slots). It is valid
+// until the buffer is freed; the engine drops its views before that.
+Napi::Value Device::Mapped(const Napi::CallbackInfo& info) {
+  ctx(info.Env());
+  Buffer& b = buffer(info.Env(), u32(info[0], "mapped(id)"));
+  if (!b.mapped() || b.imported()) throw Napi::Error::New(info.Env(), "mapped: not a host-visible buffer of the engine's own");
+  return Napi::ArrayBuffer::New(info.Env(), b.mapped(), b.size());
+}
+
+// copyRegions(dst, src, regions: Float64Array of (dstOffset, srcOffset, bytes) triples): one
+// submission copying every region from src to dst on the device.
+Napi::Value Device::CopyRegions(const Napi::CallbackInfo& info) {
+  ctx(info.Env());
+  Buffer& d = buffer(info.Env(), u32(info[0], "copyRegions(dst)"));
+  Buffer& src = buffer(info.Env(), u32(info[1], "copyRegions(src)"));
+  if (!info[2].IsTypedArray() || info[2].As<Napi::TypedArray>().TypedArrayType() != napi_float64_array) throw Napi::TypeError::New(info.Env(), "copyRegions(regions): Float64Array expected");
+  auto ra = info[2].As<Napi::Float64Array>();
+  if (ra.ElementLength() % 3 != 0) throw Napi::RangeError::New(info.Env(), "copyRegions(regions): (dstOffset, srcOffset, bytes) triples expected");
+  if (d.imported()) throw Napi::Error::New(info.Env(), "copyRegions: the destination is an imported file mapping (read-only)");
+  std::vector<VkBufferCopy> regions;
+  for (size_t i = 0; i < ra.ElementLength(); i += 3) {
+    double o = ra[i], so = ra[i + 1], len = ra[i + 2];
+    if (!(o >= 0 && so >= 0 && len >= 0) || o + len > static_cast<double>(d.size()) || so + len > static_cast<double>(src.size())) throw Napi::RangeError::New(info.Env(), "copyRegions: a region lies outside a buffer");
+    if (len > 0) regions.push_back(VkBufferCopy{static_cast<uint64_t>(so), static_cast<uint64_t>(o), static_cast<uint64_t>(len)});
+  }
+  try {
+    if (!regions.empty()) copyRegions(d, src, regions);
   } catch (const std::exception& e) {
     throw Napi::Error::New(info.Env(), e.what());
   }

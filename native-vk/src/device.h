@@ -28,6 +28,8 @@ class Device : public Napi::ObjectWrap<Device> {
   Napi::Value FreeBuffer(const Napi::CallbackInfo& info);
   Napi::Value Write(const Napi::CallbackInfo& info);
   Napi::Value WriteRegions(const Napi::CallbackInfo& info);
+  Napi::Value Mapped(const Napi::CallbackInfo& info);
+  Napi::Value CopyRegions(const Napi::CallbackInfo& info);
   Napi::Value Read(const Napi::CallbackInfo& info);
   Napi::Value CreatePipeline(const Napi::CallbackInfo& info);
   Napi::Value Record(const Napi::CallbackInfo& info);

@@ -59,6 +59,12 @@ export interface EngineOptions {
    * refusals follow it). Must not exceed the device's own.
    */
   vkMemoryLimit?: number;
+  /**
+   * Vulkan SSD streaming: expert slots in host-visible memory read into in place (default on
+   * unified memory), or device-local slots filled through a host-visible stage (default on a
+   * discrete GPU, where the GPU would read host memory across PCIe). Tests run both.
+   */
+  vkStreamDirect?: boolean;
   /** Vulkan: cap on one binding's bytes below maxStorageBufferRange (tests: forces windowed weights) */
   vkMaxBinding?: number;
   /**

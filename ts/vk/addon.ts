@@ -46,6 +46,10 @@ export interface VkDevice {
   write(id: number, offset: number, data: Uint8Array): void;
   /** pieces of data into one buffer: (dstOffset, srcOffset, bytes) triples, each ≤ 64 MiB, copied in as few submissions as the staging buffer allows */
   writeRegions(id: number, data: Uint8Array, regions: Float64Array): void;
+  /** a host-visible buffer's own memory (no copy), valid until the buffer is freed */
+  mapped(id: number): ArrayBuffer;
+  /** (dstOffset, srcOffset, bytes) triples from one buffer into another, one submission */
+  copyRegions(dst: number, src: number, regions: Float64Array): void;
   read(id: number, offset: number, length: number): ArrayBuffer;
   createPipeline(shader: string, bindings: number, pushBytes: number): number;
   /** ops: per dispatch [pipeline, nBuffers, buffers…, nPushWords, push…, gx, gy, gz, flags(bit0 barrier)] */

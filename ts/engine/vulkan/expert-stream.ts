@@ -22,7 +22,7 @@ import type { DevTensor } from './weights.js';
 const SLOT_ALIGN = 256;
 /** Positioned reads in flight at once (libuv's worker threads run them: 4 unless UV_THREADPOOL_SIZE says otherwise). */
 const READS_IN_FLIGHT = 16;
-/** Host staging for one batch of slots (the addon's staging buffer is as large). */
+/** Host-visible stage for one batch of slots (staged reads). */
 const STAGE_BYTES = 64 << 20;
 /** Largest merged read: large enough to stream a tensor, small enough to keep several reads in flight. */
 const MERGE_BYTES = 8 << 20;
@@ -84,6 +84,11 @@ export interface StreamOptions {
   /** the largest binding in bytes */
   maxBinding: number;
   usage?: ExpertCacheOptions['usage'];
+  /**
+   * Slots in host-visible memory, read into in place (unified memory: the GPU's memory is the
+   * host's); else device-local slots filled from a host-visible stage by device copies.
+   */
+  direct: boolean;
 }
 
 export class VkExpertStream {
@@ -92,9 +97,10 @@ export class VkExpertStream {
   readonly fullLayers: number;
   readonly slots: number;
   private readonly parts: Part[][];
-  /** the slot pool: buffers of whole slots, slots [first, first + count) in each */
-  private readonly pool: { buf: number; first: number; count: number }[] = [];
-  private stage?: Uint8Array;
+  /** the slot pool: buffers of whole slots, slots [first, first + count) in each (direct: and their memory) */
+  private readonly pool: { buf: number; first: number; count: number; mem?: Uint8Array }[] = [];
+  /** staged reads: a host-visible buffer the reads land in, and its memory */
+  private stage?: { buf: number; mem: Uint8Array };
 
   constructor(private readonly o: StreamOptions) {
     const s = o.shape;
@@ -106,7 +112,13 @@ export class VkExpertStream {
     try {
       for (let f = 0; f < o.slots; f += per) {
         const count = Math.min(per, o.slots - f);
-        this.pool.push({ buf: o.dev.createBuffer(count * this.slotBytes, false), first: f, count });
+        const buf = o.dev.createBuffer(count * this.slotBytes, o.direct);
+        this.pool.push({ buf, first: f, count, mem: o.direct ? new Uint8Array(o.dev.mapped(buf)) : undefined });
+      }
+      if (!o.direct && o.slots > 0) {
+        const bytes = Math.max(this.slotBytes, Math.min(STAGE_BYTES, o.slots * this.slotBytes));
+        const buf = o.dev.createBuffer(bytes, true);
+        this.stage = { buf, mem: new Uint8Array(o.dev.mapped(buf)) };
       }
     } catch (e) {
       this.free();
@@ -119,6 +131,11 @@ export class VkExpertStream {
   async warm(): Promise<void> {
     const loads = this.cache.warmLoads();
     try { await this.read(loads); } catch (e) { this.cache.failed(loads); throw e; }
+  }
+
+  /** how reads reach the slots, for describe() */
+  get how(): string {
+    return this.stage ? `filled through a ${(this.stage.mem.byteLength / 2 ** 20).toFixed(1)} MiB host stage` : 'read into in place (host-visible)';
   }
 
   /** whether layer l's experts stream (the step is cut after its routing) */
@@ -141,13 +158,15 @@ export class VkExpertStream {
 
   /**
    * Reads the loads' experts with positioned reads (from libuv's worker threads, a bounded number
-   * in flight) into a host stage, a batch of slots' worth at a time, and copies each batch into
-   * the pool with one submission per pool buffer. The parts are read in file order with adjacent
-   * ones merged (a prefill that needs every expert of a layer reads each tensor in a few large
-   * reads, not one per expert); each part is then copied from the stage to its slot.
+   * in flight). Direct: each part straight into its slot. Staged: into the host-visible stage, a
+   * batch at a time, in file order with adjacent parts merged (a prefill that needs every expert
+   * of a layer reads each tensor in a few large reads), then one device copy per pool buffer
+   * takes each part to its slot.
    */
   private async read(loads: ExpertLoad[]): Promise<void> {
-    const per = Math.max(1, Math.floor(STAGE_BYTES / this.slotBytes)), st = this.cache.stats;
+    const st = this.cache.stats;
+    const stageBytes = this.stage?.mem.byteLength ?? Infinity;
+    const per = Math.max(1, Math.floor(stageBytes / this.slotBytes));
     for (let b0 = 0; b0 < loads.length; b0 += per) {
       const batch = loads.slice(b0, b0 + per);
       // every part of every expert in the batch, in file order
@@ -156,31 +175,37 @@ export class VkExpertStream {
         for (const p of this.parts[layer]) p.src.forEach((t, k) => parts.push({ pos: t.offset + e * p.per, n: p.per, slot, at: p.offset + k * p.per, stage: 0 }));
       }
       parts.sort((a, b) => a.pos - b.pos);
-      // merged into ranges of contiguous file bytes, packed in the stage in that order
-      const ranges: { pos: number; n: number; stage: number }[] = [];
+      // reads: [file position, bytes, destination memory, offset there]
+      const reads: [number, number, Uint8Array, number][] = [];
       let bytes = 0;
       for (const p of parts) {
-        const last = ranges[ranges.length - 1];
-        if (last && last.pos + last.n === p.pos && last.n + p.n <= MERGE_BYTES) last.n += p.n;
-        else ranges.push({ pos: p.pos, n: p.n, stage: bytes });
-        p.stage = bytes;
+        if (!this.stage) {
+          const w = this.window(p.slot);
+          reads.push([p.pos, p.n, w.mem!, (p.slot - w.first) * this.slotBytes + p.at]);
+        } else {
+          const last = reads[reads.length - 1];
+          if (last && last[0] + last[1] === p.pos && last[1] + p.n <= MERGE_BYTES) last[1] += p.n;
+          else reads.push([p.pos, p.n, this.stage.mem, bytes]);
+          p.stage = bytes;
+        }
         bytes += p.n;
       }
-      if (!this.stage || this.stage.byteLength < bytes) this.stage = new Uint8Array(Math.max(bytes, Math.min(STAGE_BYTES, per * this.slotBytes)));
       const t0 = performance.now();
       let next = 0;
       const worker = async () => {
-        while (next < ranges.length) {
-          const r = ranges[next++];
-          await this.readAt(r.pos, r.n, r.stage);
+        while (next < reads.length) {
+          const [pos, n, mem, to] = reads[next++];
+          await this.readAt(pos, n, mem, to);
         }
       };
-      await Promise.all(Array.from({ length: Math.min(READS_IN_FLIGHT, ranges.length) }, worker));
+      await Promise.all(Array.from({ length: Math.min(READS_IN_FLIGHT, reads.length) }, worker));
       const t1 = performance.now();
-      for (const w of this.pool) {
-        const regions: number[] = [];
-        for (const p of parts) if (p.slot >= w.first && p.slot < w.first + w.count) regions.push((p.slot - w.first) * this.slotBytes + p.at, p.stage, p.n);
-        if (regions.length) this.o.dev.writeRegions(w.buf, this.stage.subarray(0, bytes), Float64Array.from(regions));
+      if (this.stage) {
+        for (const w of this.pool) {
+          const regions: number[] = [];
+          for (const p of parts) if (p.slot >= w.first && p.slot < w.first + w.count) regions.push((p.slot - w.first) * this.slotBytes + p.at, p.stage, p.n);
+          if (regions.length) this.o.dev.copyRegions(w.buf, this.stage.buf, Float64Array.from(regions));
+        }
       }
       st.readMs += t1 - t0;
       st.copyMs += performance.now() - t1;
@@ -188,13 +213,16 @@ export class VkExpertStream {
     }
   }
 
-  /** n bytes of the model file from byte `pos` into the stage at `to`; an error names the file. */
-  private async readAt(pos: number, n: number, to: number): Promise<void> {
-    const stage = this.stage!;
+  private window(slot: number) {
+    return this.pool.find((x) => slot >= x.first && slot < x.first + x.count)!;
+  }
+
+  /** n bytes of the model file from byte `pos` into mem at `to`; an error names the file. */
+  private async readAt(pos: number, n: number, mem: Uint8Array, to: number): Promise<void> {
     for (let got = 0; got < n;) {
       let r: number;
       try {
-        r = await new Promise<number>((ok, fail) => fs.read(this.o.fd, stage, to + got, n - got, pos + got, (err, bytes) => (err ? fail(err) : ok(bytes))));
+        r = await new Promise<number>((ok, fail) => fs.read(this.o.fd, mem, to + got, n - got, pos + got, (err, bytes) => (err ? fail(err) : ok(bytes))));
       } catch (err) {
         throw new Error(`${this.o.file.path}: ${(err as Error).message}`);
       }
@@ -211,8 +239,10 @@ export class VkExpertStream {
   }
 
   free(): void {
-    for (const w of this.pool) this.o.dev.freeBuffer(w.buf);
+    // (the mapped views go first: their memory ends with the buffers)
+    for (const w of this.pool) { w.mem = undefined; this.o.dev.freeBuffer(w.buf); }
     this.pool.length = 0;
+    if (this.stage) { const b = this.stage.buf; this.stage = undefined; this.o.dev.freeBuffer(b); }
   }
 }
 

@@ -234,6 +234,7 @@ export class VkEngine implements Engine, VkHost {
     const u = this.options.expertUsage;
     this.stream = new VkExpertStream({
       dev: this.dev, file: this.file, fd: this.fd, shape: this.shape, slots: p.slots, fullLayers: p.fullLayers, maxBinding: this.maxBinding(),
+      direct: this.options.vkStreamDirect ?? this.info.unifiedMemory,
       usage: u && { ...u, model: modelIdentity(this.options.model).fingerprint.toString('hex') },
     });
     this.stream.install(this.w.t);
@@ -487,7 +488,7 @@ export class VkEngine implements Engine, VkHost {
 
   private describeStreaming(): string {
     const st = this.stream!, p = this.streamPlan!;
-    return `experts   routed experts ${p.fullLayers ? `of layers 0-${p.fullLayers - 1} resident, the rest ` : ''}streamed from the file through ${st.slots} device slots of ${(p.slotBytes / 1024).toFixed(0)} KiB (${(st.slots * p.slotBytes / 2 ** 20).toFixed(1)} MiB)${st.cache.warm ? `; ${st.cache.warm}` : ''}`;
+    return `experts   routed experts ${p.fullLayers ? `of layers 0-${p.fullLayers - 1} resident, the rest ` : ''}streamed from the file through ${st.slots} device slots of ${(p.slotBytes / 1024).toFixed(0)} KiB (${(st.slots * p.slotBytes / 2 ** 20).toFixed(1)} MiB, ${st.how})${st.cache.warm ? `; ${st.cache.warm}` : ''}`;
   }
 
   /** Last step's GPU time per shader (ms), largest first; needs vkProfile. */
