@@ -15,6 +15,8 @@ import type { VkEngine } from '../ts/engine/vulkan/vk-engine.js';
 import { tilesFor } from '../ts/engine/vulkan/expert-stream.js';
 import { Rng } from '../ts/model/synth.js';
 import { fixture, tmpDir, withFailingReads } from './helpers.js';
+import OpenAI from 'openai';
+import { buildApp } from '../ts/server/app.js';
 
 const MODELS = { A: fixture('tinyA/tinyA-q2q4.gguf'), R: fixture('tinyR/tinyR-q2.gguf') };
 /** both sides the same KV types: f16 is streaming's default */
@@ -192,6 +194,37 @@ describe('Vulkan SSD expert streaming', () => {
     expect([...list]).toEqual([1, 4, 0, 2, 3, 6, 5]);
     expect([...tiles]).toEqual([4, 0, 0, 0, 2, 0, 2, 0, 7, 2, 2, 0, 7, 4, 2, 0, 9, 6, 1, 0]);
   });
+});
+
+describe('q36-server with Vulkan streaming and the disk KV cache', () => {
+  it('a prompt saved to disk by a streaming server loads into a resident one (and back), answering as a fresh resident server does', async () => {
+    const text = fs.readFileSync(fixture('bench', 'lighthouse.txt'), 'utf8').slice(0, 1500);
+    const msgs: OpenAI.ChatCompletionMessageParam[] = [{ role: 'system', content: text }, { role: 'user', content: 'Summarise.' }];
+    const policy = { minTokens: 64, coldMaxTokens: 4000, trimTokens: 8, alignTokens: 64, continuedIntervalTokens: 100000 };
+    const serve = async (stream: boolean, dir?: string) => {
+      const engine = await openEngine({ model: MODELS.A, backend: 'vulkan', ctx: 2048, kvTypes: KV, ...(stream ? { streamExperts: true, expertCacheSlots: 8 } : {}) });
+      const { app, ctx } = await buildApp({ engine, defaultMaxTokens: 4, ...(dir ? { kvDisk: { dir, spaceMiB: 64, ...policy } } : {}), log: () => {} });
+      const base = await app.listen({ host: '127.0.0.1', port: 0 });
+      const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'x' });
+      const ask = async () => (await client.chat.completions.create({ model: 'x', messages: msgs, max_tokens: 4, temperature: 0 })).choices[0].message.content;
+      return { app, ctx, ask, close: async () => { await app.close(); engine.dispose(); } };
+    };
+    const fresh = await serve(false);
+    const want = await fresh.ask();
+    expect(want!.length).toBeGreaterThan(0);
+    await fresh.close();
+    for (const [first, second] of [[true, false], [false, true]]) {
+      const dir = tmpDir();
+      const a = await serve(first, dir);
+      expect(await a.ask()).toBe(want);
+      expect(a.ctx.coordinator.stats.diskSaves).toBeGreaterThanOrEqual(1);
+      await a.close();
+      const b = await serve(second, dir);
+      expect(await b.ask()).toBe(want);
+      expect(b.ctx.coordinator.stats.diskLoads).toBe(1);
+      await b.close();
+    }
+  }, 120_000);
 });
 
 describe('writeRegions (the addon\'s batched upload)', () => {

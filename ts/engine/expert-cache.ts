@@ -28,7 +28,13 @@ export interface ExpertLoad { layer: number; e: number; slot: number }
 export interface ExpertCacheOptions {
   nLayer: number;
   nExpert: number;
-  slots: number;
+  /**
+   * Slots, or slots per class: layers whose experts differ in size (a q2-q4 model's Q4_K layers)
+   * keep them in slots of their own size, so each class has its own slots (numbered one after
+   * the other) and evicts only among them. classOf(layer) gives a layer's class (default 0).
+   */
+  slots: number | number[];
+  classOf?: (layer: number) => number;
   /** layers [0, fullLayers) have resident experts: they are counted, never cached */
   fullLayers: number;
   /** reads expert e of layer into slot, for ensure() and warmStart() (callers of plan() read themselves) */
@@ -39,22 +45,43 @@ export interface ExpertCacheOptions {
   usage?: { file: string; model: string; preload?: number; cold?: boolean };
 }
 
+/** One class's slots: the free ones, and the taken ones' keys by recency (Map insertion order). */
+interface SlotClass {
+  free: number[];
+  /** the regular entries, least recently used first */
+  lru: Map<number, true>;
+  /**
+   * Entries a multi-token step loaded into a full class: evicted before any regular entry, so
+   * that a prefill sweeping more experts than fit cycles through a few slots instead of evicting
+   * everything ahead of its own next use (LRU's worst case: every chunk would miss everything).
+   */
+  transient: Map<number, true>;
+}
+
 export class ExpertCache {
   readonly stats: ExpertStats;
-  /** key (layer · nExpert + e) of each slot's expert, or -1 */
-  private owner: number[];
+  private classes: SlotClass[];
   private keySlot = new Map<number, number>();
-  /** insertion order = recency */
-  private lru = new Map<number, true>();
   /** routes taken since the engine opened, per key (added to the usage file by saveUsage) */
   private useCounts: Float64Array;
   /** what the warm start did, for describe() */
   warm = '';
 
   constructor(private readonly o: ExpertCacheOptions) {
-    this.owner = new Array<number>(o.slots).fill(-1);
+    const counts = typeof o.slots === 'number' ? [o.slots] : o.slots;
+    let first = 0;
+    this.classes = counts.map((n) => {
+      // free slots popped lowest first
+      const c = { free: Array.from({ length: n }, (_, i) => first + n - 1 - i), lru: new Map<number, true>(), transient: new Map<number, true>() };
+      first += n;
+      return c;
+    });
     this.useCounts = new Float64Array(o.nLayer * o.nExpert);
-    this.stats = { streaming: true, slots: o.slots, hits: 0, misses: 0, bytesRead: 0, preloaded: 0, readMs: 0, copyMs: 0 };
+    this.stats = { streaming: true, slots: first, hits: 0, misses: 0, bytesRead: 0, preloaded: 0, readMs: 0, copyMs: 0 };
+  }
+
+  private classOf(layer: number): SlotClass {
+    return this.classes[this.o.classOf?.(layer) ?? 0];
   }
 
   /**
@@ -71,21 +98,27 @@ export class ExpertCache {
   /**
    * ensure() without the reads: the slot of each id and the loads that must complete before
    * those slots hold their experts (the caller reads them, all at once if it likes, and calls
-   * failed() with them if that goes wrong).
+   * failed() with them if that goes wrong). `transient`: a multi-token step's loads (see SlotClass).
    */
-  plan(layer: number, ids: ArrayLike<number>): { slots?: number[]; loads: ExpertLoad[] } {
+  plan(layer: number, ids: ArrayLike<number>, transient = false): { slots?: number[]; loads: ExpertLoad[] } {
     const n = this.o.nExpert, want = [...new Set(Array.from(ids))];
     for (const e of want) {
       if (!(e >= 0 && e < n)) throw new RangeError(`layer ${layer}: routed expert id ${e} is outside 0..${n - 1}`);
       this.useCounts[layer * n + e]++;
     }
     if (layer < this.o.fullLayers) { this.stats.hits += want.length; return { loads: [] }; }
+    const c = this.classOf(layer);
     const pinned = new Set(want.map((e) => layer * n + e)), loads: ExpertLoad[] = [];
     for (const e of want) {
       const key = layer * n + e;
-      if (this.keySlot.has(key)) { this.stats.hits++; this.lru.delete(key); this.lru.set(key, true); continue; }
+      if (this.keySlot.has(key)) {
+        this.stats.hits++;
+        // a regular use makes an entry regular and most recent; a transient one stays where it is
+        if (c.lru.delete(key) || !transient) { c.transient.delete(key); c.lru.set(key, true); }
+        continue;
+      }
       this.stats.misses++;
-      loads.push({ layer, e, slot: this.place(key, pinned) });
+      loads.push({ layer, e, slot: this.place(key, c, pinned, transient) });
     }
     return { slots: Array.from(ids, (e) => this.keySlot.get(layer * n + e)!), loads };
   }
@@ -96,9 +129,11 @@ export class ExpertCache {
     for (const { layer, e, slot } of loads) {
       const key = layer * n + e;
       if (this.keySlot.get(key) !== slot) continue;
+      const c = this.classOf(layer);
       this.keySlot.delete(key);
-      this.lru.delete(key);
-      this.owner[slot] = -1;
+      c.lru.delete(key);
+      c.transient.delete(key);
+      c.free.push(slot);
     }
   }
 
@@ -113,32 +148,38 @@ export class ExpertCache {
     }
   }
 
-  /** A slot for key: a free one, or the least recently used one not pinned (its expert evicted). */
-  private place(key: number, pinned: Set<number>): number {
+  /**
+   * A slot of class c for key: a free one, else the oldest transient entry's, else the least
+   * recently used regular one's — never a pinned one (its expert is evicted).
+   */
+  private place(key: number, c: SlotClass, pinned: Set<number>, transient: boolean): number {
     const n = this.o.nExpert;
-    let slot = this.owner.indexOf(-1);
-    if (slot < 0) {
-      for (const old of this.lru.keys()) {
-        if (pinned.has(old)) continue;
-        slot = this.keySlot.get(old)!;
-        this.keySlot.delete(old);
-        this.lru.delete(old);
-        this.owner[slot] = -1;
-        this.o.evict?.(Math.floor(old / n), old % n, slot);
-        break;
+    let slot = c.free.pop();
+    const full = slot === undefined;
+    if (slot === undefined) {
+      for (const m of [c.transient, c.lru]) {
+        for (const old of m.keys()) {
+          if (pinned.has(old)) continue;
+          slot = this.keySlot.get(old)!;
+          this.keySlot.delete(old);
+          m.delete(old);
+          this.o.evict?.(Math.floor(old / n), old % n, slot);
+          break;
+        }
+        if (slot !== undefined) break;
       }
-      if (slot < 0) throw new Error(`expert cache too small: ${this.owner.length} slots cannot hold the ${pinned.size} experts one step needs`);
+      if (slot === undefined) throw new Error(`expert cache too small: ${this.stats.slots} slots cannot hold the ${pinned.size} experts one step needs`);
     }
-    this.owner[slot] = key;
     this.keySlot.set(key, slot);
-    this.lru.set(key, true);
+    (full && transient ? c.transient : c.lru).set(key, true);
     return slot;
   }
 
   /**
-   * The warm start's loads: the most used experts of the usage file, least used first so that
-   * the most used end as the most recently used (the LRU evicts the others first). Slots are
-   * taken now; the caller reads them (warmStart() does, one by one).
+   * The warm start's loads: the most used experts of the usage file (as many as each class
+   * holds), least used first so that the most used end as the most recently used (the LRU
+   * evicts the others first). Slots are taken now; the caller reads them (warmStart() does, one
+   * by one).
    */
   warmLoads(): ExpertLoad[] {
     const u = this.o.usage;
@@ -146,11 +187,22 @@ export class ExpertCache {
     if (u.cold) { this.warm = 'cold start (--ssd-streaming-cold)'; return []; }
     const { nLayer, nExpert, fullLayers } = this.o;
     const { counts, problem } = readUsage(u.file, u.model, nLayer, nExpert);
+    const room = new Map(this.classes.map((c) => [c, c.free.length]));
+    const keys: number[] = [];
     // (resident full layers need no preloading)
-    const keys = hotlist(counts).filter((k) => Math.floor(k / nExpert) >= fullLayers).slice(0, Math.min(u.preload ?? Infinity, this.owner.length)).reverse();
-    const loads = keys.map((key) => ({ layer: Math.floor(key / nExpert), e: key % nExpert, slot: this.place(key, new Set()) }));
-    this.stats.preloaded = keys.length;
-    this.warm = problem ? `usage file ignored: ${problem}` : `${keys.length} experts preloaded from ${u.file}`;
+    for (const k of hotlist(counts)) {
+      const layer = Math.floor(k / nExpert), c = this.classOf(layer);
+      if (keys.length >= (u.preload ?? Infinity)) break;
+      if (layer < fullLayers || room.get(c)! <= 0) continue;
+      room.set(c, room.get(c)! - 1);
+      keys.push(k);
+    }
+    const loads = keys.reverse().map((key) => {
+      const layer = Math.floor(key / nExpert);
+      return { layer, e: key % nExpert, slot: this.place(key, this.classOf(layer), new Set(), false) };
+    });
+    this.stats.preloaded = loads.length;
+    this.warm = problem ? `usage file ignored: ${problem}` : `${loads.length} experts preloaded from ${u.file}`;
     return loads;
   }
 

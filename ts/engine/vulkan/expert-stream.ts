@@ -9,7 +9,9 @@
  * would have computed). The expert kernels are the resident ones, bound to the slot pool as if
  * it were one expert tensor of `slots` experts `slotBytes` apart (windows of it where one binding
  * is too small): each (token, expert) pair is computed exactly as when resident, so the logits
- * are the same bits.
+ * are the same bits. Layers whose experts differ in size (a q2-q4 model's Q4_K layers) have slot
+ * classes of their own size, each its own pool: one stride for all would waste half of every
+ * small layer's slot.
  */
 import * as fs from 'node:fs';
 import type { GgufFile, TensorInfo } from '../../gguf/index.js';
@@ -42,15 +44,19 @@ interface Part {
 /** Routed-expert tensor names of a layer (what streaming leaves out of the resident weights). */
 export const isRoutedExpert = (name: string) => /^blk\.\d+\.ffn_(gate|up|down)_exps\.weight$/.test(name);
 
+/** A slot class: the streamed layers whose experts take slotBytes (their layout's size). */
+export interface SlotClass { slotBytes: number; layers: number[] }
+
 /**
- * The parts of each layer's slot: gate and up fused when they agree in type and shape (as
- * weights.ts fuses them), then down; and the slot stride (the largest layer's total).
+ * The parts of each streamed layer's slot: gate and up fused when they agree in type and shape
+ * (as weights.ts fuses them), then down; and the slot classes (layers grouped by slot size,
+ * smallest first; `uniform`: one class of the largest size, for caches too small to give every
+ * size its own layer's worth).
  */
-export function slotLayout(file: GgufFile, s: ModelShape, fullLayers: number): { parts: Part[][]; slotBytes: number } {
-  const parts: Part[][] = [];
-  let slotBytes = 0;
+export function slotLayout(file: GgufFile, s: ModelShape, fullLayers: number, uniform = false): { parts: Part[][]; classes: SlotClass[]; classOf: number[] } {
+  const parts: Part[][] = [], sizes: number[] = [];
   for (let l = 0; l < s.nLayer; l++) {
-    if (l < fullLayers) { parts.push([]); continue; }
+    if (l < fullLayers) { parts.push([]); sizes.push(0); continue; }
     const t = (p: string) => file.tensorByName.get(`blk.${l}.ffn_${p}_exps.weight`)!;
     const g = t('gate'), u = t('up'), d = t('down');
     const per = (x: TensorInfo) => x.nbytes / s.nExpert;
@@ -68,9 +74,46 @@ export function slotLayout(file: GgufFile, s: ModelShape, fullLayers: number): {
     layer.push({ key: d.name, src: [d], per: per(d), offset: o });
     o += up(per(d));
     parts.push(layer);
-    slotBytes = Math.max(slotBytes, o);
+    sizes.push(o);
   }
-  return { parts, slotBytes };
+  if (uniform) { const m = Math.max(0, ...sizes); sizes.forEach((b, l) => { if (b > 0) sizes[l] = m; }); }
+  const classes = [...new Set(sizes.filter((b) => b > 0))].sort((a, b) => a - b).map((slotBytes) => ({ slotBytes, layers: sizes.flatMap((b, l) => (b === slotBytes ? [l] : [])) }));
+  return { parts, classes, classOf: sizes.map((b) => classes.findIndex((c) => c.slotBytes === b)) };
+}
+
+/**
+ * Slots per class for a cache of `bytes` (or of `slots` experts): first `min` per class (one
+ * layer's experts, which a prefill chunk may need at once) where the cache covers that, then the
+ * rest by each class's share of the streamed experts' bytes (so every streamed layer keeps about
+ * the same fraction of its experts), never more than all of a class's experts.
+ */
+export function splitSlots(classes: SlotClass[], nExpert: number, min: number, ask: { bytes?: number; slots?: number }): number[] {
+  const most = classes.map((c) => c.layers.length * nExpert);
+  const size = (i: number) => (ask.slots !== undefined ? 1 : classes[i].slotBytes);
+  let left = ask.slots ?? ask.bytes ?? 0;
+  const floor = classes.map((_, i) => Math.min(most[i], min));
+  const floorCost = floor.reduce((a, f, i) => a + f * size(i), 0);
+  const n = floorCost <= left ? floor.slice() : classes.map(() => 0);
+  if (floorCost <= left) left -= floorCost;
+  // rounds: the classes with room share what is left by their experts' bytes; full ones drop out
+  let open = classes.map((_, i) => i).filter((i) => n[i] < most[i]);
+  while (open.length && left > 0) {
+    const weight = open.reduce((a, i) => a + most[i] * classes[i].slotBytes, 0);
+    let spent = 0;
+    for (const i of open) {
+      const k = Math.min(most[i] - n[i], Math.floor(left * most[i] * classes[i].slotBytes / weight / size(i)));
+      n[i] += k; spent += k * size(i);
+    }
+    const next = open.filter((i) => n[i] < most[i]);
+    if (spent === 0 || next.length === open.length) {
+      // what rounding left: whole slots to the classes with room, in order
+      for (const i of next) { const k = Math.min(most[i] - n[i], Math.floor((left - spent) / size(i))); n[i] += k; spent += k * size(i); }
+      break;
+    }
+    left -= spent;
+    open = next;
+  }
+  return n;
 }
 
 export interface StreamOptions {
@@ -79,7 +122,9 @@ export interface StreamOptions {
   /** the model file, open for reading */
   fd: number;
   shape: ModelShape;
-  slots: number;
+  /** slots per slot class (slotLayout's order), and whether the layout is the uniform one */
+  slots: number[];
+  uniform: boolean;
   fullLayers: number;
   /** the largest binding in bytes */
   maxBinding: number;
@@ -93,30 +138,38 @@ export interface StreamOptions {
 
 export class VkExpertStream {
   readonly cache: ExpertCache;
-  readonly slotBytes: number;
   readonly fullLayers: number;
-  readonly slots: number;
+  readonly classes: SlotClass[];
+  private readonly classOf: number[];
   private readonly parts: Part[][];
-  /** the slot pool: buffers of whole slots, slots [first, first + count) in each (direct: and their memory) */
-  private readonly pool: { buf: number; first: number; count: number; mem?: Uint8Array }[] = [];
+  /**
+   * The slot pools: buffers of whole slots of one class, global slots [first, first + count) in
+   * each (slot ids run class after class), and their memory where they are read into in place
+   */
+  private readonly pool: { buf: number; cls: number; slotBytes: number; first: number; count: number; mem?: Uint8Array }[] = [];
   /** staged reads: a host-visible buffer the reads land in, and its memory */
   private stage?: { buf: number; mem: Uint8Array };
 
   constructor(private readonly o: StreamOptions) {
     const s = o.shape;
-    ({ parts: this.parts, slotBytes: this.slotBytes } = slotLayout(o.file, s, o.fullLayers));
+    ({ parts: this.parts, classes: this.classes, classOf: this.classOf } = slotLayout(o.file, s, o.fullLayers, o.uniform));
     this.fullLayers = o.fullLayers;
-    this.slots = o.slots;
-    const per = Math.floor(o.maxBinding / this.slotBytes);
-    if (o.slots > 0 && per < 1) throw new Error(`one expert slot (${this.slotBytes} bytes) exceeds the device's largest binding (${o.maxBinding} bytes)`);
+    if (o.slots.length !== this.classes.length) throw new Error(`expert streaming: ${o.slots.length} slot counts for ${this.classes.length} slot classes`);
     try {
-      for (let f = 0; f < o.slots; f += per) {
-        const count = Math.min(per, o.slots - f);
-        const buf = o.dev.createBuffer(count * this.slotBytes, o.direct);
-        this.pool.push({ buf, first: f, count, mem: o.direct ? new Uint8Array(o.dev.mapped(buf)) : undefined });
-      }
-      if (!o.direct && o.slots > 0) {
-        const bytes = Math.max(this.slotBytes, Math.min(STAGE_BYTES, o.slots * this.slotBytes));
+      let first = 0;
+      this.classes.forEach((c, cls) => {
+        const per = Math.floor(o.maxBinding / c.slotBytes);
+        if (o.slots[cls] > 0 && per < 1) throw new Error(`one expert slot (${c.slotBytes} bytes) exceeds the device's largest binding (${o.maxBinding} bytes)`);
+        for (let f = 0; f < o.slots[cls]; f += per) {
+          const count = Math.min(per, o.slots[cls] - f);
+          const buf = o.dev.createBuffer(count * c.slotBytes, o.direct);
+          this.pool.push({ buf, cls, slotBytes: c.slotBytes, first: first + f, count, mem: o.direct ? new Uint8Array(o.dev.mapped(buf)) : undefined });
+        }
+        first += o.slots[cls];
+      });
+      const biggest = Math.max(0, ...this.classes.map((c) => c.slotBytes));
+      if (!o.direct && first > 0) {
+        const bytes = Math.max(biggest, Math.min(STAGE_BYTES, o.slots.reduce((a, n, i) => a + n * this.classes[i].slotBytes, 0)));
         const buf = o.dev.createBuffer(bytes, true);
         this.stage = { buf, mem: new Uint8Array(o.dev.mapped(buf)) };
       }
@@ -124,8 +177,12 @@ export class VkExpertStream {
       this.free();
       throw e;
     }
-    this.cache = new ExpertCache({ nLayer: s.nLayer, nExpert: s.nExpert, slots: o.slots, fullLayers: o.fullLayers, usage: o.usage });
+    this.cache = new ExpertCache({ nLayer: s.nLayer, nExpert: s.nExpert, slots: o.slots, classOf: (l) => this.classOf[l], fullLayers: o.fullLayers, usage: o.usage });
   }
+
+  /** slots in all, and the bytes they take */
+  get slots(): number { return this.o.slots.reduce((a, b) => a + b, 0); }
+  get bytes(): number { return this.o.slots.reduce((a, n, i) => a + n * this.classes[i].slotBytes, 0); }
 
   /** The warm start (expert-cache.ts): the hotlist's experts read into their slots. */
   async warm(): Promise<void> {
@@ -145,15 +202,16 @@ export class VkExpertStream {
 
   /** The streamed layers' expert tensors as views of the slot pool, for the step's matvecs. */
   install(t: Map<string, DevTensor>): void {
-    for (const layer of this.parts) {
+    this.parts.forEach((layer, l) => {
+      const cls = this.classOf[l];
       for (const p of layer) {
         const src = p.src[0], glu = p.src.length === 2;
         t.set(p.key, {
-          type: src.type, rowBytes: src.rowBytes, ne0: src.rowElems, rows: src.rows / this.o.shape.nExpert, expertBytes: this.slotBytes, glu,
-          windows: this.pool.map((w) => ({ buf: w.buf, first: w.first, count: w.count, wOffset: p.offset, upBytes: glu ? p.per : undefined })),
+          type: src.type, rowBytes: src.rowBytes, ne0: src.rowElems, rows: src.rows / this.o.shape.nExpert, expertBytes: this.classes[cls].slotBytes, glu,
+          windows: this.pool.filter((w) => w.cls === cls).map((w) => ({ buf: w.buf, first: w.first, count: w.count, wOffset: p.offset, upBytes: glu ? p.per : undefined })),
         });
       }
-    }
+    });
   }
 
   /**
@@ -166,7 +224,7 @@ export class VkExpertStream {
   private async read(loads: ExpertLoad[]): Promise<void> {
     const st = this.cache.stats;
     const stageBytes = this.stage?.mem.byteLength ?? Infinity;
-    const per = Math.max(1, Math.floor(stageBytes / this.slotBytes));
+    const per = Math.max(1, Math.floor(stageBytes / Math.max(...this.classes.map((c) => c.slotBytes))));
     for (let b0 = 0; b0 < loads.length; b0 += per) {
       const batch = loads.slice(b0, b0 + per);
       // every part of every expert in the batch, in file order
@@ -181,7 +239,7 @@ export class VkExpertStream {
       for (const p of parts) {
         if (!this.stage) {
           const w = this.window(p.slot);
-          reads.push([p.pos, p.n, w.mem!, (p.slot - w.first) * this.slotBytes + p.at]);
+          reads.push([p.pos, p.n, w.mem!, (p.slot - w.first) * w.slotBytes + p.at]);
         } else {
           const last = reads[reads.length - 1];
           if (last && last[0] + last[1] === p.pos && last[1] + p.n <= MERGE_BYTES) last[1] += p.n;
@@ -203,7 +261,7 @@ export class VkExpertStream {
       if (this.stage) {
         for (const w of this.pool) {
           const regions: number[] = [];
-          for (const p of parts) if (p.slot >= w.first && p.slot < w.first + w.count) regions.push((p.slot - w.first) * this.slotBytes + p.at, p.stage, p.n);
+          for (const p of parts) if (p.slot >= w.first && p.slot < w.first + w.count) regions.push((p.slot - w.first) * w.slotBytes + p.at, p.stage, p.n);
           if (regions.length) this.o.dev.copyRegions(w.buf, this.stage.buf, Float64Array.from(regions));
         }
       }
@@ -231,9 +289,9 @@ export class VkExpertStream {
     }
   }
 
-  /** Layer l's (token, expert) pairs' expert ids → their slots, reading the missing experts first. */
-  async slotsFor(l: number, ids: Uint32Array): Promise<Uint32Array> {
-    const p = this.cache.plan(l, ids);
+  /** Layer l's (token, expert) pairs' expert ids → their slots, reading the missing experts first (transient: a multi-token step's, expert-cache.ts). */
+  async slotsFor(l: number, ids: Uint32Array, transient: boolean): Promise<Uint32Array> {
+    const p = this.cache.plan(l, ids, transient);
     try { await this.read(p.loads); } catch (e) { this.cache.failed(p.loads); throw e; }
     return Uint32Array.from(p.slots!);
   }

@@ -19,7 +19,7 @@ import { BaseSession } from '../session-base.js';
 import type { BatchItem, Engine, EngineOptions, KvType, SampleOptions, Session } from '../types.js';
 import { VkSessionState } from './session-state.js';
 import type { MatvecOpts, OutputOwner, RecordedStep, VkHost } from './host.js';
-import { VkExpertStream, isRoutedExpert, slotLayout, tilesFor } from './expert-stream.js';
+import { VkExpertStream, isRoutedExpert, slotLayout, splitSlots, tilesFor } from './expert-stream.js';
 import { minExpertSlots, type ExpertStats } from '../expert-cache.js';
 import { modelIdentity } from '../../model/fingerprint.js';
 import { deviceProblem, shapeProblem } from './limits.js';
@@ -78,7 +78,7 @@ export class VkEngine implements Engine, VkHost {
   /** with vkProfile: GPU time of each dispatch of the last step */
   private lastProfile?: { names: string[]; ns: Float64Array };
   /** SSD streaming (streamExperts): the plan made before loading, then the slot pool */
-  private streamPlan?: { slots: number; fullLayers: number; slotBytes: number };
+  private streamPlan?: { slots: number[]; fullLayers: number; uniform: boolean };
   stream?: VkExpertStream;
 
   /** wall milliseconds spent in dev.run (submit to fence) since the engine opened, for benchmarks */
@@ -208,23 +208,34 @@ export class VkEngine implements Engine, VkHost {
   private planStreaming(o: { left: number; weights: number; scratch: number; sessions: number; full: number }): void {
     const s = this.shape, o2 = this.options, MiB = (b: number) => `${(b / 2 ** 20).toFixed(1)} MiB`;
     if (!(Number.isInteger(o.full) && o.full >= 0)) throw new Error(`expertFullLayers must be a whole number of layers (got ${o2.expertFullLayers})`);
-    const { slotBytes } = slotLayout(this.file, s, o.full);
-    const most = (s.nLayer - o.full) * s.nExpert;
-    const asked = o2.expertCacheSlots !== undefined ? o2.expertCacheSlots * slotBytes : o2.expertCacheMiB !== undefined ? o2.expertCacheMiB * 2 ** 20 : undefined;
-    const slots = most === 0 ? 0 : Math.min(most, Math.floor((asked ?? Math.max(0, 0.8 * o.left)) / slotBytes));
     const min = minExpertSlots({ ...s, fullLayers: o.full, chunk: this.chunk });
+    const ask = o2.expertCacheSlots !== undefined ? { slots: o2.expertCacheSlots } : { bytes: o2.expertCacheMiB !== undefined ? o2.expertCacheMiB * 2 ** 20 : Math.max(0, 0.8 * o.left) };
+    // slots of each layer's own size where the cache holds a layer's worth of each size, else
+    // one size for all (the largest: the smallest cache that still works)
+    let uniform = false, { classes } = slotLayout(this.file, s, o.full);
+    let slots = splitSlots(classes, s.nExpert, min, ask);
+    if (classes.length > 1 && slots.some((n) => n < min)) {
+      uniform = true;
+      ({ classes } = slotLayout(this.file, s, o.full, true));
+      slots = splitSlots(classes, s.nExpert, min, ask);
+    }
+    const cost = (n: number[]) => n.reduce((a, k, i) => a + k * classes[i].slotBytes, 0);
+    const total = slots.reduce((a, b) => a + b, 0), bytes = cost(slots);
+    const asked = o2.expertCacheSlots !== undefined ? bytes : o2.expertCacheMiB !== undefined ? o2.expertCacheMiB * 2 ** 20 : undefined;
+    const need = classes.map(() => min), needBytes = cost(need), needSlots = min * classes.length;
     const used = `${MiB(o.weights)} of resident weights${o.full ? ` (with layers 0-${o.full - 1}'s experts)` : ''}, ${MiB(o.sessions)} of KV/state and ${MiB(o.scratch)} of scratch`;
-    if (slots < min) {
+    if (slots.some((n) => n < min)) {
+      const per = classes.length > 1 ? ` (one layer's worth in each of ${classes.length} slot sizes)` : '';
       if (asked !== undefined && asked <= o.left) {
-        throw new Error(`an expert cache of ${slots} slots (${MiB(asked)} asked) cannot hold one layer's experts: need ${min} expert slots = ${MiB(min * slotBytes)} (raise --ssd-streaming-cache-experts)`);
+        throw new Error(`an expert cache of ${total} slots (${MiB(asked)} asked) cannot hold one layer's experts: need ${needSlots} expert slots = ${MiB(needBytes)}${per} (raise --ssd-streaming-cache-experts)`);
       }
       throw new Error(`${this.info.name}: ${MiB(Math.max(0, o.left))} of device memory left after ${used}${o.full ? ` (--ssd-streaming-full-layers ${o.full})` : ''}; ` +
-        `the expert cache needs at least ${min} slots = ${MiB(min * slotBytes)}, one layer's experts${o.full ? ': lower --ssd-streaming-full-layers' : ''}, lower --ctx or use -ctk q8_0 -ctv q4_0`);
+        `the expert cache needs at least ${needSlots} slots = ${MiB(needBytes)}, one layer's experts${per}${o.full ? ': lower --ssd-streaming-full-layers' : ''}, lower --ctx or use -ctk q8_0 -ctv q4_0`);
     }
-    if (slots * slotBytes > o.left) {
-      throw new Error(`an expert cache of ${slots} slots = ${MiB(slots * slotBytes)} does not fit ${this.info.name}: ${MiB(Math.max(0, o.left))} left after ${used}`);
+    if (bytes > o.left) {
+      throw new Error(`an expert cache of ${total} slots = ${MiB(bytes)} does not fit ${this.info.name}: ${MiB(Math.max(0, o.left))} left after ${used}`);
     }
-    this.streamPlan = { slots, fullLayers: o.full, slotBytes };
+    this.streamPlan = { slots, fullLayers: o.full, uniform };
   }
 
   /** The slot pool, the streamed experts' views of it, and the warm start (after the weights: the plan knows their size). */
@@ -233,7 +244,7 @@ export class VkEngine implements Engine, VkHost {
     if (!p) return;
     const u = this.options.expertUsage;
     this.stream = new VkExpertStream({
-      dev: this.dev, file: this.file, fd: this.fd, shape: this.shape, slots: p.slots, fullLayers: p.fullLayers, maxBinding: this.maxBinding(),
+      dev: this.dev, file: this.file, fd: this.fd, shape: this.shape, slots: p.slots, uniform: p.uniform, fullLayers: p.fullLayers, maxBinding: this.maxBinding(),
       direct: this.options.vkStreamDirect ?? this.info.unifiedMemory,
       usage: u && { ...u, model: modelIdentity(this.options.model).fingerprint.toString('hex') },
     });
@@ -268,7 +279,7 @@ export class VkEngine implements Engine, VkHost {
    */
   private async loadRouted(l: number, T: number): Promise<void> {
     const B = this.buf, n = T * this.shape.nExpertUsed;
-    const slots = await this.stream!.slotsFor(l, new Uint32Array(this.dev.read(B.IDS, 0, 4 * n)));
+    const slots = await this.stream!.slotsFor(l, new Uint32Array(this.dev.read(B.IDS, 0, 4 * n)), T > 1);
     this.dev.write(B.IDS, 0, new Uint8Array(slots.buffer));
     if (T > 1) {
       const { list, tiles } = tilesFor(slots, MM_MOE_PAIRS);
@@ -488,7 +499,8 @@ export class VkEngine implements Engine, VkHost {
 
   private describeStreaming(): string {
     const st = this.stream!, p = this.streamPlan!;
-    return `experts   routed experts ${p.fullLayers ? `of layers 0-${p.fullLayers - 1} resident, the rest ` : ''}streamed from the file through ${st.slots} device slots of ${(p.slotBytes / 1024).toFixed(0)} KiB (${(st.slots * p.slotBytes / 2 ** 20).toFixed(1)} MiB, ${st.how})${st.cache.warm ? `; ${st.cache.warm}` : ''}`;
+    const sizes = st.classes.map((c, i) => `${p.slots[i]} of ${(c.slotBytes / 1024).toFixed(0)} KiB${st.classes.length > 1 ? ` for ${c.layers.length} layer${c.layers.length === 1 ? '' : 's'}` : ''}`).join(', ');
+    return `experts   routed experts ${p.fullLayers ? `of layers 0-${p.fullLayers - 1} resident, the rest ` : ''}streamed from the file through ${st.slots} device slots (${sizes}; ${(st.bytes / 2 ** 20).toFixed(1)} MiB, ${st.how})${st.cache.warm ? `; ${st.cache.warm}` : ''}`;
   }
 
   /** Last step's GPU time per shader (ms), largest first; needs vkProfile. */
