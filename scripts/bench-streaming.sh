@@ -3,8 +3,9 @@
 # and streamed through expert caches of several sizes, with the page cache warm and cold, and
 # under a device-memory cap. One line per run: the CSV row and the "experts at N" line.
 #
-#   [WARMUP=16] bash scripts/bench-streaming.sh MODEL [FRONTIER=2048] [GEN=64] [CACHES="1GB 2GB 4GB"] [CAP=16GB]
-# (the warm-up prefill and 2 decode steps compile the pipelines before the measured rows)
+#   [WARMUP=16] [COLD="2GB"] bash scripts/bench-streaming.sh MODEL [FRONTIER=2048] [GEN=64] [CACHES="1GB 2GB 4GB"] [CAP=16GB]
+# (the warm-up prefill and 2 decode steps compile the pipelines before the measured rows; COLD:
+# the cache sizes also run with the page cache dropped, default the second of CACHES)
 #
 # Cold page cache: GNU dd's iflag=nocache with count=0 asks the kernel to drop the file's cached
 # pages (posix_fadvise DONTNEED; no root needed), so the next run reads the SSD. Every streamed
@@ -33,8 +34,9 @@ run() {
 echo "model $MODEL ($(du -h "$MODEL" | cut -f1)), frontier $F, decode probe $GEN; CSV: frontier,prefill_tokens,prefill_tps,decode_tokens,decode_tps,kv_bytes,resident_bytes"
 run "resident (f16 KV)" -ctk f16 -ctv f16
 for c in $CACHES; do run "stream $c, page cache warm" --ssd-streaming --ssd-streaming-cache-experts "$c" --ssd-streaming-cold; done
-for c in $CACHES; do drop; run "stream $c, page cache cold" --ssd-streaming --ssd-streaming-cache-experts "$c" --ssd-streaming-cold; done
-c=$(echo $CACHES | awk '{print $2}')
+mid=$(echo $CACHES | awk '{print $2}')
+for c in ${COLD:-$mid}; do drop; run "stream $c, page cache cold" --ssd-streaming --ssd-streaming-cache-experts "$c" --ssd-streaming-cold; done
+c=$mid
 run "stream $c, warm start (hotlist)" --ssd-streaming --ssd-streaming-cache-experts "$c"
 run "stream, $CAP cap, default cache" --ssd-streaming --vk-memory-limit "$CAP" --ssd-streaming-cold
 drop; run "stream, $CAP cap, page cache cold" --ssd-streaming --vk-memory-limit "$CAP" --ssd-streaming-cold
