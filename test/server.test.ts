@@ -235,7 +235,8 @@ describe('WebSocket chat', () => {
     expect(d2.usage.cached_tokens).toBeGreaterThanOrEqual(d1.usage.prompt_tokens + d1.usage.completion_tokens - 1);
     ws.send(JSON.stringify({ type: 'nonsense' }));
     expect(String((await next('error')).message)).toMatch(/unknown message type/);
-    ws.send(JSON.stringify({ type: 'session.start', max_tokens: 2000 }));
+    // greedy, so the answer cannot end early by chance (a sampled one sometimes hit EOS within the 100 ms)
+    ws.send(JSON.stringify({ type: 'session.start', max_tokens: 2000, temperature: 0 }));
     await next('session.ready');
     ws.send(JSON.stringify({ type: 'message', content: 'Write at length.' }));
     await new Promise((r) => setTimeout(r, 100));

@@ -228,25 +228,27 @@ describe('q36-server with Vulkan streaming and the disk KV cache', () => {
   }, 120_000);
 });
 
-describe('writeRegions (the addon\'s batched upload)', () => {
-  it('copies scattered pieces into one buffer and refuses regions outside the data or the buffer', async () => {
+describe('mapped() and copyRegions() (the addon\'s staged uploads)', () => {
+  it('a host-visible buffer\'s memory is written in place, copyRegions moves scattered pieces, bad regions are refused', async () => {
     const e = await openEngine({ backend: 'vulkan', ctx: 64, model: MODELS.A }) as VkEngine;
     const dev = e.dev;
-    const buf = dev.createBuffer(4096, false);
+    const stage = dev.createBuffer(300, true), buf = dev.createBuffer(4096, false), local = dev.createBuffer(64, false);
     try {
       const data = Uint8Array.from({ length: 300 }, (_, i) => i % 251);
+      new Uint8Array(dev.mapped(stage)).set(data);
+      expect(Buffer.from(dev.read(stage, 0, 300)).equals(Buffer.from(data))).toBe(true);
       dev.write(buf, 0, new Uint8Array(4096));
-      dev.writeRegions(buf, data, Float64Array.of(1000, 0, 100, 10, 200, 100, 4000, 150, 50));
-      const got = new Uint8Array(dev.read(buf, 0, 4096));
+      dev.copyRegions(buf, stage, Float64Array.of(1000, 0, 100, 10, 200, 100, 4000, 150, 50));
       const want = new Uint8Array(4096);
       want.set(data.subarray(0, 100), 1000); want.set(data.subarray(200, 300), 10); want.set(data.subarray(150, 200), 4000);
-      expect(Buffer.from(got).equals(Buffer.from(want))).toBe(true);
-      expect(() => dev.writeRegions(buf, data, Float64Array.of(4090, 0, 100))).toThrow(/outside the data or the buffer/);
-      expect(() => dev.writeRegions(buf, data, Float64Array.of(0, 250, 100))).toThrow(/outside the data or the buffer/);
-      expect(() => dev.writeRegions(buf, data, Float64Array.of(0, 0))).toThrow(/triples expected/);
-      expect(() => dev.writeRegions(buf, data, new Uint32Array(3) as unknown as Float64Array)).toThrow(/Float64Array expected/);
+      expect(Buffer.from(dev.read(buf, 0, 4096)).equals(Buffer.from(want))).toBe(true);
+      expect(() => dev.copyRegions(buf, stage, Float64Array.of(4090, 0, 100))).toThrow(/outside a buffer/);
+      expect(() => dev.copyRegions(buf, stage, Float64Array.of(0, 250, 100))).toThrow(/outside a buffer/);
+      expect(() => dev.copyRegions(buf, stage, Float64Array.of(0, 0))).toThrow(/triples expected/);
+      expect(() => dev.copyRegions(buf, stage, new Uint32Array(3) as unknown as Float64Array)).toThrow(/Float64Array expected/);
+      expect(() => dev.mapped(local)).toThrow(/not a host-visible buffer/);
     } finally {
-      dev.freeBuffer(buf);
+      dev.freeBuffer(stage); dev.freeBuffer(buf); dev.freeBuffer(local);
       e.dispose();
     }
   });

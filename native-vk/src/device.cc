@@ -28,7 +28,6 @@ Napi::Function Device::Define(Napi::Env env) {
     InstanceMethod("importFile", &Device::ImportFile),
     InstanceMethod("freeBuffer", &Device::FreeBuffer),
     InstanceMethod("write", &Device::Write),
-    InstanceMethod("writeRegions", &Device::WriteRegions),
     InstanceMethod("mapped", &Device::Mapped),
     InstanceMethod("copyRegions", &Device::CopyRegions),
     InstanceMethod("read", &Device::Read),
@@ -177,43 +176,6 @@ void Device::copyRegions(Buffer& dst, Buffer& src, const std::vector<VkBufferCop
   if (r == VK_SUCCESS) r = vkQueueWaitIdle(ctx_->queue());
   vkFreeCommandBuffers(ctx_->device(), ctx_->commandPool(), 1, &cmd);
   if (r != VK_SUCCESS) throw VkError("vkQueueSubmit(copy)", r);
-}
-
-// writeRegions(id, data: Uint8Array, regions: Float64Array of (dstOffset, srcOffset, bytes)
-// triples): scattered pieces of data into one buffer (SSD streaming's expert slots), staged
-// together and copied in as few submissions as the staging buffer allows.
-Napi::Value Device::WriteRegions(const Napi::CallbackInfo& info) {
-  ctx(info.Env());
-  Buffer& b = buffer(info.Env(), u32(info[0], "writeRegions(id)"));
-  if (!info[1].IsTypedArray()) throw Napi::TypeError::New(info.Env(), "writeRegions(data): Uint8Array expected");
-  if (!info[2].IsTypedArray() || info[2].As<Napi::TypedArray>().TypedArrayType() != napi_float64_array) throw Napi::TypeError::New(info.Env(), "writeRegions(regions): Float64Array expected");
-  auto ta = info[1].As<Napi::TypedArray>();
-  const uint8_t* p = static_cast<const uint8_t*>(ta.ArrayBuffer().Data()) + ta.ByteOffset();
-  uint64_t n = ta.ByteLength();
-  auto ra = info[2].As<Napi::Float64Array>();
-  if (ra.ElementLength() % 3 != 0) throw Napi::RangeError::New(info.Env(), "writeRegions(regions): (dstOffset, srcOffset, bytes) triples expected");
-  if (b.imported()) throw Napi::Error::New(info.Env(), "writeRegions: buffer is an imported file mapping (read-only)");
-  std::vector<VkBufferCopy> batch;
-  uint64_t used = 0;
-  try {
-    for (size_t i = 0; i < ra.ElementLength(); i += 3) {
-      double d = ra[i], sOff = ra[i + 1], len = ra[i + 2];
-      if (!(d >= 0 && sOff >= 0 && len >= 0) || d + len > static_cast<double>(b.size()) || sOff + len > static_cast<double>(n)) throw std::range_error("writeRegions: a region lies outside the data or the buffer");
-      uint64_t dst = static_cast<uint64_t>(d), src = static_cast<uint64_t>(sOff), k = static_cast<uint64_t>(len);
-      if (k > kStagingBytes) throw std::range_error("writeRegions: a region exceeds the staging buffer (64 MiB)");
-      if (b.mapped()) { std::memcpy(static_cast<uint8_t*>(b.mapped()) + dst, p + src, k); continue; }
-      if (used + k > kStagingBytes) { copyRegions(b, *staging_, batch); batch.clear(); used = 0; }
-      std::memcpy(static_cast<uint8_t*>(staging_->mapped()) + used, p + src, k);
-      if (k) batch.push_back(VkBufferCopy{used, dst, k});
-      used += k;
-    }
-    if (!batch.empty()) copyRegions(b, *staging_, batch);
-  } catch (const std::range_error& e) {
-    throw Napi::RangeError::New(info.Env(), e.what());
-  } catch (const std::exception& e) {
-    throw Napi::Error::New(info.Env(), e.what());
-  }
-  return info.Env().Undefined();
 }
 
 // mapped(id) → ArrayBuffer over a host-visible buffer's own memory (no copy): the host reads

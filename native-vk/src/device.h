@@ -27,7 +27,6 @@ class Device : public Napi::ObjectWrap<Device> {
   Napi::Value ImportFile(const Napi::CallbackInfo& info);
   Napi::Value FreeBuffer(const Napi::CallbackInfo& info);
   Napi::Value Write(const Napi::CallbackInfo& info);
-  Napi::Value WriteRegions(const Napi::CallbackInfo& info);
   Napi::Value Mapped(const Napi::CallbackInfo& info);
   Napi::Value CopyRegions(const Napi::CallbackInfo& info);
   Napi::Value Read(const Napi::CallbackInfo& info);

@@ -44,8 +44,6 @@ export interface VkDevice {
   importFile(path: string, offset: number, bytes: number): number;
   freeBuffer(id: number): void;
   write(id: number, offset: number, data: Uint8Array): void;
-  /** pieces of data into one buffer: (dstOffset, srcOffset, bytes) triples, each ≤ 64 MiB, copied in as few submissions as the staging buffer allows */
-  writeRegions(id: number, data: Uint8Array, regions: Float64Array): void;
   /** a host-visible buffer's own memory (no copy), valid until the buffer is freed */
   mapped(id: number): ArrayBuffer;
   /** (dstOffset, srcOffset, bytes) triples from one buffer into another, one submission */
