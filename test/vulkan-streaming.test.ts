@@ -17,6 +17,7 @@ import { Rng } from '../ts/model/synth.js';
 import { fixture, tmpDir, withFailingReads } from './helpers.js';
 import OpenAI from 'openai';
 import { buildApp } from '../ts/server/app.js';
+import { loadAddon } from '../ts/vk/addon.js';
 
 const MODELS = { A: fixture('tinyA/tinyA-q2q4.gguf'), R: fixture('tinyR/tinyR-q2.gguf') };
 /** both sides the same KV types: f16 is streaming's default */
@@ -168,7 +169,7 @@ describe('Vulkan SSD expert streaming', () => {
     }
   }, 60_000);
 
-  it('refuses impossible caches with the numbers; batched sessions fall back to taking turns', async () => {
+  it('refuses impossible caches with the numbers; the default cache follows the driver\'s memory budget; batched sessions fall back to taking turns', async () => {
     const common = { backend: 'vulkan', ctx: 256, model: MODELS.A, streamExperts: true } as const;
     await expect(openEngine({ ...common, expertCacheSlots: 5 })).rejects.toThrow(/an expert cache of 5 slots \([\d.]+ MiB asked\) cannot hold one layer's experts: need 6 expert slots = [\d.]+ MiB/);
     // a 12 MiB device: the resident part and scratch leave no room for one layer's 6 slots
@@ -176,6 +177,25 @@ describe('Vulkan SSD expert streaming', () => {
     await expect(openEngine({ ...common, vkMemoryLimit: 12 * 2 ** 20, expertFullLayers: 2 })).rejects.toThrow(/with layers 0-1's experts.*--ssd-streaming-full-layers 2.*lower --ssd-streaming-full-layers/);
     // room for one layer's slots, not for the 20 asked
     await expect(openEngine({ ...common, vkMemoryLimit: 15.5 * 2 ** 20, expertCacheSlots: 20 })).rejects.toThrow(/an expert cache of 20 slots = [\d.]+ MiB does not fit .*: [\d.]+ MiB left after/);
+    // the default cache follows the driver's memory budget where it reports one (lavapipe does
+    // not: a budget of 15.5 MiB is reported here by wrapping info())
+    const addon = loadAddon() as { Device: new (i: number) => { info(): Record<string, unknown> } };
+    const Real = addon.Device;
+    addon.Device = class extends Real { info() { return { ...super.info(), memoryBudgetBytes: 15.5 * 2 ** 20 }; } };
+    try {
+      const b = await openEngine({ ...common });
+      const slots = b.expertStats!()!.slots;
+      expect(slots).toBeGreaterThanOrEqual(6);
+      expect(slots).toBeLessThan(24);
+      expect(b.describe()).toMatch(/planned within the driver's memory budget of 0\.02 GiB \(VK_EXT_memory_budget\)/);
+      b.dispose();
+    } finally {
+      addon.Device = Real;
+    }
+    const unbudgeted = await openEngine({ ...common });
+    expect(unbudgeted.expertStats!()!.slots).toBe(24);
+    expect(unbudgeted.describe()).not.toMatch(/memory budget/);
+    unbudgeted.dispose();
     // a cache asked larger than every streamed expert holds them all (24 slots), no more
     const capped = await openEngine({ ...common, expertCacheMiB: 200 });
     expect(capped.expertStats!()!.slots).toBe(24);

@@ -143,6 +143,19 @@ std::vector<DeviceInfo> Context::listDevices() {
   return out;
 }
 
+uint64_t Context::memoryBudget() const {
+  if (!hasExtension(phys_, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME)) return 0;
+  VkPhysicalDeviceMemoryBudgetPropertiesEXT budget{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT};
+  VkPhysicalDeviceMemoryProperties2 mem{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2};
+  mem.pNext = &budget;
+  vkGetPhysicalDeviceMemoryProperties2(phys_, &mem);
+  uint64_t b = 0;
+  for (uint32_t h = 0; h < mem.memoryProperties.memoryHeapCount; h++) {
+    if (mem.memoryProperties.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) b += budget.heapBudget[h];
+  }
+  return b;
+}
+
 Context::Context(int deviceIndex) {
   instance_ = createInstance();
   try {

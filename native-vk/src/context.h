@@ -51,6 +51,9 @@ class Context {
   const DeviceInfo& info() const { return info_; }
   // vkGetMemoryHostPointerPropertiesEXT, or null when the extension is not enabled
   PFN_vkGetMemoryHostPointerPropertiesEXT hostPointerProps() const { return hostPointerProps_; }
+  // Bytes the device-local heaps may hold now by VK_EXT_memory_budget (this process's use plus
+  // what is available to it), or 0 without the extension.
+  uint64_t memoryBudget() const;
   // Index of a memory type with all `want` flags among `typeBits`, or throws.
   // the first type with `want`, preferring one that also has `prefer`
   uint32_t memoryType(uint32_t typeBits, VkMemoryPropertyFlags want, VkMemoryPropertyFlags prefer = 0) const;

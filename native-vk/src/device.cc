@@ -90,6 +90,8 @@ Napi::Value Device::Info(const Napi::CallbackInfo& info) {
   uint64_t local = 0;
   for (auto& h : d.heaps) if (h.deviceLocal) local += h.size;
   o.Set("deviceLocalBytes", static_cast<double>(local));
+  // read now (it changes with what this and other processes hold): 0 without VK_EXT_memory_budget
+  o.Set("memoryBudgetBytes", static_cast<double>(ctx(info.Env()).memoryBudget()));
   return o;
 }
 

@@ -31,6 +31,8 @@ export interface VkDevice {
     /** VkSubgroupFeatureFlags of compute subgroups; bytes of shared memory per workgroup */
     subgroupFeatures: number; maxComputeSharedMemorySize: number;
     minStorageBufferOffsetAlignment: number; unifiedMemory: boolean; deviceLocalBytes: number;
+    /** VK_EXT_memory_budget's budget of the device-local heaps when info() was called (0 without the extension) */
+    memoryBudgetBytes: number;
     /** VK_EXT_external_memory_host and its minImportedHostPointerAlignment (0 without it) */
     externalMemoryHost: boolean; importAlignment: number;
   };

@@ -78,7 +78,7 @@ export class VkEngine implements Engine, VkHost {
   /** with vkProfile: GPU time of each dispatch of the last step */
   private lastProfile?: { names: string[]; ns: Float64Array };
   /** SSD streaming (streamExperts): the plan made before loading, then the slot pool */
-  private streamPlan?: { slots: number[]; fullLayers: number; uniform: boolean };
+  private streamPlan?: { slots: number[]; fullLayers: number; uniform: boolean; budget?: number };
   stream?: VkExpertStream;
 
   /** wall milliseconds spent in dev.run (submit to fence) since the engine opened, for benchmarks */
@@ -188,7 +188,13 @@ export class VkEngine implements Engine, VkHost {
     const scratch = this.scratchEstimate();
     const n = this.options.sessions ?? 1, sessions = n * this.sessionBytes;
     const total = w + scratch + sessions;
-    if (streaming) { this.planStreaming({ left: info.deviceLocalBytes * 0.95 - total, weights: w, scratch, sessions, full }); return; }
+    if (streaming) {
+      // the cache takes what the device can give now: VK_EXT_memory_budget's budget where the
+      // driver has it (other processes' use counted), else the heap size; --vk-memory-limit wins
+      const budget = this.options.vkMemoryLimit === undefined && info.memoryBudgetBytes > 0 ? Math.min(info.deviceLocalBytes, info.memoryBudgetBytes) : undefined;
+      this.planStreaming({ left: (budget ?? info.deviceLocalBytes) * 0.95 - total, weights: w, scratch, sessions, full, budget });
+      return;
+    }
     if (total > info.deviceLocalBytes * 0.95) {
       throw new Error(`model does not fit ${info.name}: weights ${(w / 2 ** 30).toFixed(2)} GiB + KV/state ${(sessions / 2 ** 30).toFixed(2)} GiB (ctx ${this.options.ctx}${n > 1 ? ` × ${n} sessions` : ''}) + scratch ${(scratch / 2 ** 30).toFixed(2)} GiB > ${(info.deviceLocalBytes / 2 ** 30).toFixed(2)} GiB device memory${this.options.vkMemoryLimit !== undefined ? ' (--vk-memory-limit)' : ''}: lower --ctx${n > 1 ? ' or --batched-session' : ''}, use -ctk q8_0 -ctv q4_0${scratch > this.sessionBytes ? ` or a smaller prefill chunk (${this.chunk} tokens)` : ''}, or stream the routed experts from the file (--ssd-streaming)`);
     }
@@ -205,7 +211,7 @@ export class VkEngine implements Engine, VkHost {
    * expert, at least one layer's (a prefill chunk may route to all of them). Refuses, naming the
    * numbers, what cannot work.
    */
-  private planStreaming(o: { left: number; weights: number; scratch: number; sessions: number; full: number }): void {
+  private planStreaming(o: { left: number; weights: number; scratch: number; sessions: number; full: number; budget?: number }): void {
     const s = this.shape, o2 = this.options, MiB = (b: number) => `${(b / 2 ** 20).toFixed(1)} MiB`;
     if (!(Number.isInteger(o.full) && o.full >= 0)) throw new Error(`expertFullLayers must be a whole number of layers (got ${o2.expertFullLayers})`);
     const min = minExpertSlots({ ...s, fullLayers: o.full, chunk: this.chunk });
@@ -235,7 +241,7 @@ export class VkEngine implements Engine, VkHost {
     if (bytes > o.left) {
       throw new Error(`an expert cache of ${total} slots = ${MiB(bytes)} does not fit ${this.info.name}: ${MiB(Math.max(0, o.left))} left after ${used}`);
     }
-    this.streamPlan = { slots, fullLayers: o.full, uniform };
+    this.streamPlan = { slots, fullLayers: o.full, uniform, budget: o.budget };
   }
 
   /** The slot pool, the streamed experts' views of it, and the warm start (after the weights: the plan knows their size). */
@@ -500,7 +506,7 @@ export class VkEngine implements Engine, VkHost {
   private describeStreaming(): string {
     const st = this.stream!, p = this.streamPlan!;
     const sizes = st.classes.map((c, i) => `${p.slots[i]} of ${(c.slotBytes / 1024).toFixed(0)} KiB${st.classes.length > 1 ? ` for ${c.layers.length} layer${c.layers.length === 1 ? '' : 's'}` : ''}`).join(', ');
-    return `experts   routed experts ${p.fullLayers ? `of layers 0-${p.fullLayers - 1} resident, the rest ` : ''}streamed from the file through ${st.slots} device slots (${sizes}; ${(st.bytes / 2 ** 20).toFixed(1)} MiB, ${st.how})${st.cache.warm ? `; ${st.cache.warm}` : ''}`;
+    return `experts   routed experts ${p.fullLayers ? `of layers 0-${p.fullLayers - 1} resident, the rest ` : ''}streamed from the file through ${st.slots} device slots (${sizes}; ${(st.bytes / 2 ** 20).toFixed(1)} MiB, ${st.how})${p.budget !== undefined ? `; planned within the driver's memory budget of ${(p.budget / 2 ** 30).toFixed(2)} GiB (VK_EXT_memory_budget)` : ''}${st.cache.warm ? `; ${st.cache.warm}` : ''}`;
   }
 
   /** Last step's GPU time per shader (ms), largest first; needs vkProfile. */
