@@ -26,8 +26,6 @@ const SLOT_ALIGN = 256;
 const READS_IN_FLIGHT = 16;
 /** Host-visible stage for one batch of slots (staged reads). */
 const STAGE_BYTES = 64 << 20;
-/** Staged reads are copied to the device in groups of about this many bytes, each while the next group is read. */
-const PIPE_BYTES = 4 << 20;
 /** Largest merged read: large enough to stream a tensor, small enough to keep several reads in flight. */
 const MERGE_BYTES = 8 << 20;
 const up = (n: number) => Math.ceil(n / SLOT_ALIGN) * SLOT_ALIGN;
@@ -182,9 +180,6 @@ export class VkExpertStream {
     this.cache = new ExpertCache({ nLayer: s.nLayer, nExpert: s.nExpert, slots: o.slots, classOf: (l) => this.classOf[l], fullLayers: o.fullLayers, usage: o.usage });
   }
 
-  /** the largest slot */
-  private get biggest(): number { return Math.max(0, ...this.classes.map((c) => c.slotBytes)); }
-
   /** slots in all, and the bytes they take */
   get slots(): number { return this.o.slots.reduce((a, b) => a + b, 0); }
   get bytes(): number { return this.o.slots.reduce((a, n, i) => a + n * this.classes[i].slotBytes, 0); }
@@ -229,7 +224,7 @@ export class VkExpertStream {
   private async read(loads: ExpertLoad[]): Promise<void> {
     const st = this.cache.stats;
     const stageBytes = this.stage?.mem.byteLength ?? Infinity;
-    const per = Math.max(1, Math.floor(stageBytes / this.biggest));
+    const per = Math.max(1, Math.floor(stageBytes / Math.max(...this.classes.map((c) => c.slotBytes))));
     for (let b0 = 0; b0 < loads.length; b0 += per) {
       const batch = loads.slice(b0, b0 + per);
       // every part of every expert in the batch, in file order
@@ -253,49 +248,25 @@ export class VkExpertStream {
         }
         bytes += p.n;
       }
-      // staged: groups of about PIPE_BYTES, each copied while the next one's reads run on the
-      // worker threads (the copy blocks this thread, not them); in place: one group, no copies
-      // (a sixteenth of a small stage: small models pipeline too, so the tests see several groups)
-      const groupBytes = this.stage ? Math.min(PIPE_BYTES, Math.max(this.biggest, Math.floor(this.stage.mem.byteLength / 16))) : Infinity;
-      const groups: { reads: typeof reads; parts: typeof parts }[] = [];
-      for (let i = 0, pi = 0; i < reads.length;) {
-        const g: (typeof groups)[number] = { reads: [], parts: [] };
-        let gb = 0;
-        while (i < reads.length && gb < groupBytes) { gb += reads[i][1]; g.reads.push(reads[i++]); }
-        const end = i < reads.length ? reads[i][3] : Infinity;
-        while (pi < parts.length && (!this.stage || parts[pi].stage < end)) g.parts.push(parts[pi++]);
-        groups.push(g);
-      }
-      const readGroup = (g: (typeof groups)[number]) => {
-        let next = 0;
-        const worker = async () => {
-          while (next < g.reads.length) {
-            const [pos, n, mem, to] = g.reads[next++];
-            await this.readAt(pos, n, mem, to);
-          }
-        };
-        const p = Promise.all(Array.from({ length: Math.min(READS_IN_FLIGHT, g.reads.length) }, worker));
-        // (awaited below; a copy that throws first must not leave it unhandled)
-        p.catch(() => {});
-        return p;
-      };
-      let pending = groups.length ? readGroup(groups[0]) : undefined;
-      for (let k = 0; k < groups.length; k++) {
-        const t0 = performance.now();
-        await pending;
-        const t1 = performance.now();
-        pending = k + 1 < groups.length ? readGroup(groups[k + 1]) : undefined;
-        if (this.stage) {
-          for (const w of this.pool) {
-            const regions: number[] = [];
-            for (const p of groups[k].parts) if (p.slot >= w.first && p.slot < w.first + w.count) regions.push((p.slot - w.first) * w.slotBytes + p.at, p.stage, p.n);
-            if (regions.length) this.o.dev.copyRegions(w.buf, this.stage.buf, Float64Array.from(regions));
-          }
+      const t0 = performance.now();
+      let next = 0;
+      const worker = async () => {
+        while (next < reads.length) {
+          const [pos, n, mem, to] = reads[next++];
+          await this.readAt(pos, n, mem, to);
         }
-        // reads: the time spent waiting for them (what the copies did not hide)
-        st.readMs += t1 - t0;
-        st.copyMs += performance.now() - t1;
+      };
+      await Promise.all(Array.from({ length: Math.min(READS_IN_FLIGHT, reads.length) }, worker));
+      const t1 = performance.now();
+      if (this.stage) {
+        for (const w of this.pool) {
+          const regions: number[] = [];
+          for (const p of parts) if (p.slot >= w.first && p.slot < w.first + w.count) regions.push((p.slot - w.first) * w.slotBytes + p.at, p.stage, p.n);
+          if (regions.length) this.o.dev.copyRegions(w.buf, this.stage.buf, Float64Array.from(regions));
+        }
       }
+      st.readMs += t1 - t0;
+      st.copyMs += performance.now() - t1;
       st.bytesRead += bytes;
     }
   }
