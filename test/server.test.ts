@@ -235,11 +235,13 @@ describe('WebSocket chat', () => {
     expect(d2.usage.cached_tokens).toBeGreaterThanOrEqual(d1.usage.prompt_tokens + d1.usage.completion_tokens - 1);
     ws.send(JSON.stringify({ type: 'nonsense' }));
     expect(String((await next('error')).message)).toMatch(/unknown message type/);
-    // greedy, so the answer cannot end early by chance (a sampled one sometimes hit EOS within the 100 ms)
+    // greedy (this answer runs 771 tokens to its EOS), cancelled once its first piece arrives: a
+    // fixed 100 ms wait raced the EOS on a loaded machine, where the timer fired late
     ws.send(JSON.stringify({ type: 'session.start', max_tokens: 2000, temperature: 0 }));
     await next('session.ready');
+    inbox.length = 0;
     ws.send(JSON.stringify({ type: 'message', content: 'Write at length.' }));
-    await new Promise((r) => setTimeout(r, 100));
+    await new Promise<void>((r) => { const look = () => (inbox.some((m) => m.type === 'token' || m.type === 'reasoning') ? r() : waiters.push(look)); look(); });
     ws.send(JSON.stringify({ type: 'cancel' }));
     expect((await next('done')).finish_reason).toBe('cancelled');
     ws.close();
