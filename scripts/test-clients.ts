@@ -11,7 +11,9 @@
  * when any request got anything else. Loopback only; each agent is bounded by --timeout.
  *
  * usage: node dist/scripts/test-clients.js [--model FILE] [--clients-dir DIR] [--only NAME,...]
- *          [--record DIR] [--timeout S]
+ *          [--record DIR] [--timeout S] [--server-args "..."] [--parallel]
+ * --server-args: more q36-server flags (e.g. "--batched-session 5"; one with --vulkan drops the
+ * default --cpu); --parallel runs the agents at once (several sessions against one server).
  * --record DIR writes each agent's requests to DIR/NAME.json (the CI replay in test/clients-replay.test.ts).
  */
 import { spawn, spawnSync } from 'node:child_process';
@@ -30,6 +32,8 @@ const CLIENTS = flag('--clients-dir') ?? path.join(os.homedir(), '.cache', 'q36-
 const RECORD = flag('--record');
 const TIMEOUT_S = Number(flag('--timeout') ?? 240);
 const ONLY = flag('--only')?.split(',');
+const SERVER_ARGS = (flag('--server-args') ?? '').split(/\s+/).filter(Boolean);
+const PARALLEL = argv.includes('--parallel');
 const MODEL_ID = 'qwen3.6-35b-a3b';
 
 interface Recorded { method: string; url: string; status: number; request: string; response: string }
@@ -105,7 +109,8 @@ function install(clients: Client[]): Record<string, string> {
 }
 
 async function startServer(): Promise<{ base: string; stop: () => void; log: () => string }> {
-  const p = spawn(process.execPath, [path.join(ROOT, 'dist/ts/cli/q36-server.js'), '-m', MODEL, '--cpu', '--port', '0']);
+  const backend = SERVER_ARGS.includes('--vulkan') ? [] : ['--cpu'];
+  const p = spawn(process.execPath, [path.join(ROOT, 'dist/ts/cli/q36-server.js'), '-m', MODEL, ...backend, '--port', '0', ...SERVER_ARGS]);
   let log = '';
   p.stderr.on('data', (d) => { log += d; });
   const base = await new Promise<string>((resolve, reject) => {
@@ -160,38 +165,41 @@ async function main(): Promise<number> {
   const server = await startServer();
   let failed = 0;
   const rows: string[] = [];
-  try {
-    for (const c of clients) {
-      const px = await proxy(server.base);
-      const home = fs.mkdtempSync(path.join(os.tmpdir(), `q36-client-${c.name}-`));
-      const work = fs.mkdtempSync(path.join(os.tmpdir(), `q36-work-${c.name}-`));
-      const { args, env } = c.setup(home, px.base);
-      const t0 = Date.now();
-      // (asynchronous: the recording proxy runs in this process)
-      const r = await run(path.join(CLIENTS, 'node_modules', '.bin', c.bin), args, {
-        cwd: work, env: { PATH: process.env.PATH ?? '', HOME: home, TERM: 'dumb', NO_COLOR: '1', CI: '1', ...env },
-      });
-      px.close();
-      const api = px.records.filter((x) => x.url.startsWith('/v1') || x.url === '/');
-      const bad = api.filter((x) => !acceptable(x));
-      const statuses = api.map((x) => `${x.method} ${x.url.split('?')[0]} ${x.status}`).reduce<Record<string, number>>((m, k) => ((m[k] = (m[k] ?? 0) + 1), m), {});
-      const ok = api.length > 0 && bad.length === 0;
-      if (!ok) failed++;
-      rows.push(`${c.name.padEnd(12)} ${versions[c.name].padEnd(10)} exit ${String(r.status ?? r.signal).padEnd(4)} ${((Date.now() - t0) / 1000).toFixed(1).padStart(6)} s  ${ok ? 'ok  ' : 'FAIL'}  ${Object.entries(statuses).map(([k, n]) => `${k} ×${n}`).join(', ') || 'no requests'}`);
-      for (const b of bad) rows.push(`             unexpected: ${b.method} ${b.url} ${b.status} ${b.response.slice(0, 200)}`);
-      if (!api.length) rows.push(`             output: ${(r.stdout + r.stderr).trim().split('\n').slice(-3).join(' | ').slice(0, 300)}`);
-      if (RECORD) {
-        fs.mkdirSync(RECORD, { recursive: true });
-        const posts = px.records.filter((x) => x.method === 'POST').slice(0, 4).map((x) => ({ url: x.url, status: x.status, body: JSON.parse(x.request) }));
-        fs.writeFileSync(path.join(RECORD, `${c.name}.json`), JSON.stringify({ client: c.pkg, version: versions[c.name], recorded: new Date().toISOString().slice(0, 10), requests: posts }) + '\n');
-      }
-      fs.rmSync(home, { recursive: true, force: true });
-      fs.rmSync(work, { recursive: true, force: true });
+  const one = async (c: Client) => {
+    const px = await proxy(server.base);
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), `q36-client-${c.name}-`));
+    const work = fs.mkdtempSync(path.join(os.tmpdir(), `q36-work-${c.name}-`));
+    const { args, env } = c.setup(home, px.base);
+    const t0 = Date.now();
+    // (asynchronous: the recording proxy runs in this process)
+    const r = await run(path.join(CLIENTS, 'node_modules', '.bin', c.bin), args, {
+      cwd: work, env: { PATH: process.env.PATH ?? '', HOME: home, TERM: 'dumb', NO_COLOR: '1', CI: '1', ...env },
+    });
+    px.close();
+    const api = px.records.filter((x) => x.url.startsWith('/v1') || x.url === '/');
+    const bad = api.filter((x) => !acceptable(x));
+    const statuses = api.map((x) => `${x.method} ${x.url.split('?')[0]} ${x.status}`).reduce<Record<string, number>>((m, k) => ((m[k] = (m[k] ?? 0) + 1), m), {});
+    const ok = api.length > 0 && bad.length === 0;
+    if (!ok) failed++;
+    rows.push(`${c.name.padEnd(12)} ${versions[c.name].padEnd(10)} exit ${String(r.status ?? r.signal).padEnd(4)} ${((Date.now() - t0) / 1000).toFixed(1).padStart(6)} s  ${ok ? 'ok  ' : 'FAIL'}  ${Object.entries(statuses).map(([k, n]) => `${k} ×${n}`).join(', ') || 'no requests'}`);
+    for (const b of bad) rows.push(`             unexpected: ${b.method} ${b.url} ${b.status} ${b.response.slice(0, 200)}`);
+    if (!api.length) rows.push(`             output: ${(r.stdout + r.stderr).trim().split('\n').slice(-3).join(' | ').slice(0, 300)}`);
+    if (RECORD) {
+      fs.mkdirSync(RECORD, { recursive: true });
+      const posts = px.records.filter((x) => x.method === 'POST').slice(0, 4).map((x) => ({ url: x.url, status: x.status, body: JSON.parse(x.request) }));
+      fs.writeFileSync(path.join(RECORD, `${c.name}.json`), JSON.stringify({ client: c.pkg, version: versions[c.name], recorded: new Date().toISOString().slice(0, 10), requests: posts }) + '\n');
     }
+    fs.rmSync(home, { recursive: true, force: true });
+    fs.rmSync(work, { recursive: true, force: true });
+  };
+  try {
+    if (PARALLEL) await Promise.all(clients.map(one));
+    else for (const c of clients) await one(c);
   } finally {
     server.stop();
   }
-  console.log(`q36-server (${path.relative(process.cwd(), MODEL)}, CPU, default settings) with the agents from npm, ${new Date().toISOString()}`);
+  const slots = /sessions +(\d+) slots/.exec(server.log())?.[1];
+  console.log(`q36-server (${path.relative(process.cwd(), MODEL)}, ${SERVER_ARGS.includes('--vulkan') ? 'Vulkan' : 'CPU'}, ${SERVER_ARGS.length ? SERVER_ARGS.join(' ') : 'default settings'}${slots ? `: ${slots} slots` : ''}) with the agents from npm${PARALLEL ? ', all at once' : ''}, ${new Date().toISOString()}`);
   for (const r of rows) console.log(r);
   console.log(`${clients.length - failed} passed, ${failed} failed`);
   return failed ? 1 : 0;

@@ -22,7 +22,9 @@ import { safeForTerminal } from './terminal.js';
 const HELP = `usage: q36-agent [--chdir DIR] [--yes] [-m MODEL] [--cpu|--vulkan] [--ctx N] [-ctk T -ctv T] [--tokens N] [--nothink]
                  [--temp T] [--seed S] [--sessions-dir DIR]
        q36-agent --non-interactive -p "TASK" [...]
-Presets: Vulkan ctx 32768 with q8_0 K / q4_0 V; CPU f16 KV. Sessions: ~/.q36/kvcache/sessions (or Q36_AGENT_SESSIONS).`;
+Presets: Vulkan ctx 32768 with q8_0 K / q4_0 V; CPU f16 KV. Sessions: ~/.q36/kvcache/sessions (or Q36_AGENT_SESSIONS).
+SSD streaming: --ssd-streaming [--ssd-streaming-cache-experts N|SIZE] [--ssd-streaming-cold | --ssd-streaming-preload-experts N]
+[--ssd-streaming-full-layers N], as q36 (F16 KV unless -ctk/-ctv; docs/ssd-streaming.md).`;
 
 const COMMANDS = `commands:
   /save           save this session (transcript and KV state)

@@ -32,6 +32,9 @@ Endpoints: GET /v1/models, GET /v1/models/qwen3.6-35b-a3b, POST /v1/chat/complet
            HEAD|GET /, GET /health, GET /props, GET /metrics
 --batched-session N: N live sessions (slots) served at once, each with its own KV cache and state;
              their decode steps run together (Vulkan: one batched step of up to 8 rows)
+--ssd-streaming [--ssd-streaming-cache-experts N|SIZE] [--ssd-streaming-cold | --ssd-streaming-preload-experts N]
+             [--ssd-streaming-full-layers N]: routed experts streamed from the model file through a bounded
+             cache (as q36; F16 KV unless -ctk/-ctv; docs/ssd-streaming.md)
 --log-level: error (errors only), warn (+ skipped cache files, internal errors), info (+ one line per
              request, the default), debug (the same as info for now; --trace FILE records cache decisions)`;
 
