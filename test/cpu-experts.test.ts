@@ -116,6 +116,17 @@ describe('routed experts streamed through the LRU cache', () => {
     s.dispose(); r.dispose(); e.dispose(); ref.dispose();
   });
 
+  it('a prefill sweeping more experts than the cache holds keeps a layer cached (plain LRU would miss everything)', async () => {
+    // 5 chunks of 64 tokens, each needing all 6 experts of each of 4 layers, through 12 slots:
+    // the first chunk fills the slots with layers 0-1 and cycles layers 2-3 through transient
+    // loads; every later chunk then misses layers 0, 2, 3 and hits layer 1's 6 experts (4 × 6 = 24)
+    const e = await openEngine({ model: fixture('tinyA/tinyA-q2q4.gguf'), backend: 'cpu', ctx: 512, streamExperts: true, expertCacheSlots: 12 }) as CpuEngine;
+    const s = e.newSession();
+    await s.eval(Array.from({ length: 320 }, (_, i) => (i * 37 + 5) % 1000));
+    expect(e.weights.stats).toMatchObject({ hits: 24, misses: 96 });
+    s.dispose(); e.dispose();
+  });
+
   it('refuses a cache too small for one layer\'s top-k with a clear error', async () => {
     await expect(openEngine({ model: fixture('tinyA/tinyA-q2.gguf'), backend: 'cpu', ctx: 256, streamExperts: true, expertCacheMiB: 0.05 }))
       .rejects.toThrow(/an expert cache of 0 slots \(0\.1 MiB asked\) cannot hold one layer's experts: need 6 expert slots/);

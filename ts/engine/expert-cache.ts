@@ -87,10 +87,10 @@ export class ExpertCache {
   /**
    * Makes the distinct experts `ids` of `layer` resident (each counted once as used), reading the
    * missing ones through `load` one by one, and returns the slot of each id, in order (undefined
-   * for a full layer: its experts are not cached).
+   * for a full layer: its experts are not cached). `transient`: as plan().
    */
-  ensure(layer: number, ids: ArrayLike<number>): number[] | undefined {
-    const p = this.plan(layer, ids);
+  ensure(layer: number, ids: ArrayLike<number>, transient = false): number[] | undefined {
+    const p = this.plan(layer, ids, transient);
     this.loadEach(p.loads);
     return p.slots;
   }

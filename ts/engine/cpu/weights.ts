@@ -230,7 +230,8 @@ export class CpuWeights {
   /** Called from the forward pass (WASM import): makes experts ids[0..n) of `layer` resident. */
   ensureExperts(layer: number, ids: number, n: number): void {
     if (!this.cache) { this.residentStats.hits += n; return; }
-    this.cache.ensure(layer, this.core.i32(ids, n));
+    // more experts than one token routes to: a prefill chunk's (transient loads, expert-cache.ts)
+    this.cache.ensure(layer, this.core.i32(ids, n), n > this.shape.nExpertUsed);
   }
 
   /** Reads expert e of `layer` into slot `slot` and points the expert table at it. */
