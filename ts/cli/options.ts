@@ -2,7 +2,7 @@
  * Options shared by q36, q36-server and q36-bench: backend, context, KV types, sampling, steering.
  * Every bad value is a CliError (exit 2) naming the flag.
  */
-import { DEFAULT_CLI_CTX, DEFAULT_KV, DEFAULT_KV_STREAMING } from '../engine/defaults.js';
+import { DEFAULT_CLI_CTX, DEFAULT_KV, DEFAULT_KV_STREAMING, STREAMING } from '../engine/defaults.js';
 import { envEngineOptions } from './env.js';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -98,7 +98,7 @@ export function engineOptions(model: string, a: Record<string, unknown>, modelCo
   const ssd = ssdStreaming(a, model);
   // streaming reads experts on libuv's worker threads: more of them than its default 4 keep more
   // reads in flight (takes effect if nothing has used the pool yet; a user's own setting wins)
-  if (ssd && process.env.UV_THREADPOOL_SIZE === undefined) process.env.UV_THREADPOOL_SIZE = '16';
+  if (ssd && process.env.UV_THREADPOOL_SIZE === undefined) process.env.UV_THREADPOOL_SIZE = String(STREAMING.readThreads);
   const ctx = num('--ctx', a.ctx as Str, { min: 1, int: true }) ?? Math.min(DEFAULT_CLI_CTX, modelContext);
   if (ctx > modelContext) throw new CliError(`--ctx ${ctx} exceeds the model's context length ${modelContext}`);
   const kIn = kvType('-ctk/--cache-type-k', a['cache-type-k'] as Str);

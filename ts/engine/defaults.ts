@@ -10,6 +10,14 @@ export const DEFAULT_KV: Record<'cpu' | 'vulkan', { k: KvType; v: KvType }> = { 
 export const DEFAULT_KV_STREAMING: { k: KvType; v: KvType } = { k: 'f16', v: 'f16' };
 
 /**
+ * SSD streaming (docs/ssd-streaming.md): the share of the device memory left that the expert
+ * cache takes without a size (Vulkan), and the reads: positioned reads in flight at once, the
+ * libuv worker threads the CLI asks for to run them (UV_THREADPOOL_SIZE, unless set), the
+ * host-visible stage of a discrete GPU's reads, and the largest read that adjacent parts merge into.
+ */
+export const STREAMING = { cacheFraction: 0.8, readsInFlight: 16, readThreads: 16, stageBytes: 64 << 20, mergeBytes: 8 << 20 } as const;
+
+/**
  * Tokens per prefill step: the CPU takes 64 (a DeltaNet chunk); Vulkan at least 512, enough
  * (token, expert) pairs per expert (16 on average for 8 of 256) for the grouped expert matmul to
  * reuse each decoded weight tile — and 2048 where memory is plentiful (vulkanChunk()).

@@ -18,16 +18,13 @@ import type { GgufFile, TensorInfo } from '../../gguf/index.js';
 import type { ModelShape } from '../../model/shape.js';
 import type { VkDevice } from '../../vk/addon.js';
 import { ExpertCache, type ExpertCacheOptions, type ExpertLoad } from '../expert-cache.js';
+import { STREAMING } from '../defaults.js';
 import type { DevTensor } from './weights.js';
 
 /** Slot strides and part offsets start at multiples of this. */
 const SLOT_ALIGN = 256;
-/** Positioned reads in flight at once (libuv's worker threads run them: 4 unless UV_THREADPOOL_SIZE says otherwise). */
-const READS_IN_FLIGHT = 16;
-/** Host-visible stage for one batch of slots (staged reads). */
-const STAGE_BYTES = 64 << 20;
-/** Largest merged read: large enough to stream a tensor, small enough to keep several reads in flight. */
-const MERGE_BYTES = 8 << 20;
+/** (defaults.ts: reads in flight, the stage, the largest merged read) */
+const { readsInFlight: READS_IN_FLIGHT, stageBytes: STAGE_BYTES, mergeBytes: MERGE_BYTES } = STREAMING;
 const up = (n: number) => Math.ceil(n / SLOT_ALIGN) * SLOT_ALIGN;
 
 /** One routed-expert tensor of a streamed layer, as the slots hold it. */

@@ -23,7 +23,7 @@ import { VkExpertStream, isRoutedExpert, slotLayout, splitSlots, tilesFor } from
 import { minExpertSlots, type ExpertStats } from '../expert-cache.js';
 import { modelIdentity } from '../../model/fingerprint.js';
 import { deviceProblem, shapeProblem } from './limits.js';
-import { DEFAULT_KV, MAX_BATCH_ROWS, vulkanChunk } from '../defaults.js';
+import { DEFAULT_KV, MAX_BATCH_ROWS, STREAMING, vulkanChunk } from '../defaults.js';
 import { BatchSteps, batchProblem } from './batch-step.js';
 import { scratchBytes, scratchTable, type ScratchBuffer } from './scratch.js';
 import { recordTopK } from './step.js';
@@ -215,7 +215,7 @@ export class VkEngine implements Engine, VkHost {
     const s = this.shape, o2 = this.options, MiB = (b: number) => `${(b / 2 ** 20).toFixed(1)} MiB`;
     if (!(Number.isInteger(o.full) && o.full >= 0)) throw new Error(`expertFullLayers must be a whole number of layers (got ${o2.expertFullLayers})`);
     const min = minExpertSlots({ ...s, fullLayers: o.full, chunk: this.chunk });
-    const ask = o2.expertCacheSlots !== undefined ? { slots: o2.expertCacheSlots } : { bytes: o2.expertCacheMiB !== undefined ? o2.expertCacheMiB * 2 ** 20 : Math.max(0, 0.8 * o.left) };
+    const ask = o2.expertCacheSlots !== undefined ? { slots: o2.expertCacheSlots } : { bytes: o2.expertCacheMiB !== undefined ? o2.expertCacheMiB * 2 ** 20 : Math.max(0, STREAMING.cacheFraction * o.left) };
     // slots of each layer's own size where the cache holds a layer's worth of each size, else
     // one size for all (the largest: the smallest cache that still works)
     let uniform = false, { classes } = slotLayout(this.file, s, o.full);
