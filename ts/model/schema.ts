@@ -98,6 +98,12 @@ export function dimOf(s: ModelShape, d: Dim): number {
   }
 }
 
+/** The layer of a `blk.N.…` tensor name, or -1 for a global tensor. */
+export const layerOf = (name: string): number => Number(/^blk\.(\d+)\./.exec(name)?.[1] ?? -1);
+
+/** Whether a tensor is a layer's routed experts (gate, up or down: what SSD streaming leaves in the file). */
+export const isRoutedExpert = (name: string): boolean => /^blk\.\d+\.ffn_(gate|up|down)_exps\.weight$/.test(name);
+
 /** The stacks' members per key, in stack order (weights.ts builds them; all layers of a kind alike). */
 export function stackMembers(key: StackKey): string[] {
   return LAYER_SLOT_ORDER.filter((t) => t.stack === key).map((t) => t.key);

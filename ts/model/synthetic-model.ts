@@ -6,6 +6,7 @@
 import * as fs from 'node:fs';
 import { GgmlType, kv, rowBytes, typeInfo, writeGguf, type GgufValue, type TensorSpec } from '../gguf/index.js';
 import { ARCH, requiredTensors, type ModelShape } from './shape.js';
+import { layerOf } from './schema.js';
 import { Rng, fillRandom, seedFor, type FloatInit } from './synth.js';
 import { BYTE_TO_UNICODE } from '../tokenizer/byte-unicode.js';
 
@@ -79,7 +80,6 @@ function placeholderTokenizer(g: Geometry): [string, GgufValue][] {
 }
 
 const isExperts = (n: string) => /_exps\.weight$/.test(n);
-const layerOf = (n: string) => Number(/^blk\.(\d+)\./.exec(n)?.[1] ?? -1);
 
 const floatOnly = (name: string, shape: number[]) =>
   shape.length === 1 || /norm|ffn_gate_inp|ssm_conv1d|ssm_a$|ssm_dt/.test(name) || (shape.length === 2 && shape[1] === 1);

@@ -9,6 +9,7 @@ import { ExpertCache, minExpertSlots, type ExpertStats } from '../expert-cache.j
 import { GgmlType, readTensorBytes, type GgufFile, type TensorInfo } from '../../gguf/index.js';
 import type { Core } from '../../core/wasm.js';
 import { requiredTensors, type ModelShape } from '../../model/shape.js';
+import { isRoutedExpert as isExp, layerOf } from '../../model/schema.js';
 import { E_ENTRY, GLOBAL_SLOTS, H, LAYER_SLOTS, N_SLOTS, T_ENTRY } from './layout.js';
 
 const WASM_LIMIT = 2 ** 32;
@@ -21,7 +22,6 @@ interface QuantExports {
   engineConfigure(h: number): number;
 }
 
-const layerOf = (name: string) => Number(/^blk\.(\d+)\./.exec(name)?.[1] ?? -1);
 
 export interface WeightsOptions {
   maxTokens: number;
@@ -67,7 +67,6 @@ export class CpuWeights {
     this.fd = fs.openSync(file.path, 'r');
     const req = requiredTensors(s);
     const floatClass = new Set(req.filter((r) => r.types === 'float').map((r) => r.name));
-    const isExp = (n: string) => /_exps\.weight$/.test(n);
     let expertBytes = 0, denseBytes = 0;
     for (const r of req) {
       const t = file.tensorByName.get(r.name)!;

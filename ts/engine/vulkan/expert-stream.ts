@@ -38,9 +38,6 @@ interface Part {
   offset: number;
 }
 
-/** Routed-expert tensor names of a layer (what streaming leaves out of the resident weights). */
-export const isRoutedExpert = (name: string) => /^blk\.\d+\.ffn_(gate|up|down)_exps\.weight$/.test(name);
-
 /** A slot class: the streamed layers whose experts take slotBytes (their layout's size). */
 export interface SlotClass { slotBytes: number; layers: number[] }
 
@@ -50,7 +47,9 @@ export interface SlotClass { slotBytes: number; layers: number[] }
  * smallest first; `uniform`: one class of the largest size, for caches too small to give every
  * size its own layer's worth).
  */
-export function slotLayout(file: GgufFile, s: ModelShape, fullLayers: number, uniform = false): { parts: Part[][]; classes: SlotClass[]; classOf: number[] } {
+export interface SlotLayout { parts: Part[][]; classes: SlotClass[]; classOf: number[] }
+
+export function slotLayout(file: GgufFile, s: ModelShape, fullLayers: number, uniform = false): SlotLayout {
   const parts: Part[][] = [], sizes: number[] = [];
   for (let l = 0; l < s.nLayer; l++) {
     if (l < fullLayers) { parts.push([]); sizes.push(0); continue; }
@@ -119,9 +118,9 @@ export interface StreamOptions {
   /** the model file, open for reading */
   fd: number;
   shape: ModelShape;
-  /** slots per slot class (slotLayout's order), and whether the layout is the uniform one */
+  /** the slots' layout (slotLayout: the engine's plan chose it) and the slots per class, in its order */
+  layout: SlotLayout;
   slots: number[];
-  uniform: boolean;
   fullLayers: number;
   /** the largest binding in bytes */
   maxBinding: number;
@@ -139,6 +138,8 @@ export class VkExpertStream {
   readonly classes: SlotClass[];
   private readonly classOf: number[];
   private readonly parts: Part[][];
+  /** the largest slot (a stage holds at least one) */
+  private readonly biggest: number;
   /**
    * The slot pools: buffers of whole slots of one class, global slots [first, first + count) in
    * each (slot ids run class after class), and their memory where they are read into in place
@@ -149,7 +150,8 @@ export class VkExpertStream {
 
   constructor(private readonly o: StreamOptions) {
     const s = o.shape;
-    ({ parts: this.parts, classes: this.classes, classOf: this.classOf } = slotLayout(o.file, s, o.fullLayers, o.uniform));
+    ({ parts: this.parts, classes: this.classes, classOf: this.classOf } = o.layout);
+    this.biggest = Math.max(0, ...this.classes.map((c) => c.slotBytes));
     this.fullLayers = o.fullLayers;
     if (o.slots.length !== this.classes.length) throw new Error(`expert streaming: ${o.slots.length} slot counts for ${this.classes.length} slot classes`);
     try {
@@ -164,9 +166,8 @@ export class VkExpertStream {
         }
         first += o.slots[cls];
       });
-      const biggest = Math.max(0, ...this.classes.map((c) => c.slotBytes));
       if (!o.direct && first > 0) {
-        const bytes = Math.max(biggest, Math.min(STAGE_BYTES, o.slots.reduce((a, n, i) => a + n * this.classes[i].slotBytes, 0)));
+        const bytes = Math.max(this.biggest, Math.min(STAGE_BYTES, this.bytes));
         const buf = o.dev.createBuffer(bytes, true);
         this.stage = { buf, mem: new Uint8Array(o.dev.mapped(buf)) };
       }
@@ -221,7 +222,7 @@ export class VkExpertStream {
   private async read(loads: ExpertLoad[]): Promise<void> {
     const st = this.cache.stats;
     const stageBytes = this.stage?.mem.byteLength ?? Infinity;
-    const per = Math.max(1, Math.floor(stageBytes / Math.max(...this.classes.map((c) => c.slotBytes))));
+    const per = Math.max(1, Math.floor(stageBytes / this.biggest));
     for (let b0 = 0; b0 < loads.length; b0 += per) {
       const batch = loads.slice(b0, b0 + per);
       // every part of every expert in the batch, in file order

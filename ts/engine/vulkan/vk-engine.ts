@@ -19,7 +19,8 @@ import { BaseSession } from '../session-base.js';
 import type { BatchItem, Engine, EngineOptions, KvType, SampleOptions, Session } from '../types.js';
 import { VkSessionState } from './session-state.js';
 import type { MatvecOpts, OutputOwner, RecordedStep, VkHost } from './host.js';
-import { VkExpertStream, isRoutedExpert, slotLayout, splitSlots, tilesFor } from './expert-stream.js';
+import { VkExpertStream, slotLayout, splitSlots, tilesFor, type SlotLayout } from './expert-stream.js';
+import { isRoutedExpert, layerOf } from '../../model/schema.js';
 import { minExpertSlots, type ExpertStats } from '../expert-cache.js';
 import { modelIdentity } from '../../model/fingerprint.js';
 import { deviceProblem, shapeProblem } from './limits.js';
@@ -77,8 +78,9 @@ export class VkEngine implements Engine, VkHost {
   private ranMs = 0;
   /** with vkProfile: GPU time of each dispatch of the last step */
   private lastProfile?: { names: string[]; ns: Float64Array };
-  /** SSD streaming (streamExperts): the plan made before loading, then the slot pool */
-  private streamPlan?: { slots: number[]; fullLayers: number; uniform: boolean; budget?: number };
+  /** SSD streaming (streamExperts): whether asked, the plan made before loading, then the slot pool */
+  private readonly streaming: boolean;
+  private streamPlan?: { slots: number[]; fullLayers: number; layout: SlotLayout; budget?: number };
   stream?: VkExpertStream;
 
   /** wall milliseconds spent in dev.run (submit to fence) since the engine opened, for benchmarks */
@@ -134,7 +136,8 @@ export class VkEngine implements Engine, VkHost {
     const want = Math.floor(options.batchRows ?? 1);
     if (!(want >= 1)) throw new Error(`batchRows must be a positive integer (got ${options.batchRows})`);
     const rows = Math.min(want, MAX_BATCH_ROWS, this.chunk, this.logitsRows);
-    this.batchIssue = rows > 1 ? (options.streamExperts === true ? 'SSD streaming loads each session\'s experts per step' : batchProblem(this, this.info.minStorageBufferOffsetAlignment)) : undefined;
+    this.streaming = options.streamExperts === true;
+    this.batchIssue = rows > 1 ? (this.streaming ? 'SSD streaming loads each session\'s experts per step' : batchProblem(this, this.info.minStorageBufferOffsetAlignment)) : undefined;
     this.batchRows = this.batchIssue ? 1 : rows;
     this.sessionBytes = this.sessionSize();
     let fd = -1;
@@ -182,13 +185,12 @@ export class VkEngine implements Engine, VkHost {
     const devIssue = deviceProblem(info, this.shape);
     if (devIssue) throw new Error(`${info.name}: ${devIssue} (use --cpu)`);
     // imported weights live in the page cache, not in device allocations
-    const streaming = this.options.streamExperts === true;
-    const full = streaming ? Math.min(this.options.expertFullLayers ?? 0, this.shape.nLayer) : 0;
-    const w = copiedBytesEstimate(this.file, this.shape, mode, streaming ? this.streamed(full) : undefined);
+    const full = this.streaming ? Math.min(this.options.expertFullLayers ?? 0, this.shape.nLayer) : 0;
+    const w = copiedBytesEstimate(this.file, this.shape, mode, this.streaming ? this.streamed(full) : undefined);
     const scratch = this.scratchEstimate();
     const n = this.options.sessions ?? 1, sessions = n * this.sessionBytes;
     const total = w + scratch + sessions;
-    if (streaming) {
+    if (this.streaming) {
       // the cache takes what the device can give now: VK_EXT_memory_budget's budget where the
       // driver has it (other processes' use counted), else the heap size; --vk-memory-limit wins
       const budget = this.options.vkMemoryLimit === undefined && info.memoryBudgetBytes > 0 ? Math.min(info.deviceLocalBytes, info.memoryBudgetBytes) : undefined;
@@ -202,7 +204,7 @@ export class VkEngine implements Engine, VkHost {
 
   /** SSD streaming: the routed-expert tensors left out of the resident weights (layers ≥ full). */
   private streamed(full: number): (name: string) => boolean {
-    return (name) => isRoutedExpert(name) && Number(/^blk\.(\d+)\./.exec(name)![1]) >= full;
+    return (name) => isRoutedExpert(name) && layerOf(name) >= full;
   }
 
   /**
@@ -218,13 +220,13 @@ export class VkEngine implements Engine, VkHost {
     const ask = o2.expertCacheSlots !== undefined ? { slots: o2.expertCacheSlots } : { bytes: o2.expertCacheMiB !== undefined ? o2.expertCacheMiB * 2 ** 20 : Math.max(0, STREAMING.cacheFraction * o.left) };
     // slots of each layer's own size where the cache holds a layer's worth of each size, else
     // one size for all (the largest: the smallest cache that still works)
-    let uniform = false, { classes } = slotLayout(this.file, s, o.full);
-    let slots = splitSlots(classes, s.nExpert, min, ask);
-    if (classes.length > 1 && slots.some((n) => n < min)) {
-      uniform = true;
-      ({ classes } = slotLayout(this.file, s, o.full, true));
-      slots = splitSlots(classes, s.nExpert, min, ask);
+    let layout = slotLayout(this.file, s, o.full);
+    let slots = splitSlots(layout.classes, s.nExpert, min, ask);
+    if (layout.classes.length > 1 && slots.some((n) => n < min)) {
+      layout = slotLayout(this.file, s, o.full, true);
+      slots = splitSlots(layout.classes, s.nExpert, min, ask);
     }
+    const { classes } = layout;
     const cost = (n: number[]) => n.reduce((a, k, i) => a + k * classes[i].slotBytes, 0);
     const total = slots.reduce((a, b) => a + b, 0), bytes = cost(slots);
     const asked = o2.expertCacheSlots !== undefined ? bytes : o2.expertCacheMiB !== undefined ? o2.expertCacheMiB * 2 ** 20 : undefined;
@@ -241,7 +243,7 @@ export class VkEngine implements Engine, VkHost {
     if (bytes > o.left) {
       throw new Error(`an expert cache of ${total} slots = ${MiB(bytes)} does not fit ${this.info.name}: ${MiB(Math.max(0, o.left))} left after ${used}`);
     }
-    this.streamPlan = { slots, fullLayers: o.full, uniform, budget: o.budget };
+    this.streamPlan = { slots, fullLayers: o.full, layout, budget: o.budget };
   }
 
   /** The slot pool, the streamed experts' views of it, and the warm start (after the weights: the plan knows their size). */
@@ -250,7 +252,7 @@ export class VkEngine implements Engine, VkHost {
     if (!p) return;
     const u = this.options.expertUsage;
     this.stream = new VkExpertStream({
-      dev: this.dev, file: this.file, fd: this.fd, shape: this.shape, slots: p.slots, uniform: p.uniform, fullLayers: p.fullLayers, maxBinding: this.maxBinding(),
+      dev: this.dev, file: this.file, fd: this.fd, shape: this.shape, slots: p.slots, layout: p.layout, fullLayers: p.fullLayers, maxBinding: this.maxBinding(),
       direct: this.options.vkStreamDirect ?? this.info.unifiedMemory,
       usage: u && { ...u, model: modelIdentity(this.options.model).fingerprint.toString('hex') },
     });
@@ -301,7 +303,7 @@ export class VkEngine implements Engine, VkHost {
 
   /** The scratch buffers (scratch.ts): the budget counts exactly what allocScratch creates. */
   private scratch(): ScratchBuffer[] {
-    return scratchTable(this.shape, { T: this.chunk, ctx: this.options.ctx, logitsRows: this.logitsRows, steering: !!this.options.steering, unified: this.info.unifiedMemory, batch: this.batchRows, paramWords: this.paramWords, streaming: this.options.streamExperts === true });
+    return scratchTable(this.shape, { T: this.chunk, ctx: this.options.ctx, logitsRows: this.logitsRows, steering: !!this.options.steering, unified: this.info.unifiedMemory, batch: this.batchRows, paramWords: this.paramWords, streaming: this.streaming });
   }
 
   private scratchEstimate(): number {
