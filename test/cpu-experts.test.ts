@@ -4,7 +4,7 @@ import { CpuEngine } from '../ts/engine/cpu/cpu-engine.js';
 import { Rng } from '../ts/model/synth.js';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { fixture, tmpDir, withFailingReads } from './helpers.js';
+import { fixture, movedPayloadRows, readErrorRecovers, tmpDir } from './helpers.js';
 
 describe('routed experts streamed through the LRU cache', () => {
   it('give bit-identical logits to resident experts, with evictions', async () => {
@@ -87,15 +87,9 @@ describe('routed experts streamed through the LRU cache', () => {
     const m = fixture('tinyA/tinyA-q2q4.gguf');
     const streamed = await openEngine({ model: m, backend: 'cpu', ctx: 256, streamExperts: true, expertCacheSlots: 8 });
     const resident = await openEngine({ model: m, backend: 'cpu', ctx: 256, streamExperts: false });
-    const cont = async (s: import('../ts/engine/types.js').Session) => { const out: Float32Array[] = []; for (const t of more) { await s.eval([t]); out.push(s.logits().slice()); } return out; };
-    const a = streamed.newSession(), b = resident.newSession(), c = resident.newSession(), d = streamed.newSession();
-    await a.eval(toks);
-    await c.eval(toks);
-    b.loadPayload(a.savePayload()); // streaming → resident
-    d.loadPayload(c.savePayload()); // resident → streaming
-    const [ra, rb, rc, rd] = [await cont(a), await cont(b), await cont(c), await cont(d)];
-    for (const x of [rb, rc, rd]) x.forEach((row, i) => expect(Buffer.from(row.buffer).equals(Buffer.from(ra[i].buffer))).toBe(true));
-    [a, b, c, d].forEach((s) => s.dispose());
+    // streaming → resident and resident → streaming
+    const [ra, ...moved] = await movedPayloadRows(streamed, resident, toks, more);
+    for (const x of moved) x.forEach((row, i) => expect(Buffer.from(row.buffer).equals(Buffer.from(ra[i].buffer))).toBe(true));
     streamed.dispose(); resident.dispose();
   });
 
@@ -103,16 +97,8 @@ describe('routed experts streamed through the LRU cache', () => {
     const m = fixture('tinyA/tinyA-q2q4.gguf');
     const e = await openEngine({ model: m, backend: 'cpu', ctx: 256, streamExperts: true, expertCacheSlots: 8 });
     const ref = await openEngine({ model: m, backend: 'cpu', ctx: 256, streamExperts: false });
-    const toks = [5, 17, 300, 42, 9, 100, 200, 300];
-    const s = e.newSession();
-    await s.eval(toks.slice(0, 4));
     // the next expert loads fail after two reads
-    await withFailingReads(2, () => expect(s.eval(toks.slice(4))).rejects.toThrow(/tinyA-q2q4\.gguf: EIO: i\/o error/));
-    expect(s.tokens.length).toBe(0);
-    await s.eval(toks);
-    const r = ref.newSession();
-    await r.eval(toks);
-    expect(Buffer.from(s.logits().buffer).equals(Buffer.from(r.logits().buffer))).toBe(true);
+    const { s, r } = await readErrorRecovers(e, ref, /tinyA-q2q4\.gguf/, 2);
     s.dispose(); r.dispose(); e.dispose(); ref.dispose();
   });
 

@@ -4,7 +4,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { syncBuiltinESMExports } from 'node:module';
-import { vi } from 'vitest';
+import { expect, vi } from 'vitest';
+import type { Engine, Session } from '../ts/engine/types.js';
 
 export const FIXTURES = path.resolve(__dirname, '..', 'fixtures');
 export const fixture = (...p: string[]) => path.join(FIXTURES, ...p);
@@ -76,4 +77,41 @@ export async function withFailingReads<T>(okReads: number, fn: () => Promise<T>)
     spyAsync.mockRestore();
     syncBuiltinESMExports();
   }
+}
+
+/**
+ * A session's payload moved between two engines of one model (a streaming and a resident one):
+ * `toks` evaluated on each, each saved into a fresh session of the other, then `more` decoded on
+ * all four. Returns their logits rows, the unmoved `a` session's first; the caller compares.
+ */
+export async function movedPayloadRows(a: Engine, b: Engine, toks: number[], more: number[]): Promise<Float32Array[][]> {
+  const cont = async (s: Session) => { const out: Float32Array[] = []; for (const t of more) { await s.eval([t]); out.push(s.logits().slice()); } return out; };
+  const sa = a.newSession(), sb = b.newSession(), sc = b.newSession(), sd = a.newSession();
+  try {
+    await sa.eval(toks);
+    await sc.eval(toks);
+    sb.loadPayload(sa.savePayload()); // a → b
+    sd.loadPayload(sc.savePayload()); // b → a
+    return [await cont(sa), await cont(sb), await cont(sc), await cont(sd)];
+  } finally {
+    [sa, sb, sc, sd].forEach((s) => s.dispose());
+  }
+}
+
+/**
+ * A read error on the model file in the middle of a streaming engine's eval (reads fail after
+ * `okReads` more): the eval must fail naming the file and leave the session empty, and the next
+ * eval must give the logits `ref` (a resident engine) gives. Returns both sessions, for more.
+ */
+export async function readErrorRecovers(e: Engine, ref: Engine, file: RegExp, okReads: number): Promise<{ s: Session; r: Session }> {
+  const toks = [5, 17, 300, 42, 9, 100, 200, 300];
+  const s = e.newSession();
+  await s.eval(toks.slice(0, 4));
+  await withFailingReads(okReads, () => expect(s.eval(toks.slice(4))).rejects.toThrow(new RegExp(`${file.source}: EIO: i/o error`)));
+  expect(s.tokens.length).toBe(0);
+  await s.eval(toks);
+  const r = ref.newSession();
+  await r.eval(toks);
+  expect(Buffer.from(s.logits().buffer).equals(Buffer.from(r.logits().buffer))).toBe(true);
+  return { s, r };
 }

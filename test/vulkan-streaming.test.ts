@@ -14,7 +14,7 @@ import { openEngine, type EngineOptions } from '../ts/engine/index.js';
 import type { VkEngine } from '../ts/engine/vulkan/vk-engine.js';
 import { tilesFor } from '../ts/engine/vulkan/expert-stream.js';
 import { Rng } from '../ts/model/synth.js';
-import { fixture, tmpDir, withFailingReads } from './helpers.js';
+import { fixture, movedPayloadRows, readErrorRecovers, tmpDir, withFailingReads } from './helpers.js';
 import OpenAI from 'openai';
 import { buildApp } from '../ts/server/app.js';
 import { loadAddon } from '../ts/vk/addon.js';
@@ -123,15 +123,9 @@ describe('Vulkan SSD expert streaming', () => {
     const streamed = await openEngine({ ...common, streamExperts: true, expertCacheSlots: 8 });
     const resident = await openEngine(common);
     try {
-      const cont = async (s: import('../ts/engine/types.js').Session) => { const out: Float32Array[] = []; for (const t of more) { await s.eval([t]); out.push(s.logits().slice()); } return out; };
-      const a = streamed.newSession(), b = resident.newSession(), c = resident.newSession(), d = streamed.newSession();
-      await a.eval(toks);
-      await c.eval(toks);
-      b.loadPayload(a.savePayload()); // streaming → resident
-      d.loadPayload(c.savePayload()); // resident → streaming
-      const [ra, rb, rc, rd] = [await cont(a), await cont(b), await cont(c), await cont(d)];
-      for (const x of [rb, rc, rd]) expect(same(x, ra)).toBe(true);
-      [a, b, c, d].forEach((s) => s.dispose());
+      // streaming → resident and resident → streaming
+      const [ra, ...moved] = await movedPayloadRows(streamed, resident, toks, more);
+      for (const x of moved) expect(same(x, ra)).toBe(true);
     } finally {
       streamed.dispose(); resident.dispose();
     }
@@ -143,15 +137,7 @@ describe('Vulkan SSD expert streaming', () => {
       const e = await openEngine({ ...common, streamExperts: true, expertCacheSlots: 6, vkStreamDirect: direct });
       const ref = await openEngine(common);
       try {
-        const toks = [5, 17, 300, 42, 9, 100, 200, 300];
-        const s = e.newSession();
-        await s.eval(toks.slice(0, 4));
-        await withFailingReads(1, () => expect(s.eval(toks.slice(4))).rejects.toThrow(/tinyA-q2q4\.gguf: EIO: i\/o error/));
-        expect(s.tokens.length).toBe(0);
-        await s.eval(toks);
-        const r = ref.newSession();
-        await r.eval(toks);
-        expect(Buffer.from(s.logits().buffer).equals(Buffer.from(r.logits().buffer))).toBe(true);
+        const { s, r } = await readErrorRecovers(e, ref, /tinyA-q2q4\.gguf/, 1);
         // a decode step (its segments run on this thread) fails the same way
         let failed = false;
         for (const t of [7, 300, 42, 9, 100, 11, 23, 500]) {
