@@ -10,6 +10,21 @@
 uint grid32(uint at, uint i) { uvec2 v = GRID[at + (i >> 1)]; return (i & 1u) != 0u ? v.y : v.x; }
 // byte k (0..7) of a GRID unit
 uint unitByte(uvec2 v, uint k) { return ((k < 4u ? v.x : v.y) >> (8u * (k & 3u))) & 0xFFu; }
+// Word loads where the layout fixes the alignment: WU32's alignment test is a branch, divergent
+// where neighbouring blocks differ in alignment (34-byte Q8_0, 66-byte IQ2_XXS, 210-byte Q6_K), and
+// one or two loads each way; the branch-free forms below load the words and select.
+// W[i] clamped to the binding (a pair or triple of words may end past the last block)
+uint wword(uint i) { return W[min(i, uint(W.length()) - 1u)]; }
+// the u32 at an even byte offset: two word loads, no branch
+uint wu32e(uint q) {
+  uint i = q >> 2, w0 = W[i], w1 = wword(i + 1u);
+  return (q & 2u) != 0u ? (w0 >> 16) | (w1 << 16) : w0;
+}
+// the 8 bytes at an even byte offset as two u32: three word loads, no branch
+uvec2 wu64e(uint q) {
+  uint i = q >> 2, w0 = W[i], w1 = wword(i + 1u), w2 = wword(i + 2u);
+  return (q & 2u) != 0u ? uvec2((w0 >> 16) | (w1 << 16), (w1 >> 16) | (w2 << 16)) : uvec2(w0, w1);
+}
 // the 8-bit sign mask of a 7-bit ksigns index: the eighth sign makes the parity even
 uint ksigns(uint s7) { return s7 | ((bitCount(s7) & 1u) << 7); }
 // kvalues_iq4nl[i] (16 int8 in two GRID units)
@@ -45,7 +60,8 @@ void decode(uint o, uint g, out float w[8]) {
 void decode(uint o, uint g, out float w[8]) {
   uint bo = o + 34u * (g >> 2), q = bo + 2u + 8u * (g & 3u);
   float d = WHALF(W, bo);
-  uint a = WU32(W, q), c = WU32(W, q + 4u);
+  uvec2 v = wu64e(q);
+  uint a = v.x, c = v.y;
   [[unroll]] for (uint i = 0u; i < 4u; i++) {
     w[i] = d * float(int(a << (24u - 8u * i)) >> 24);
     w[i + 4u] = d * float(int(c << (24u - 8u * i)) >> 24);
@@ -54,13 +70,16 @@ void decode(uint o, uint g, out float w[8]) {
 #elif defined(TYPE_Q2_K)
 // 84-byte blocks: scales[16] (low nibble scale, high nibble min), qs[64], f16 d, f16 dmin.
 // Value i of the block: qs[32·(i/128) + i%32] >> 2·((i%128)/32) & 3, scale byte i/16.
+// Blocks stay 4-byte aligned (rows and offsets are multiples of 4; matvecOp checks), so every
+// field is read with plain word loads: d and dmin are one word.
 void decode(uint o, uint g, out float w[8]) {
   uint bo = o + 84u * (g >> 5), s = g & 31u;   // s: group of 8 within the block
   uint i0 = 8u * s, h = i0 >> 7, k = (i0 & 127u) >> 5, l0 = i0 & 31u;
   uint sc = WBYTE(W, bo + (i0 >> 4));
-  float dl = WHALF(W, bo + 80u) * float(sc & 15u), ml = WHALF(W, bo + 82u) * float(sc >> 4);
-  uint qo = bo + 16u + 32u * h + l0, sh = 2u * k;
-  uint a = WU32(W, qo), c = WU32(W, qo + 4u);
+  vec2 dm = unpackHalf2x16(W[(bo + 80u) >> 2]);
+  float dl = dm.x * float(sc & 15u), ml = dm.y * float(sc >> 4);
+  uint qo = (bo + 16u + 32u * h + l0) >> 2, sh = 2u * k;
+  uint a = W[qo], c = W[qo + 1u];
   [[unroll]] for (uint i = 0u; i < 4u; i++) {
     w[i] = dl * float((a >> (8u * i + sh)) & 3u) - ml;
     w[i + 4u] = dl * float((c >> (8u * i + sh)) & 3u) - ml;
@@ -78,14 +97,16 @@ uvec2 scale_min(uint q, uint j) {
   if (j < 4u) return uvec2(WBYTE(W, q + j) & 63u, WBYTE(W, q + j + 4u) & 63u);
   return uvec2((WBYTE(W, q + j + 4u) & 15u) | ((WBYTE(W, q + j - 4u) >> 6) << 4), (WBYTE(W, q + j + 4u) >> 4) | ((WBYTE(W, q + j) >> 6) << 4));
 }
+// blocks stay 4-byte aligned (as Q2_K): d and dmin are one word, the quant words plain loads
 void decode(uint o, uint g, out float w[8]) {
   uint bo = o + BB * (g >> 5), i0 = 8u * (g & 31u), sb = i0 >> 5, l0 = i0 & 31u;
   uvec2 sm = scale_min(bo + 4u, sb);
-  float dl = WHALF(W, bo) * float(sm.x), ml = WHALF(W, bo + 2u) * float(sm.y);
-  uint qo = bo + QS + 32u * (sb >> 1) + l0, sh = 4u * (sb & 1u);
-  uint a = WU32(W, qo), c = WU32(W, qo + 4u);
+  vec2 dm = unpackHalf2x16(W[bo >> 2]);
+  float dl = dm.x * float(sm.x), ml = dm.y * float(sm.y);
+  uint qo = (bo + QS + 32u * (sb >> 1) + l0) >> 2, sh = 4u * (sb & 1u);
+  uint a = W[qo], c = W[qo + 1u];
 #if defined(TYPE_Q5_K)
-  uint ha = WU32(W, bo + 16u + l0), hc = WU32(W, bo + 20u + l0);
+  uint ha = W[(bo + 16u + l0) >> 2], hc = W[(bo + 20u + l0) >> 2];
 #endif
   [[unroll]] for (uint i = 0u; i < 4u; i++) {
     uint qa = (a >> (8u * i + sh)) & 15u, qc = (c >> (8u * i + sh)) & 15u;
@@ -105,7 +126,8 @@ void decode(uint o, uint g, out float w[8]) {
   uint h = i0 >> 7, k = (i0 & 127u) >> 5, l0 = i0 & 31u;
   float dl = WHALF(W, bo + 208u) * float(WSBYTE(W, bo + 192u + (i0 >> 4)));
   uint lo = bo + 64u * h + 32u * (k & 1u) + l0, ho = bo + 128u + 32u * h + l0;
-  uint la = WU32(W, lo), lc = WU32(W, lo + 4u), qa = WU32(W, ho), qc = WU32(W, ho + 4u);
+  uvec2 lv = wu64e(lo), hv = wu64e(ho);
+  uint la = lv.x, lc = lv.y, qa = hv.x, qc = hv.y;
   uint ls = 4u * (k >> 1), hs = 2u * k;
   [[unroll]] for (uint i = 0u; i < 4u; i++) {
     w[i] = dl * float(int(((la >> (8u * i + ls)) & 15u) | (((qa >> (8u * i + hs)) & 3u) << 4)) - 32);
@@ -114,11 +136,13 @@ void decode(uint o, uint g, out float w[8]) {
 }
 #elif defined(TYPE_IQ2_XXS)
 // 66-byte blocks: f16 d, then 8 sub-blocks of 8 bytes: 4 grid indices, then a u32 with four
-// 7-bit sign fields and a 4-bit scale. A group of 8 values = one grid entry.
+// 7-bit sign fields and a 4-bit scale. A group of 8 values = one grid entry. (A copy of the grid in
+// shared memory, filled by each workgroup, made the decode step's IQ2_XXS experts slower on the
+// H200: 0.688 → 0.919 ms per step; the fill and its barrier sit on each short workgroup's path.)
 void decode(uint o, uint g, out float w[8]) {
   uint bo = o + 66u * (g >> 5), ib = (g & 31u) >> 2, l = g & 3u;
   uint p = bo + 2u + 8u * ib;
-  uint aux = WU32(W, p + 4u);
+  uint aux = wu32e(p + 4u);
   float db = WHALF(W, bo) * (0.5 + float(aux >> 28)) * 0.25;
   uint s7 = (aux >> (7u * l)) & 127u;
   uint signs = ksigns(s7);

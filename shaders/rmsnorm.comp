@@ -25,11 +25,34 @@ layout(push_constant) uniform PC { uint n; uint xRow0; float eps; uint mode; uin
 shared float red[1024];
 #include "moe.glsl"
 
+// Up to EPT elements per thread stay in registers, the norm weights loaded before the barrier
+// (n ≤ EPT·1024: the model's 2048 takes 2): the one-workgroup norm's latency is on the decode
+// step's critical path 81 times. Larger n loops over X as before.
+const uint EPT = 4u;
 void main() {
   uint t = gl_WorkGroupID.x, tid = gl_LocalInvocationID.x;
   uint xo = (pc.xRow0 + t) * pc.n, yo = t * pc.n;
   float ss = 0.0;
-  if (pc.mode == 1u) {
+  bool held = pc.n <= EPT * NT;
+  float xv[EPT], wv[EPT];
+  [[unroll]] for (uint e = 0u; e < EPT; e++) {
+    uint i = tid + e * NT;
+    xv[e] = 0.0; wv[e] = 0.0;
+    if (held && i < pc.n) wv[e] = Wt[i];
+  }
+  if (held) {
+    [[unroll]] for (uint e = 0u; e < EPT; e++) {
+      uint i = tid + e * NT;
+      if (i < pc.n) {
+        float v = X[xo + i];
+        if (pc.mode == 1u) v += R[xo + i];
+        else if (pc.mode == 2u) v += moe_out(pc.xRow0 + t, i, pc.n, pc.K);
+        if (pc.mode != 0u) X[xo + i] = v;
+        xv[e] = v;
+        ss += v * v;
+      }
+    }
+  } else if (pc.mode == 1u) {
     for (uint i = tid; i < pc.n; i += NT) { float v = X[xo + i] + R[xo + i]; X[xo + i] = v; ss += v * v; }
   } else if (pc.mode == 2u) {
     for (uint i = tid; i < pc.n; i += NT) {
@@ -46,5 +69,9 @@ void main() {
   float tot = 0.0;
   for (uint s = 0u; s < gl_NumSubgroups; s++) tot += red[s];
   float r = inversesqrt(tot / float(pc.n) + pc.eps);
-  for (uint i = tid; i < pc.n; i += NT) Y[yo + i] = X[xo + i] * r * Wt[i];
+  if (held) {
+    [[unroll]] for (uint e = 0u; e < EPT; e++) { uint i = tid + e * NT; if (i < pc.n) Y[yo + i] = xv[e] * r * wv[e]; }
+  } else {
+    for (uint i = tid; i < pc.n; i += NT) Y[yo + i] = X[xo + i] * r * Wt[i];
+  }
 }

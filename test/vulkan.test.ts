@@ -72,6 +72,35 @@ describe('matvec shaders vs the WASM reference (random blocks of every Vulkan ty
     [wb, xb, yb, ib].forEach((b) => dev.freeBuffer(b));
   });
 
+  // the decoders' word loads (decode.glsl): Q8_0, IQ2_XXS and Q6_K blocks at any 2-byte
+  // alignment (rows starting 2 bytes into a word, the last block ending the buffer); the types
+  // read with plain word loads refuse a weight that is not 4-byte aligned
+  it.each([[GgmlType.Q8_0, 'q8_0'], [GgmlType.IQ2_XXS, 'iq2_xxs'], [GgmlType.Q6_K, 'q6_k']] as [number, string][])('%i (%s) rows at an offset of 2 bytes into a word', (t, name) => {
+    const rng = new Rng(t + 101);
+    const rows = 3, n = 256, rb = rowBytes(t, n);
+    const w = new Uint8Array(2 + rows * rb);
+    for (let r = 0; r < rows; r++) w.set(oracleRow(t, n, rng), 2 + r * rb);
+    const x = new Float32Array(n).map(() => rng.normal());
+    const ref = q.matmul(t, w.slice(2), rows, n, x);
+    // the buffer holds exactly the rows after the 2-byte offset (rounded up to a word)
+    const wb = dev.createBuffer(Math.ceil(w.byteLength / 4) * 4, false), xb = dev.createBuffer(x.byteLength, false), yb = dev.createBuffer(rows * 4, true), ib = dev.createBuffer(16, false);
+    dev.write(wb, 0, w);
+    dev.write(xb, 0, new Uint8Array(x.buffer));
+    const ops = new OpList(pipes);
+    matvecOp(ops, { type: name, buffers: [wb, xb, yb, ib, grid], rows, n, rowBytes: rb, nRows: 1, wOffset: 2, minGroups: 0 });
+    const cmd = dev.record(ops.build());
+    dev.runSync(cmd);
+    const y = new Float32Array(dev.read(yb, 0, rows * 4));
+    const rms = Math.sqrt(ref.reduce((a, v) => a + v * v, 0) / ref.length);
+    for (let i = 0; i < rows; i++) expect(Math.abs(y[i] - ref[i]) / rms, `${name} row ${i}`).toBeLessThan(1e-4);
+    dev.freeCommand(cmd);
+    [wb, xb, yb, ib].forEach((b) => dev.freeBuffer(b));
+  });
+  it.each(['q2_k', 'q4_k', 'q5_k'])('%s: a weight offset that breaks 4-byte alignment is refused', (name) => {
+    const ops = new OpList(pipes);
+    expect(() => matvecOp(ops, { type: name, buffers: [grid, grid, grid, grid, grid], rows: 1, n: 256, rowBytes: 84, nRows: 1, wOffset: 2 })).toThrow(/multiples of 4 bytes/);
+  });
+
   it('argmax: first maximum on ties, NaN flagged, offset row', () => {
     const n = 70001, rng = new Rng(5);
     const rows = new Float32Array(2 * n).map(() => rng.normal());

@@ -168,8 +168,14 @@ export interface MatvecDispatch {
  * group) for several plain rows, the matvec shader for one row or routed experts (each activation
  * row has its own expert, so there is nothing to share).
  */
+/** Weight types whose decoders assume 4-byte aligned blocks (their block sizes are multiples of 4). */
+const WORD_ALIGNED = new Set(['q2_k', 'q4_k', 'q5_k']);
+
 export function matvecOp(ops: OpList, d: MatvecDispatch): void {
   const flags = d.flags ?? 0;
+  // Q2_K, Q4_K and Q5_K blocks are read with plain word loads (decode.glsl): rows and every
+  // offset into the weight must keep them 4-byte aligned
+  if (WORD_ALIGNED.has(d.type) && [d.rowBytes, d.wOffset ?? 0, d.expertBytes ?? 0, d.upBytes ?? 0].some((x) => x % 4 !== 0)) throw new Error(`matvec_${d.type}: rows and offsets must be multiples of 4 bytes`);
   // the shaders read activations 8 floats at a time from group boundaries
   if (d.n % 8 !== 0 || (d.xOffset ?? 0) % 8 !== 0 || (d.xStride ?? d.n) % 8 !== 0) throw new Error(`matvec_${d.type}: n, xOffset and xStride must be multiples of 8`);
   const push = () => pushWords(KERNELS.matvec, {
