@@ -12,7 +12,7 @@ import { Core } from '../ts/core/wasm.js';
 import { OpList, Pipelines, gridBlob, matvecOp } from '../ts/engine/vulkan/graph.js';
 import { KERNELS, dispatch } from '../ts/engine/vulkan/kernels.js';
 import { GgmlType, rowBytes, typeName } from '../ts/gguf/index.js';
-import { Rng } from '../ts/model/synth.js';
+import { Rng, fillRandom } from '../ts/model/synth.js';
 import { loadAddon } from '../ts/vk/addon.js';
 
 const a = parseArgs({ options: {
@@ -81,10 +81,13 @@ for (const name of a.types!.split(',')) {
     // from memory as in a decode step, not from the last rep's L2 (50 MB on the H200: the
     // 12-50 MB matrices fit)
     const copies = Math.max(1, Math.min(Math.ceil(COLD_BYTES / wBytes), Math.floor(maxRange / wBytes)));
-    // random bytes decode to arbitrary values; scales may be huge or NaN, which costs the kernel nothing
+    // blocks as the synthetic model makes them (fillRandom: finite scales, values of RMS 0.02),
+    // not random bytes: those gave f16 scales that are NaN, Inf or subnormal, one suspect for the
+    // isolated numbers disagreeing with the in-step ones (docs/vulkan.md, "Per-kernel bandwidth")
     const w = dev.createBuffer(wBytes * copies, false);
-    const chunk = new Uint8Array(Math.min(wBytes * copies, 64 << 20));
-    for (let i = 0; i < chunk.length; i++) chunk[i] = rng.int(0, 255);
+    const chunkRows = Math.max(1, Math.floor(Math.min(wBytes * copies, 64 << 20) / rb));
+    const chunk = new Uint8Array(chunkRows * rb);
+    fillRandom(type, chunk, chunkRows * sh.n, rng, { sigma: 0.02 });
     for (let o = 0; o < wBytes * copies; o += chunk.length) dev.write(w, o, chunk.subarray(0, Math.min(chunk.length, wBytes * copies - o)));
     const at = (rep: number) => (rep % copies) * wBytes;
     const maxB = Math.max(...batches);
