@@ -18,14 +18,13 @@ import { loadAddon } from '../ts/vk/addon.js';
 import { openEngine } from '../ts/engine/index.js';
 import type { VkEngine } from '../ts/engine/vulkan/vk-engine.js';
 import { Rng } from '../ts/model/synth.js';
+import { median } from './lib/stats.js';
 
 const a = parseArgs({ options: {
   'vk-device': { type: 'string', default: '-1' }, n: { type: 'string', default: '400' }, model: { type: 'string', short: 'm' },
   frontier: { type: 'string', default: '2048' }, gen: { type: 'string', default: '32' },
 } }).values;
 const N = Number(a.n), devIndex = Number(a['vk-device']);
-
-function median(x: number[]): number { const s = x.slice().sort((p, q) => p - q); return s[Math.floor(s.length / 2)]; }
 
 {
   const dev = new (loadAddon().Device)(devIndex);

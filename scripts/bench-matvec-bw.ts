@@ -14,6 +14,7 @@ import { KERNELS, dispatch } from '../ts/engine/vulkan/kernels.js';
 import { GgmlType, rowBytes, typeName } from '../ts/gguf/index.js';
 import { Rng, fillRandom } from '../ts/model/synth.js';
 import { loadAddon } from '../ts/vk/addon.js';
+import { median } from './lib/stats.js';
 
 const a = parseArgs({ options: {
   'vk-device': { type: 'string', default: '-1' }, reps: { type: 'string', default: '20' }, scale: { type: 'string', default: '1' },
@@ -37,8 +38,6 @@ const SHAPES = [
   { what: 'out-projection', rows: round(2048 * scale, 64), n: 4096, experts: 0 },
   { what: 'routed experts', rows: round(512 * scale, 64), n: 2048, experts: 8 },
 ];
-
-function median(x: number[]): number { const s = x.slice().sort((p, q) => p - q); return s[Math.floor(s.length / 2)]; }
 
 /**
  * GPU seconds of one dispatch: `reps` copies recorded back to back in one command (a barrier

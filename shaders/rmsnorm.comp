@@ -29,6 +29,14 @@ shared float red[1024];
 // (n ≤ EPT·1024: the model's 2048 takes 2): the one-workgroup norm's latency is on the decode
 // step's critical path 81 times. Larger n loops over X as before.
 const uint EPT = 4u;
+// element i of row t (at xo) after the pending update, written back to X when there is one
+float updated(uint xo, uint t, uint i) {
+  float v = X[xo + i];
+  if (pc.mode == 1u) v += R[xo + i];
+  else if (pc.mode == 2u) v += moe_out(pc.xRow0 + t, i, pc.n, pc.K);
+  if (pc.mode != 0u) X[xo + i] = v;
+  return v;
+}
 void main() {
   uint t = gl_WorkGroupID.x, tid = gl_LocalInvocationID.x;
   uint xo = (pc.xRow0 + t) * pc.n, yo = t * pc.n;
@@ -43,25 +51,10 @@ void main() {
   if (held) {
     [[unroll]] for (uint e = 0u; e < EPT; e++) {
       uint i = tid + e * NT;
-      if (i < pc.n) {
-        float v = X[xo + i];
-        if (pc.mode == 1u) v += R[xo + i];
-        else if (pc.mode == 2u) v += moe_out(pc.xRow0 + t, i, pc.n, pc.K);
-        if (pc.mode != 0u) X[xo + i] = v;
-        xv[e] = v;
-        ss += v * v;
-      }
-    }
-  } else if (pc.mode == 1u) {
-    for (uint i = tid; i < pc.n; i += NT) { float v = X[xo + i] + R[xo + i]; X[xo + i] = v; ss += v * v; }
-  } else if (pc.mode == 2u) {
-    for (uint i = tid; i < pc.n; i += NT) {
-      float v = X[xo + i] + moe_out(pc.xRow0 + t, i, pc.n, pc.K);
-      X[xo + i] = v;
-      ss += v * v;
+      if (i < pc.n) { xv[e] = updated(xo, t, i); ss += xv[e] * xv[e]; }
     }
   } else {
-    for (uint i = tid; i < pc.n; i += NT) { float v = X[xo + i]; ss += v * v; }
+    for (uint i = tid; i < pc.n; i += NT) { float v = updated(xo, t, i); ss += v * v; }
   }
   float v = subgroupAdd(ss);
   if (subgroupElect()) red[gl_SubgroupID] = v;
