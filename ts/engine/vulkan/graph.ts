@@ -116,6 +116,9 @@ export function moeMaxTiles(pairs: number, nExpert: number): number {
   return Math.ceil(pairs / MM_MOE_PAIRS) + Math.min(nExpert, pairs);
 }
 
+/** Weight types whose decoders assume 4-byte aligned blocks (their block sizes are multiples of 4: decode.glsl reads them with plain word loads). */
+const WORD_ALIGNED = new Set(['q2_k', 'q4_k', 'q5_k']);
+
 export interface MatvecDispatch {
   /** weight type suffix: f32, q8_0, iq2_xxs, … */
   type: string;
@@ -168,9 +171,6 @@ export interface MatvecDispatch {
  * group) for several plain rows, the matvec shader for one row or routed experts (each activation
  * row has its own expert, so there is nothing to share).
  */
-/** Weight types whose decoders assume 4-byte aligned blocks (their block sizes are multiples of 4). */
-const WORD_ALIGNED = new Set(['q2_k', 'q4_k', 'q5_k']);
-
 export function matvecOp(ops: OpList, d: MatvecDispatch): void {
   const flags = d.flags ?? 0;
   // Q2_K, Q4_K and Q5_K blocks are read with plain word loads (decode.glsl): rows and every
