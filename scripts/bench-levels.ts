@@ -2,7 +2,7 @@
  * bench-levels: what a dependency level costs on this device, apart from the work in it (#17: a
  * decode step is ~10 barrier-separated levels per layer of short kernels).
  *
- *   node dist/scripts/bench-levels.js [--vk-device N] [--n 400] [-m MODEL --frontier 2048 --gen 32]
+ *   node dist/scripts/bench-levels.js [--vk-device N] [--n 400] [-m MODEL --frontier 2048 --gen 32 [--drop 'rmsnorm;ssm_conv,kv_store']]
  *
  * 1. Chains of N tiny dispatches in one command (wall time of the whole submission / N): with a
  *    barrier after each (each waits for the last), and without (they may overlap); one workgroup
@@ -10,6 +10,10 @@
  * 2. With -m: the decode step of the model as recorded (barriers between levels) and the same
  *    step with every barrier dropped. Without barriers the step computes garbage (kernels race
  *    their inputs): only its time is meaningful — the difference is what the levels cost.
+ * 3. With --drop: the decode step without the dispatches of the named shaders (';' separates
+ *    variants, ',' names several shaders dropped together; a name matches its typed variants:
+ *    kv_store drops kv_store_q8_0 and kv_store_q4_0). The bound on what fusing those kernels
+ *    away could save; the results are garbage (the prompt is prefilled with every kernel).
  */
 import { parseArgs } from 'node:util';
 import { OpList, Pipelines } from '../ts/engine/vulkan/graph.js';
@@ -22,7 +26,7 @@ import { median } from './lib/stats.js';
 
 const a = parseArgs({ options: {
   'vk-device': { type: 'string', default: '-1' }, n: { type: 'string', default: '400' }, model: { type: 'string', short: 'm' },
-  frontier: { type: 'string', default: '2048' }, gen: { type: 'string', default: '32' },
+  frontier: { type: 'string', default: '2048' }, gen: { type: 'string', default: '32' }, drop: { type: 'string' },
 } }).values;
 const N = Number(a.n), devIndex = Number(a['vk-device']);
 
@@ -48,6 +52,8 @@ const N = Number(a.n), devIndex = Number(a['vk-device']);
   dev.dispose();
 }
 
+const engineOpts = (ctx: number) => ({ model: a.model!, backend: 'vulkan' as const, ctx, kvTypes: { k: 'q8_0' as const, v: 'q4_0' as const }, vkDevice: devIndex >= 0 ? devIndex : undefined });
+
 if (a.model) {
   const op = OpList.prototype.op;
   const gen = Number(a.gen), fr = Number(a.frontier);
@@ -56,7 +62,7 @@ if (a.model) {
     OpList.prototype.op = function (this: OpList, shader, buffers, push, groups, barrier, label) {
       return op.call(this, shader, buffers, push, groups, barriers ? barrier : false, label);
     };
-    const e = await openEngine({ model: a.model, backend: 'vulkan', ctx: fr + gen + 8, kvTypes: { k: 'q8_0', v: 'q4_0' }, vkDevice: devIndex >= 0 ? devIndex : undefined }) as VkEngine;
+    const e = await openEngine(engineOpts(fr + gen + 8)) as VkEngine;
     const rng = new Rng(3);
     const s = e.newSession();
     await s.eval(Array.from({ length: fr }, () => rng.int(0, 1000)));
@@ -68,4 +74,30 @@ if (a.model) {
     e.dispose();
   }
   OpList.prototype.op = op;
+}
+
+if (a.model && a.drop) {
+  const op = OpList.prototype.op;
+  const gen = Number(a.gen), fr = Number(a.frontier);
+  const e = await openEngine(engineOpts(fr + gen + 8)) as VkEngine;
+  for (const variant of ['', ...a.drop.split(';')]) {
+    const names = variant.split(',').map((x) => x.trim()).filter((x) => x);
+    const rng = new Rng(3);
+    const s = e.newSession();
+    // the prompt with every kernel; the decode step (recorded at its first eval) without the named ones
+    await s.eval(Array.from({ length: fr }, () => rng.int(0, 1000)));
+    let dropped = 0;
+    OpList.prototype.op = function (this: OpList, shader, buffers, push, groups, barrier, label) {
+      if (names.some((n) => shader === n || shader.startsWith(`${n}_`))) { dropped++; return this; }
+      return op.call(this, shader, buffers, push, groups, barrier, label);
+    };
+    for (let i = 0; i < 2; i++) await s.eval([i + 1]);
+    const run0 = e.runMs, t0 = performance.now();
+    for (let i = 0; i < gen; i++) await s.eval([(i * 31) % 1000 + 1]);
+    const ms = (performance.now() - t0) / gen, inRun = (e.runMs - run0) / gen;
+    OpList.prototype.op = op;
+    console.log(`decode at ${fr}, ${names.length ? `without ${names.join(' + ')} (${dropped} dispatches dropped; garbage results)` : 'every kernel'}: ${ms.toFixed(3)} ms/token (${inRun.toFixed(3)} ms in dev.run) = ${(1000 / ms).toFixed(1)} tok/s`);
+    s.dispose();
+  }
+  e.dispose();
 }

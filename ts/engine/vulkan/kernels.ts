@@ -39,7 +39,7 @@ export const KERNELS = {
   kv_store: k({ name: 'kv_store', bindings: ['src', 'src2', 'cache', 'cache2', 'PARAMS'], push: ['kvDim', 'rowBytes'], local: 64 }),
   attn_flash: k({ name: 'attn_flash', bindings: ['QG', 'Kc', 'Vc', 'P', 'ML', 'PARAMS'], push: ['nHead', 'nHeadKv', 'hd', 'kRowBytes', 'vRowBytes', 'qStride', 'scale:f32', 'nBlk', 'blk', 't0', '_', '_'], local: 256 }),
   attn_tile: k({ name: 'attn_tile', bindings: ['QG', 'Kc', 'Vc', 'P', 'ML', 'PARAMS'], push: ['nHead', 'nHeadKv', 'hd', 'kRowBytes', 'vRowBytes', 'qStride', 'scale:f32', 'nBlk', 'blk', 't0', 'nTok', 'tq'], local: 256 }),
-  attn_merge: k({ name: 'attn_merge', bindings: ['P', 'ML', 'QG', 'O', 'PARAMS'], push: ['nHead', 'hd', 'nBlk', 'qStride', 'blk', 't0', '_', '_'], local: 256 }),
+  attn_merge: k({ name: 'attn_merge', bindings: ['P', 'ML', 'QG', 'O', 'PARAMS'], push: ['nHead', 'hd', 'nBlk', 'qStride', 'blk', 't0', '_', '_'], local: 1024 }),
   steer: k({ name: 'steer', bindings: ['Y', 'STEER'], push: ['n', 'dOffset', 's:f32', '_'], local: 256 }),
   router: k({ name: 'router', bindings: ['R', 'IDS', 'WTS'], push: ['nExpert', 'K'], local: 64 }),
   swiglu: k({ name: 'swiglu', bindings: ['G', 'U'], push: ['n'], local: 256, per: 256 }),
