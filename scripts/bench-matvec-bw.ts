@@ -46,11 +46,16 @@ const SHAPES = [
  * between leave the clocks low (the first H200 run of this script, 2026-12-01 15:42, did that:
  * SM clock 345 MHz after it, kernels 2-5× slower than inside a decode step).
  */
+const WARM_MS = 400;
 function time(build: (ops: OpList, rep: number) => void): number {
   const ops = new OpList(pipes);
   for (let i = 0; i < reps; i++) build(ops, i);
   const cmd = dev.record(ops.build(), true);
-  dev.runSync(cmd); // warm-up: first touch, clocks
+  // warm-up: first touch, and clocks: the host filling a type's weights leaves the GPU idle for
+  // seconds, and two runs of a few ms were still ramping (the K-quant LM heads, 2026-12-01 23:11,
+  // 5-15× slower than Q8_0's per weight, about the 345 MHz / 1980 MHz of an idle H200)
+  const t0 = performance.now();
+  do dev.runSync(cmd); while (performance.now() - t0 < WARM_MS);
   dev.runSync(cmd);
   const t = Array.from(dev.timings(cmd), (ns) => ns / 1e9);
   dev.freeCommand(cmd);
