@@ -4,10 +4,9 @@
 // (causal: u ≤ pos + t), each head's block max m and l = Σ e^(s_u − m), and P = Σ e^(s_u − m) v_u;
 // attn_merge combines the blocks. One workgroup per KV head, not per query head: each K and V
 // element is decoded once for all G heads sharing it (GQA), instead of G times.
-// Thread mapping: scores: a subgroup takes PP positions at a time (lanes over dimensions: a K row
-// is read as coalesced lines; G partial dots per lane and position, subgroupAdd each); softmax:
-// one subgroup per head (no barriers); values: one thread per dimension (V rows read as coalesced
-// lines), G sums each, VP positions per trip. Each sum keeps the order of one position at a time.
+// Thread mapping: scores: one subgroup per position (lanes over dimensions: a K row is read as
+// coalesced lines; G partial dots per lane, subgroupAdd each); softmax: one subgroup per head
+// (no barriers); values: one thread per dimension (V rows read as coalesced lines), G sums each.
 // Shared memory: the G query rows and the G·blk scores (≤ 2048 floats each: G ≤ 8, G·hd ≤ 2048,
 // G·blk ≤ 2048, checked by the engine). Blocks: 64 positions for one token (a short context still
 // spreads over many workgroups), up to 512 for prefill (bounds the partials).
@@ -40,8 +39,6 @@ layout(push_constant) uniform PC {
 #define KV_T VT
 #include "kv.glsl"
 const uint MAXG = 8u;
-// positions per subgroup pass (scores), positions per trip (values)
-const uint PP = 4u, VP = 16u;
 shared float q[2048];
 shared float sc[2048];
 
@@ -55,40 +52,25 @@ void main() {
   uint ko = kvh * hd;
   for (uint i = tid; i < G * hd; i += 256u) q[i] = QG[t * pc.qStride + (kvh * G + i / hd) * 2u * hd + i % hd];
   barrier();
-  // PP positions per subgroup pass, their K loads issued together (one position at a time, a
-  // 64-position block was 16 dependent load rounds per subgroup: the whole kernel at 2K, where
-  // the dispatch is 64 workgroups)
-  uint d0 = gl_SubgroupInvocationID, S = gl_SubgroupSize;
-  for (uint i0 = gl_SubgroupID * PP; i0 < n; i0 += gl_NumSubgroups * PP) {
-    float s[PP][MAXG];
-    uint ro[PP];
-    [[unroll]] for (uint pp = 0u; pp < PP; pp++) {
-      // positions past n read row n − 1 again (in the cache) and are not stored
-      ro[pp] = (u0 + min(i0 + pp, n - 1u)) * pc.kRowBytes;
-      [[unroll]] for (uint g = 0u; g < MAXG; g++) s[pp][g] = 0.0;
-    }
-    // 4 K elements per position per trip (hd / subgroup size is a multiple of 4: 256/32,
+  for (uint i = gl_SubgroupID; i < n; i += gl_NumSubgroups) {
+    uint ro = (u0 + i) * pc.kRowBytes;
+    float s[MAXG];
+    [[unroll]] for (uint g = 0u; g < MAXG; g++) s[g] = 0.0;
+    // 4 K elements per trip, loaded together (hd / subgroup size is a multiple of 4: 256/32,
     // 256/64, 64/8 …; the tail loop covers the rest)
-    uint d = d0;
+    uint d = gl_SubgroupInvocationID, S = gl_SubgroupSize;
     for (; d + 3u * S < hd; d += 4u * S) {
-      float k[PP][4];
-      [[unroll]] for (uint pp = 0u; pp < PP; pp++) [[unroll]] for (uint j = 0u; j < 4u; j++) k[pp][j] = k_get(ro[pp], ko + d + j * S);
-      [[unroll]] for (uint j = 0u; j < 4u; j++) [[unroll]] for (uint g = 0u; g < MAXG; g++) if (g < G) {
-        float qv = q[g * hd + d + j * S];
-        [[unroll]] for (uint pp = 0u; pp < PP; pp++) s[pp][g] += qv * k[pp][j];
-      }
+      float k[4];
+      [[unroll]] for (uint j = 0u; j < 4u; j++) k[j] = k_get(ro, ko + d + j * S);
+      [[unroll]] for (uint j = 0u; j < 4u; j++) [[unroll]] for (uint g = 0u; g < MAXG; g++) if (g < G) s[g] += q[g * hd + d + j * S] * k[j];
     }
     for (; d < hd; d += S) {
-      float k[PP];
-      [[unroll]] for (uint pp = 0u; pp < PP; pp++) k[pp] = k_get(ro[pp], ko + d);
-      [[unroll]] for (uint g = 0u; g < MAXG; g++) if (g < G) {
-        float qv = q[g * hd + d];
-        [[unroll]] for (uint pp = 0u; pp < PP; pp++) s[pp][g] += qv * k[pp];
-      }
+      float k = k_get(ro, ko + d);
+      [[unroll]] for (uint g = 0u; g < MAXG; g++) if (g < G) s[g] += q[g * hd + d] * k;
     }
-    [[unroll]] for (uint pp = 0u; pp < PP; pp++) [[unroll]] for (uint g = 0u; g < MAXG; g++) if (g < G) {
-      float v = subgroupAdd(s[pp][g]);
-      if (subgroupElect() && i0 + pp < n) sc[g * pc.blk + i0 + pp] = v * pc.scale;
+    [[unroll]] for (uint g = 0u; g < MAXG; g++) if (g < G) {
+      float v = subgroupAdd(s[g]);
+      if (subgroupElect()) sc[g * pc.blk + i] = v * pc.scale;
     }
   }
   barrier();
@@ -107,13 +89,13 @@ void main() {
   if (tid < hd) {
     float o[MAXG];
     [[unroll]] for (uint g = 0u; g < MAXG; g++) o[g] = 0.0;
-    // VP positions per trip: their V loads are issued together (one at a time, the loop waited
+    // 8 positions per trip: their V loads are issued together (one at a time, the loop waited
     // out a memory latency per position)
     uint i = 0u;
-    for (; i + VP <= n; i += VP) {
-      float v[VP];
-      [[unroll]] for (uint j = 0u; j < VP; j++) v[j] = v_get((u0 + i + j) * pc.vRowBytes, ko + tid);
-      [[unroll]] for (uint j = 0u; j < VP; j++) [[unroll]] for (uint g = 0u; g < MAXG; g++) if (g < G) o[g] += sc[g * pc.blk + i + j] * v[j];
+    for (; i + 8u <= n; i += 8u) {
+      float v[8];
+      [[unroll]] for (uint j = 0u; j < 8u; j++) v[j] = v_get((u0 + i + j) * pc.vRowBytes, ko + tid);
+      [[unroll]] for (uint j = 0u; j < 8u; j++) [[unroll]] for (uint g = 0u; g < MAXG; g++) if (g < G) o[g] += sc[g * pc.blk + i + j] * v[j];
     }
     for (; i < n; i++) {
       float v = v_get((u0 + i) * pc.vRowBytes, ko + tid);
