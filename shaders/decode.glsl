@@ -28,7 +28,7 @@ uvec2 wu64e(uint q) {
 // the 8-bit sign mask of a 7-bit ksigns index: the eighth sign makes the parity even
 uint ksigns(uint s7) { return s7 | ((bitCount(s7) & 1u) << 7); }
 // kvalues_iq4nl[i] (16 int8 in two GRID units)
-float kvalue(uint i) { return sfl8(unitByte(GRID[KVALUES_IQ4NL_AT + (i >> 3)], i & 7u)); }
+float kvalue(uint i) { return float(int(unitByte(GRID[KVALUES_IQ4NL_AT + (i >> 3)], i & 7u) << 24) >> 24); }
 // 8 nibbles of a 32-value block whose 16 bytes at q hold values 0..15 (low) and 16..31 (high)
 // (Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, and each IQ4_XS sub-block): those of quarter gi
 void nibbles(uint q, uint gi, out uint n[8]) {
@@ -63,8 +63,8 @@ void decode(uint o, uint g, out float w[8]) {
   uvec2 v = wu64e(q);
   uint a = v.x, c = v.y;
   [[unroll]] for (uint i = 0u; i < 4u; i++) {
-    w[i] = d * sfl8(a >> (8u * i));
-    w[i + 4u] = d * sfl8(c >> (8u * i));
+    w[i] = d * float(int(a << (24u - 8u * i)) >> 24);
+    w[i + 4u] = d * float(int(c << (24u - 8u * i)) >> 24);
   }
 }
 #elif defined(TYPE_Q2_K)
@@ -77,12 +77,12 @@ void decode(uint o, uint g, out float w[8]) {
   uint i0 = 8u * s, h = i0 >> 7, k = (i0 & 127u) >> 5, l0 = i0 & 31u;
   uint sc = WBYTE(W, bo + (i0 >> 4));
   vec2 dm = unpackHalf2x16(W[(bo + 80u) >> 2]);
-  float dl = dm.x * ufl(sc & 15u), ml = dm.y * ufl(sc >> 4);
+  float dl = dm.x * float(sc & 15u), ml = dm.y * float(sc >> 4);
   uint qo = (bo + 16u + 32u * h + l0) >> 2, sh = 2u * k;
   uint a = W[qo], c = W[qo + 1u];
   [[unroll]] for (uint i = 0u; i < 4u; i++) {
-    w[i] = dl * ufl((a >> (8u * i + sh)) & 3u) - ml;
-    w[i + 4u] = dl * ufl((c >> (8u * i + sh)) & 3u) - ml;
+    w[i] = dl * float((a >> (8u * i + sh)) & 3u) - ml;
+    w[i + 4u] = dl * float((c >> (8u * i + sh)) & 3u) - ml;
   }
 }
 #elif defined(TYPE_Q4_K) || defined(TYPE_Q5_K)
@@ -102,7 +102,7 @@ void decode(uint o, uint g, out float w[8]) {
   uint bo = o + BB * (g >> 5), i0 = 8u * (g & 31u), sb = i0 >> 5, l0 = i0 & 31u;
   uvec2 sm = scale_min(bo + 4u, sb);
   vec2 dm = unpackHalf2x16(W[bo >> 2]);
-  float dl = dm.x * ufl(sm.x), ml = dm.y * ufl(sm.y);
+  float dl = dm.x * float(sm.x), ml = dm.y * float(sm.y);
   uint qo = (bo + QS + 32u * (sb >> 1) + l0) >> 2, sh = 4u * (sb & 1u);
   uint a = W[qo], c = W[qo + 1u];
 #if defined(TYPE_Q5_K)
@@ -114,8 +114,8 @@ void decode(uint o, uint g, out float w[8]) {
     qa |= ((ha >> (8u * i + sb)) & 1u) << 4;
     qc |= ((hc >> (8u * i + sb)) & 1u) << 4;
 #endif
-    w[i] = dl * ufl(qa) - ml;
-    w[i + 4u] = dl * ufl(qc) - ml;
+    w[i] = dl * float(qa) - ml;
+    w[i + 4u] = dl * float(qc) - ml;
   }
 }
 #elif defined(TYPE_Q6_K)
@@ -124,14 +124,14 @@ void decode(uint o, uint g, out float w[8]) {
 void decode(uint o, uint g, out float w[8]) {
   uint bo = o + 210u * (g >> 5), i0 = 8u * (g & 31u);
   uint h = i0 >> 7, k = (i0 & 127u) >> 5, l0 = i0 & 31u;
-  float dl = WHALF(W, bo + 208u) * sfl8(WBYTE(W, bo + 192u + (i0 >> 4)));
+  float dl = WHALF(W, bo + 208u) * float(WSBYTE(W, bo + 192u + (i0 >> 4)));
   uint lo = bo + 64u * h + 32u * (k & 1u) + l0, ho = bo + 128u + 32u * h + l0;
   uvec2 lv = wu64e(lo), hv = wu64e(ho);
   uint la = lv.x, lc = lv.y, qa = hv.x, qc = hv.y;
   uint ls = 4u * (k >> 1), hs = 2u * k;
   [[unroll]] for (uint i = 0u; i < 4u; i++) {
-    w[i] = dl * uflm(((la >> (8u * i + ls)) & 15u) | (((qa >> (8u * i + hs)) & 3u) << 4), 32.0);
-    w[i + 4u] = dl * uflm(((lc >> (8u * i + ls)) & 15u) | (((qc >> (8u * i + hs)) & 3u) << 4), 32.0);
+    w[i] = dl * float(int(((la >> (8u * i + ls)) & 15u) | (((qa >> (8u * i + hs)) & 3u) << 4)) - 32);
+    w[i + 4u] = dl * float(int(((lc >> (8u * i + ls)) & 15u) | (((qc >> (8u * i + hs)) & 3u) << 4)) - 32);
   }
 }
 #elif defined(TYPE_IQ2_XXS)
@@ -143,12 +143,12 @@ void decode(uint o, uint g, out float w[8]) {
   uint bo = o + 66u * (g >> 5), ib = (g & 31u) >> 2, l = g & 3u;
   uint p = bo + 2u + 8u * ib;
   uint aux = wu32e(p + 4u);
-  float db = WHALF(W, bo) * (0.5 + ufl(aux >> 28)) * 0.25;
+  float db = WHALF(W, bo) * (0.5 + float(aux >> 28)) * 0.25;
   uint s7 = (aux >> (7u * l)) & 127u;
   uint signs = ksigns(s7);
   uvec2 gr = GRID[IQ2XXS_GRID_AT + WBYTE(W, p + l)];
   [[unroll]] for (uint k = 0u; k < 8u; k++) {
-    float mag = ufl(((k < 4u ? gr.x : gr.y) >> (8u * (k & 3u))) & 0xFFu);
+    float mag = float(((k < 4u ? gr.x : gr.y) >> (8u * (k & 3u))) & 0xFFu);
     w[k] = ((signs >> k) & 1u) != 0u ? -db * mag : db * mag;
   }
 }
@@ -159,7 +159,7 @@ void decode(uint o, uint g, out float w[8]) {
   float d = WHALF(W, bo);
   nibbles(bo + 2u, g & 3u, n);
 #if defined(TYPE_Q4_0)
-  [[unroll]] for (uint i = 0u; i < 8u; i++) w[i] = d * uflm(n[i], 8.0);
+  [[unroll]] for (uint i = 0u; i < 8u; i++) w[i] = d * float(int(n[i]) - 8);
 #else
   [[unroll]] for (uint i = 0u; i < 8u; i++) w[i] = d * kvalue(n[i]);
 #endif
@@ -170,7 +170,7 @@ void decode(uint o, uint g, out float w[8]) {
   uint bo = o + 20u * (g >> 2), n[8];
   float d = WHALF(W, bo), m = WHALF(W, bo + 2u);
   nibbles(bo + 4u, g & 3u, n);
-  [[unroll]] for (uint i = 0u; i < 8u; i++) w[i] = ufl(n[i]) * d + m;
+  [[unroll]] for (uint i = 0u; i < 8u; i++) w[i] = float(n[i]) * d + m;
 }
 #elif defined(TYPE_Q5_0)
 // 22-byte blocks: f16 d, u32 qh (fifth bits), 16 bytes of nibbles: d·(q − 16)
@@ -179,7 +179,7 @@ void decode(uint o, uint g, out float w[8]) {
   float d = WHALF(W, bo);
   nibbles(bo + 6u, g & 3u, n);
   fifth(bo + 2u, g & 3u, n);
-  [[unroll]] for (uint i = 0u; i < 8u; i++) w[i] = d * uflm(n[i], 16.0);
+  [[unroll]] for (uint i = 0u; i < 8u; i++) w[i] = d * float(int(n[i]) - 16);
 }
 #elif defined(TYPE_Q5_1)
 // 24-byte blocks: f16 d, f16 m, u32 qh, 16 bytes of nibbles: q·d + m
@@ -188,7 +188,7 @@ void decode(uint o, uint g, out float w[8]) {
   float d = WHALF(W, bo), m = WHALF(W, bo + 2u);
   nibbles(bo + 8u, g & 3u, n);
   fifth(bo + 4u, g & 3u, n);
-  [[unroll]] for (uint i = 0u; i < 8u; i++) w[i] = ufl(n[i]) * d + m;
+  [[unroll]] for (uint i = 0u; i < 8u; i++) w[i] = float(n[i]) * d + m;
 }
 #elif defined(TYPE_Q3_K)
 // 110-byte blocks: hmask[32], qs[64] (2-bit parts as in Q2_K), 12 bytes of 6-bit scales (offset
@@ -203,9 +203,8 @@ void decode(uint o, uint g, out float w[8]) {
   uint a = WU32(W, qo), c = WU32(W, qo + 4u), ma = WU32(W, bo + l0), mc = WU32(W, bo + l0 + 4u);
   uint hb = i0 >> 5;
   [[unroll]] for (uint i = 0u; i < 4u; i++) {
-    // q2 − (bit ? 0 : 4) = (q2 + 4·bit) − 4
-    w[i] = dl * uflm(((a >> (8u * i + sh)) & 3u) + (((ma >> (8u * i + hb)) & 1u) << 2), 4.0);
-    w[i + 4u] = dl * uflm(((c >> (8u * i + sh)) & 3u) + (((mc >> (8u * i + hb)) & 1u) << 2), 4.0);
+    w[i] = dl * float(int((a >> (8u * i + sh)) & 3u) - (((ma >> (8u * i + hb)) & 1u) != 0u ? 0 : 4));
+    w[i + 4u] = dl * float(int((c >> (8u * i + sh)) & 3u) - (((mc >> (8u * i + hb)) & 1u) != 0u ? 0 : 4));
   }
 }
 #elif defined(TYPE_IQ2_XS)
@@ -216,7 +215,7 @@ void decode(uint o, uint g, out float w[8]) {
   float db = WHALF(W, bo) * (0.5 + float(((t & 3u) < 2u) ? sc & 15u : sc >> 4)) * 0.25;
   uint signs = ksigns(v >> 9);
   uvec2 gr = GRID[IQ2XS_GRID_AT + (v & 511u)];
-  [[unroll]] for (uint k = 0u; k < 8u; k++) { float m = db * ufl(unitByte(gr, k)); w[k] = ((signs >> k) & 1u) != 0u ? -m : m; }
+  [[unroll]] for (uint k = 0u; k < 8u; k++) { float m = db * float(unitByte(gr, k)); w[k] = ((signs >> k) & 1u) != 0u ? -m : m; }
 }
 #elif defined(TYPE_IQ2_S)
 // 82-byte blocks: f16 d, qs[32] grid low bytes, 32 sign bytes, qh[8] (2 high index bits per
@@ -228,7 +227,7 @@ void decode(uint o, uint g, out float w[8]) {
   uint idx = WBYTE(W, bo + 2u + t) | (((WBYTE(W, bo + 66u + ib) >> (2u * l)) & 3u) << 8);
   uint signs = WBYTE(W, bo + 34u + t);
   uvec2 gr = GRID[IQ2S_GRID_AT + idx];
-  [[unroll]] for (uint k = 0u; k < 8u; k++) { float m = db * ufl(unitByte(gr, k)); w[k] = ((signs >> k) & 1u) != 0u ? -m : m; }
+  [[unroll]] for (uint k = 0u; k < 8u; k++) { float m = db * float(unitByte(gr, k)); w[k] = ((signs >> k) & 1u) != 0u ? -m : m; }
 }
 #elif defined(TYPE_IQ3_XXS)
 // 98-byte blocks: f16 d, qs[64] (iq3xxs_grid indices, 2 per group), u32 w[8] (4 ksigns indices
@@ -240,7 +239,7 @@ void decode(uint o, uint g, out float w[8]) {
   uint signs = ksigns((aux >> (7u * l)) & 127u);
   uint g0 = grid32(IQ3XXS_GRID_AT, WBYTE(W, bo + 2u + 2u * t)), g1 = grid32(IQ3XXS_GRID_AT, WBYTE(W, bo + 3u + 2u * t));
   [[unroll]] for (uint k = 0u; k < 8u; k++) {
-    float m = db * ufl(((k < 4u ? g0 : g1) >> (8u * (k & 3u))) & 0xFFu);
+    float m = db * float(((k < 4u ? g0 : g1) >> (8u * (k & 3u))) & 0xFFu);
     w[k] = ((signs >> k) & 1u) != 0u ? -m : m;
   }
 }
@@ -255,7 +254,7 @@ void decode(uint o, uint g, out float w[8]) {
   uint g1 = grid32(IQ3S_GRID_AT, WBYTE(W, bo + 3u + 2u * t) | (((qh >> (2u * l + 1u)) & 1u) << 8));
   uint signs = WBYTE(W, bo + 74u + t);
   [[unroll]] for (uint k = 0u; k < 8u; k++) {
-    float m = db * ufl(((k < 4u ? g0 : g1) >> (8u * (k & 3u))) & 0xFFu);
+    float m = db * float(((k < 4u ? g0 : g1) >> (8u * (k & 3u))) & 0xFFu);
     w[k] = ((signs >> k) & 1u) != 0u ? -m : m;
   }
 }
@@ -284,7 +283,7 @@ void decode(uint o, uint g, out float w[8]) {
   uint idx = WBYTE(W, bo + t) | ((h & 7u) << 8);
 #endif
   uvec2 gr = GRID[IQ1S_GRID_AT + idx];
-  [[unroll]] for (uint k = 0u; k < 8u; k++) w[k] = dl * (sfl8(unitByte(gr, k)) + delta);
+  [[unroll]] for (uint k = 0u; k < 8u; k++) w[k] = dl * (float(int(unitByte(gr, k) << 24) >> 24) + delta);
 }
 #elif defined(TYPE_IQ4_XS)
 // 136-byte blocks: f16 d, u16 scales_h, scales_l[4], qs[128] (16 bytes of nibbles per sub-block):

@@ -7,12 +7,12 @@ float KV_FN(uint ro, uint d) { return uintBitsToFloat(KVBUF[(ro >> 2) + d]); }
 #elif KV_T == 1
 float KV_FN(uint ro, uint d) { return WHALF(KVBUF, ro + 2u * d); }
 #elif KV_T == 2
-float KV_FN(uint ro, uint d) { uint o = ro + (d >> 5) * 34u; return WHALF(KVBUF, o) * sfl8(WBYTE(KVBUF, o + 2u + (d & 31u))); }
+float KV_FN(uint ro, uint d) { uint o = ro + (d >> 5) * 34u; return WHALF(KVBUF, o) * float(WSBYTE(KVBUF, o + 2u + (d & 31u))); }
 #elif KV_T == 3
 float KV_FN(uint ro, uint d) {
   uint o = ro + (d >> 5) * 18u, e = d & 31u;
   uint q = e < 16u ? (WBYTE(KVBUF, o + 2u + e) & 15u) : (WBYTE(KVBUF, o + 2u + e - 16u) >> 4);
-  return WHALF(KVBUF, o) * uflm(q, 8.0);
+  return WHALF(KVBUF, o) * float(int(q) - 8);
 }
 #else
 #error "kv.glsl: KV_T must be 0..3"
