@@ -67,6 +67,17 @@ void decode(uint o, uint g, out float w[8]) {
     w[i + 4u] = d * float(int(c << (24u - 8u * i)) >> 24);
   }
 }
+// the group's quant values and its scale: W-row · x = d · Σ q·x (one multiply per group, not per weight)
+#define DECODE_Q
+void decodeq(uint o, uint g, out float q[8], out vec2 sc) {
+  uint bo = o + 34u * (g >> 2), qo = bo + 2u + 8u * (g & 3u);
+  sc = vec2(WHALF(W, bo), 0.0);
+  uvec2 v = wu64e(qo);
+  [[unroll]] for (uint i = 0u; i < 4u; i++) {
+    q[i] = float(int(v.x << (24u - 8u * i)) >> 24);
+    q[i + 4u] = float(int(v.y << (24u - 8u * i)) >> 24);
+  }
+}
 #elif defined(TYPE_Q2_K)
 // 84-byte blocks: scales[16] (low nibble scale, high nibble min), qs[64], f16 d, f16 dmin.
 // Value i of the block: qs[32·(i/128) + i%32] >> 2·((i%128)/32) & 3, scale byte i/16.
@@ -83,6 +94,22 @@ void decode(uint o, uint g, out float w[8]) {
   [[unroll]] for (uint i = 0u; i < 4u; i++) {
     w[i] = dl * float((a >> (8u * i + sh)) & 3u) - ml;
     w[i + 4u] = dl * float((c >> (8u * i + sh)) & 3u) - ml;
+  }
+}
+// the group's 2-bit values, its scale and min: W-row · x = dl · Σ q·x − ml · Σ x
+#define DECODE_Q
+#define DECODE_MIN
+void decodeq(uint o, uint g, out float q[8], out vec2 sc) {
+  uint bo = o + 84u * (g >> 5), s = g & 31u;
+  uint i0 = 8u * s, h = i0 >> 7, k = (i0 & 127u) >> 5, l0 = i0 & 31u;
+  uint scb = WBYTE(W, bo + (i0 >> 4));
+  vec2 dm = unpackHalf2x16(W[(bo + 80u) >> 2]);
+  sc = vec2(dm.x * float(scb & 15u), dm.y * float(scb >> 4));
+  uint qo = (bo + 16u + 32u * h + l0) >> 2, sh = 2u * k;
+  uint a = W[qo], c = W[qo + 1u];
+  [[unroll]] for (uint i = 0u; i < 4u; i++) {
+    q[i] = float((a >> (8u * i + sh)) & 3u);
+    q[i + 4u] = float((c >> (8u * i + sh)) & 3u);
   }
 }
 #elif defined(TYPE_Q4_K) || defined(TYPE_Q5_K)
@@ -150,6 +177,20 @@ void decode(uint o, uint g, out float w[8]) {
   [[unroll]] for (uint k = 0u; k < 8u; k++) {
     float mag = float(((k < 4u ? gr.x : gr.y) >> (8u * (k & 3u))) & 0xFFu);
     w[k] = ((signs >> k) & 1u) != 0u ? -db * mag : db * mag;
+  }
+}
+// the group's signed grid magnitudes and its scale: W-row · x = db · Σ (±mag)·x
+#define DECODE_Q
+void decodeq(uint o, uint g, out float q[8], out vec2 sc) {
+  uint bo = o + 66u * (g >> 5), ib = (g & 31u) >> 2, l = g & 3u;
+  uint p = bo + 2u + 8u * ib;
+  uint aux = wu32e(p + 4u);
+  sc = vec2(WHALF(W, bo) * (0.5 + float(aux >> 28)) * 0.25, 0.0);
+  uint signs = ksigns((aux >> (7u * l)) & 127u);
+  uvec2 gr = GRID[IQ2XXS_GRID_AT + WBYTE(W, p + l)];
+  [[unroll]] for (uint k = 0u; k < 8u; k++) {
+    float mag = float(((k < 4u ? gr.x : gr.y) >> (8u * (k & 3u))) & 0xFFu);
+    q[k] = ((signs >> k) & 1u) != 0u ? -mag : mag;
   }
 }
 #elif defined(TYPE_Q4_0) || defined(TYPE_IQ4_NL)

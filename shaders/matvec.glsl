@@ -92,6 +92,28 @@ void group_dot(uint wo[ROWS], uint xo[TOKENS], uint g, inout float acc[ROWS][TOK
     x[t][0] = a.x; x[t][1] = a.y; x[t][2] = a.z; x[t][3] = a.w;
     x[t][4] = b.x; x[t][5] = b.y; x[t][6] = b.z; x[t][7] = b.w;
   }
+#ifdef DECODE_Q
+  // the scale (and min) applied once per group and row, not per weight (decodeq: Q8_0, Q2_K,
+  // IQ2_XXS); Σ x per token for the types with a min
+#ifdef DECODE_MIN
+  float xs[TOKENS];
+  [[unroll]] for (uint t = 0u; t < TOKENS; t++) { xs[t] = 0.0; [[unroll]] for (uint i = 0u; i < 8u; i++) xs[t] += x[t][i]; }
+#endif
+  [[unroll]] for (uint r = 0u; r < ROWS; r++) {
+    float q[8];
+    vec2 sc;
+    decodeq(wo[r], g, q, sc);
+    [[unroll]] for (uint t = 0u; t < TOKENS; t++) {
+      float s = 0.0;
+      [[unroll]] for (uint i = 0u; i < 8u; i++) s += q[i] * x[t][i];
+#ifdef DECODE_MIN
+      acc[r][t] += sc.x * s - sc.y * xs[t];
+#else
+      acc[r][t] += sc.x * s;
+#endif
+    }
+  }
+#else
   [[unroll]] for (uint r = 0u; r < ROWS; r++) {
     float w[8];
     decode(wo[r], g, w);
@@ -101,6 +123,7 @@ void group_dot(uint wo[ROWS], uint xo[TOKENS], uint g, inout float acc[ROWS][TOK
       acc[r][t] += s;
     }
   }
+#endif
 }
 
 void main() {
