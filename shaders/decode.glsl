@@ -57,17 +57,8 @@ void decode(uint o, uint g, out float w[8]) {
 }
 #elif defined(TYPE_Q8_0)
 // 34-byte blocks: f16 d, 32 × int8; group = a quarter block
-void decode(uint o, uint g, out float w[8]) {
-  uint bo = o + 34u * (g >> 2), q = bo + 2u + 8u * (g & 3u);
-  float d = WHALF(W, bo);
-  uvec2 v = wu64e(q);
-  uint a = v.x, c = v.y;
-  [[unroll]] for (uint i = 0u; i < 4u; i++) {
-    w[i] = d * float(int(a << (24u - 8u * i)) >> 24);
-    w[i + 4u] = d * float(int(c << (24u - 8u * i)) >> 24);
-  }
-}
-// the group's quant values and its scale: W-row · x = d · Σ q·x (one multiply per group, not per weight)
+// decodeq: the group's quant values and its scale (decode() at the end gives the weights): the
+// matvecs form a group's row · x as d · Σ q·x, one multiply per group instead of per weight
 #define DECODE_Q
 void decodeq(uint o, uint g, out float q[8], out vec2 sc) {
   uint bo = o + 34u * (g >> 2), qo = bo + 2u + 8u * (g & 3u);
@@ -83,20 +74,7 @@ void decodeq(uint o, uint g, out float q[8], out vec2 sc) {
 // Value i of the block: qs[32·(i/128) + i%32] >> 2·((i%128)/32) & 3, scale byte i/16.
 // Blocks stay 4-byte aligned (rows and offsets are multiples of 4; matvecOp checks), so every
 // field is read with plain word loads: d and dmin are one word.
-void decode(uint o, uint g, out float w[8]) {
-  uint bo = o + 84u * (g >> 5), s = g & 31u;   // s: group of 8 within the block
-  uint i0 = 8u * s, h = i0 >> 7, k = (i0 & 127u) >> 5, l0 = i0 & 31u;
-  uint sc = WBYTE(W, bo + (i0 >> 4));
-  vec2 dm = unpackHalf2x16(W[(bo + 80u) >> 2]);
-  float dl = dm.x * float(sc & 15u), ml = dm.y * float(sc >> 4);
-  uint qo = (bo + 16u + 32u * h + l0) >> 2, sh = 2u * k;
-  uint a = W[qo], c = W[qo + 1u];
-  [[unroll]] for (uint i = 0u; i < 4u; i++) {
-    w[i] = dl * float((a >> (8u * i + sh)) & 3u) - ml;
-    w[i + 4u] = dl * float((c >> (8u * i + sh)) & 3u) - ml;
-  }
-}
-// the group's 2-bit values, its scale and min: W-row · x = dl · Σ q·x − ml · Σ x
+// decodeq: the group's 2-bit values, its scale and min (row · x = dl · Σ q·x − ml · Σ x)
 #define DECODE_Q
 #define DECODE_MIN
 void decodeq(uint o, uint g, out float q[8], out vec2 sc) {
@@ -166,20 +144,7 @@ void decode(uint o, uint g, out float w[8]) {
 // 7-bit sign fields and a 4-bit scale. A group of 8 values = one grid entry. (A copy of the grid in
 // shared memory, filled by each workgroup, made the decode step's IQ2_XXS experts slower on the
 // H200: 0.688 → 0.919 ms per step; the fill and its barrier sit on each short workgroup's path.)
-void decode(uint o, uint g, out float w[8]) {
-  uint bo = o + 66u * (g >> 5), ib = (g & 31u) >> 2, l = g & 3u;
-  uint p = bo + 2u + 8u * ib;
-  uint aux = wu32e(p + 4u);
-  float db = WHALF(W, bo) * (0.5 + float(aux >> 28)) * 0.25;
-  uint s7 = (aux >> (7u * l)) & 127u;
-  uint signs = ksigns(s7);
-  uvec2 gr = GRID[IQ2XXS_GRID_AT + WBYTE(W, p + l)];
-  [[unroll]] for (uint k = 0u; k < 8u; k++) {
-    float mag = float(((k < 4u ? gr.x : gr.y) >> (8u * (k & 3u))) & 0xFFu);
-    w[k] = ((signs >> k) & 1u) != 0u ? -db * mag : db * mag;
-  }
-}
-// the group's signed grid magnitudes and its scale: W-row · x = db · Σ (±mag)·x
+// decodeq: the group's signed grid magnitudes and its scale (row · x = db · Σ (±mag)·x)
 #define DECODE_Q
 void decodeq(uint o, uint g, out float q[8], out vec2 sc) {
   uint bo = o + 66u * (g >> 5), ib = (g & 31u) >> 2, l = g & 3u;
@@ -338,4 +303,18 @@ void decode(uint o, uint g, out float w[8]) {
 }
 #else
 #error "decode.glsl: no TYPE_ define"
+#endif
+#if defined(DECODE_Q)
+// the weights of a type that decodes as quant values and a scale (and a min): w = d·q (− m), the
+// expression the decoders had before decodeq (the tiled mm and the decoder tests read these)
+void decode(uint o, uint g, out float w[8]) {
+  float q[8];
+  vec2 sc;
+  decodeq(o, g, q, sc);
+#if defined(DECODE_MIN)
+  [[unroll]] for (uint i = 0u; i < 8u; i++) w[i] = sc.x * q[i] - sc.y;
+#else
+  [[unroll]] for (uint i = 0u; i < 8u; i++) w[i] = sc.x * q[i];
+#endif
+}
 #endif
