@@ -53,51 +53,53 @@ const N = Number(a.n), devIndex = Number(a['vk-device']);
 }
 
 const engineOpts = (ctx: number) => ({ model: a.model!, backend: 'vulkan' as const, ctx, kvTypes: { k: 'q8_0' as const, v: 'q4_0' as const }, vkDevice: devIndex >= 0 ? devIndex : undefined });
+const gen = Number(a.gen), fr = Number(a.frontier);
+const op = OpList.prototype.op;
+
+/**
+ * A new session's decode at the frontier, printed as `decode at F, label: …`: the prompt, then
+ * `afterPrompt` (where the drop variants patch OpList, so only the decode step is recorded
+ * without their kernels), two untimed steps (the first records the decode step), `gen` timed.
+ */
+async function timeDecode(e: VkEngine, label: () => string, afterPrompt?: () => void): Promise<void> {
+  const rng = new Rng(3);
+  const s = e.newSession();
+  await s.eval(Array.from({ length: fr }, () => rng.int(0, 1000)));
+  afterPrompt?.();
+  for (let i = 0; i < 2; i++) await s.eval([i + 1]);
+  const run0 = e.runMs, t0 = performance.now();
+  for (let i = 0; i < gen; i++) await s.eval([(i * 31) % 1000 + 1]);
+  const ms = (performance.now() - t0) / gen, inRun = (e.runMs - run0) / gen;
+  console.log(`decode at ${fr}, ${label()}: ${ms.toFixed(3)} ms/token (${inRun.toFixed(3)} ms in dev.run) = ${(1000 / ms).toFixed(1)} tok/s`);
+  s.dispose();
+}
 
 if (a.model) {
-  const op = OpList.prototype.op;
-  const gen = Number(a.gen), fr = Number(a.frontier);
   for (const barriers of [true, false]) {
     // drop every barrier the step asks for (timing only: the results race)
     OpList.prototype.op = function (this: OpList, shader, buffers, push, groups, barrier, label) {
       return op.call(this, shader, buffers, push, groups, barriers ? barrier : false, label);
     };
     const e = await openEngine(engineOpts(fr + gen + 8)) as VkEngine;
-    const rng = new Rng(3);
-    const s = e.newSession();
-    await s.eval(Array.from({ length: fr }, () => rng.int(0, 1000)));
-    for (let i = 0; i < 2; i++) await s.eval([i + 1]);
-    const run0 = e.runMs, t0 = performance.now();
-    for (let i = 0; i < gen; i++) await s.eval([(i * 31) % 1000 + 1]);
-    const ms = (performance.now() - t0) / gen, inRun = (e.runMs - run0) / gen;
-    console.log(`decode at ${fr}, ${barriers ? 'as recorded' : 'every barrier dropped (garbage results)'}: ${ms.toFixed(3)} ms/token (${inRun.toFixed(3)} ms in dev.run) = ${(1000 / ms).toFixed(1)} tok/s`);
+    await timeDecode(e, () => (barriers ? 'as recorded' : 'every barrier dropped (garbage results)'));
     e.dispose();
   }
   OpList.prototype.op = op;
 }
 
 if (a.model && a.drop) {
-  const op = OpList.prototype.op;
-  const gen = Number(a.gen), fr = Number(a.frontier);
   const e = await openEngine(engineOpts(fr + gen + 8)) as VkEngine;
   for (const variant of ['', ...a.drop.split(';')]) {
     const names = variant.split(',').map((x) => x.trim()).filter((x) => x);
-    const rng = new Rng(3);
-    const s = e.newSession();
-    // the prompt with every kernel; the decode step (recorded at its first eval) without the named ones
-    await s.eval(Array.from({ length: fr }, () => rng.int(0, 1000)));
     let dropped = 0;
-    OpList.prototype.op = function (this: OpList, shader, buffers, push, groups, barrier, label) {
-      if (names.some((n) => shader === n || shader.startsWith(`${n}_`))) { dropped++; return this; }
-      return op.call(this, shader, buffers, push, groups, barrier, label);
-    };
-    for (let i = 0; i < 2; i++) await s.eval([i + 1]);
-    const run0 = e.runMs, t0 = performance.now();
-    for (let i = 0; i < gen; i++) await s.eval([(i * 31) % 1000 + 1]);
-    const ms = (performance.now() - t0) / gen, inRun = (e.runMs - run0) / gen;
+    // the prompt with every kernel; the decode step (recorded at its first eval) without the named ones
+    await timeDecode(e, () => (names.length ? `without ${names.join(' + ')} (${dropped} dispatches dropped; garbage results)` : 'every kernel'), () => {
+      OpList.prototype.op = function (this: OpList, shader, buffers, push, groups, barrier, label) {
+        if (names.some((n) => shader === n || shader.startsWith(`${n}_`))) { dropped++; return this; }
+        return op.call(this, shader, buffers, push, groups, barrier, label);
+      };
+    });
     OpList.prototype.op = op;
-    console.log(`decode at ${fr}, ${names.length ? `without ${names.join(' + ')} (${dropped} dispatches dropped; garbage results)` : 'every kernel'}: ${ms.toFixed(3)} ms/token (${inRun.toFixed(3)} ms in dev.run) = ${(1000 / ms).toFixed(1)} tok/s`);
-    s.dispose();
   }
   e.dispose();
 }
