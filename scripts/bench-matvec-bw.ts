@@ -5,7 +5,11 @@
  * median of --reps runs; bytes = the weight bytes read (activations and outputs are < 0.1% here).
  *
  *   node dist/scripts/bench-matvec-bw.js [--vk-device N] [--reps 20] [--scale 1] [--types q8_0,q2_k,...] [--batch 1,2,4,8]
- *   (--scale 0.01 shrinks every shape for a quick run on lavapipe)
+ *     [--kernels matvec,mv] [--pairs 8,64] [--stats]
+ *   (--scale 0.01 shrinks every shape for a quick run on lavapipe; --kernels: the one-activation-row
+ *   kernels to time, matvec.comp and/or mv.comp; --pairs: the (token, expert) pairs of the routed
+ *   gate+up and down shapes, 8 = one decode token, 64 = a batched step of 8 rows; --stats prints
+ *   the driver's compiler statistics, such as registers, of every kernel timed)
  */
 import { parseArgs } from 'node:util';
 import { Core } from '../ts/core/wasm.js';
@@ -21,6 +25,7 @@ const a = parseArgs({ options: {
   types: { type: 'string', default: 'q8_0,q2_k,iq2_xxs,q4_k,q5_k,q6_k,f16,bf16' },
   // activation rows of the dense shapes: 1 = decode; 2, 4, 8 = a batched decode step's matmuls
   batch: { type: 'string', default: '1' },
+  kernels: { type: 'string', default: 'matvec' }, pairs: { type: 'string', default: '8' }, stats: { type: 'boolean', default: false },
 } }).values;
 const reps = Number(a.reps), scale = Number(a.scale);
 const dev = new (loadAddon().Device)(Number(a['vk-device']));
@@ -31,13 +36,26 @@ const round = (n: number, m: number) => Math.max(m, Math.round(n / m) * m);
 const COLD_BYTES = Math.round(512 * 2 ** 20 * Math.min(1, scale * 10));
 const maxRange = dev.info().maxStorageBufferRange;
 
-/** The full model's decode shapes (rows × columns; experts: 8 routed of 512 rows each). */
-const SHAPES = [
+/**
+ * The full model's decode shapes (rows × columns; experts: 8 routed of 512 rows each, the old
+ * shape, one activation row shared; pairs: the routed gate+up as one GLU weight [gate; up] per
+ * expert and the down projection, over --pairs (token, expert) pairs of distinct experts out of
+ * the model's 256, as a decode step or a batched step runs them).
+ */
+interface Shape { what: string; rows: number; n: number; experts: number; pairs?: number; glu?: boolean; nExpert?: number }
+const SHAPES: Shape[] = [
   { what: 'LM head', rows: round(248320 * scale, 64), n: 2048, experts: 0 },
   { what: 'DeltaNet in-projection (stacked)', rows: round(12352 * scale, 64), n: 2048, experts: 0 },
   { what: 'out-projection', rows: round(2048 * scale, 64), n: 4096, experts: 0 },
   { what: 'routed experts', rows: round(512 * scale, 64), n: 2048, experts: 8 },
+  ...a.pairs!.split(',').map(Number).flatMap((p) => [
+    { what: 'routed gate+up (GLU)', rows: round(512 * scale, 8), n: 2048, experts: 0, pairs: p, glu: true, nExpert: 256 },
+    { what: 'routed down', rows: round(2048 * scale, 64), n: 512, experts: 0, pairs: p, nExpert: 256 },
+  ]),
 ];
+const kernels = a.kernels!.split(',');
+for (const k of kernels) if (k !== 'matvec' && k !== 'mv') { console.error(`bench-matvec-bw: unknown kernel "${k}" (matvec, mv)`); process.exit(2); }
+const used = new Set<string>();
 
 /**
  * GPU seconds of one dispatch: `reps` copies recorded back to back in one command (a barrier
@@ -50,6 +68,7 @@ const WARM_MS = 400;
 function time(build: (ops: OpList, rep: number) => void): number {
   const ops = new OpList(pipes);
   for (let i = 0; i < reps; i++) build(ops, i);
+  ops.names.forEach((n) => used.add(n));
   const cmd = dev.record(ops.build(), true);
   // warm-up: first touch, and clocks: the host filling a type's weights leaves the GPU idle for
   // seconds, and two runs of a few ms were still ramping (the K-quant LM heads, 2026-12-01 23:11,
@@ -70,7 +89,7 @@ const copyBw = (2 * copyBytes) / copyS;
 dev.freeBuffer(src); dev.freeBuffer(dst);
 console.log(`# bench-matvec-bw ${new Date().toISOString()} reps ${reps} scale ${scale}; ${dev.info().name}; weights cycle through ≥ ${(COLD_BYTES / 2 ** 20).toFixed(0)} MiB of copies (cold in L2)`);
 console.log(`copy: ${(copyBytes / 2 ** 20).toFixed(0)} MiB read + written in ${(copyS * 1e3).toFixed(3)} ms = ${(copyBw / 1e9).toFixed(1)} GB/s`);
-console.log('type,shape,activation_rows,weight_bytes,us,GB/s,fraction_of_copy');
+console.log('type,shape,activation_rows,kernel,weight_bytes,us,GB/s,fraction_of_copy');
 const batches = a.batch!.split(',').map(Number);
 
 const NAMES: Record<string, GgmlType> = { q8_0: GgmlType.Q8_0, q2_k: GgmlType.Q2_K, iq2_xxs: GgmlType.IQ2_XXS, q4_k: GgmlType.Q4_K, q5_k: GgmlType.Q5_K, q6_k: GgmlType.Q6_K, f16: GgmlType.F16, bf16: GgmlType.BF16 };
@@ -79,8 +98,10 @@ for (const name of a.types!.split(',')) {
   const type = NAMES[name];
   if (type === undefined) { console.error(`bench-matvec-bw: unknown type "${name}"`); process.exit(2); }
   for (const sh of SHAPES) {
-    const rb = rowBytes(type, sh.n), nExp = sh.experts || 1;
-    const wBytes = rb * sh.rows * nExp;
+    const rb = rowBytes(type, sh.n), nExp = sh.nExpert ?? (sh.experts || 1);
+    // a GLU expert is [gate rows; up rows]
+    const expertBytes = rb * sh.rows * (sh.glu ? 2 : 1);
+    const wBytes = expertBytes * nExp;
     // consecutive reps read different copies of the weight (≥ COLD_BYTES in all), so each comes
     // from memory as in a decode step, not from the last rep's L2 (50 MB on the H200: the
     // 12-50 MB matrices fit)
@@ -94,20 +115,44 @@ for (const name of a.types!.split(',')) {
     fillRandom(type, chunk, chunkRows * sh.n, rng, { sigma: 0.02 });
     for (let o = 0; o < wBytes * copies; o += chunk.length) dev.write(w, o, chunk.subarray(0, Math.min(chunk.length, wBytes * copies - o)));
     const at = (rep: number) => (rep % copies) * wBytes;
-    const maxB = Math.max(...batches);
-    const x = dev.createBuffer(sh.n * 4 * maxB, false), y = dev.createBuffer(sh.rows * nExp * 4 * maxB, false), ids = dev.createBuffer(64, false);
-    dev.write(x, 0, new Uint8Array(new Float32Array(sh.n * maxB).fill(0.01).buffer));
-    dev.write(ids, 0, new Uint8Array(Uint32Array.from({ length: 16 }, (_, i) => i % 8).buffer));
-    // routed experts: the decode gather (one activation row per expert); dense: each batch size
-    for (const nb of sh.experts ? [1] : batches) {
-      const o = { type: name, rowBytes: rb };
-      const s = time((ops, rep) => matvecOp(ops, sh.experts
-        ? { ...o, buffers: [w, x, y, ids, grid], rows: sh.rows, n: sh.n, nRows: sh.experts, flags: 1 | 2, K: sh.experts, expertBytes: rb * sh.rows, xStride: 0, wOffset: at(rep) }
-        : { ...o, buffers: [w, x, y, ids, grid], rows: sh.rows, n: sh.n, nRows: nb, wOffset: at(rep) }));
-      const bw = wBytes / s;
-      console.log(`${typeName(type)},${sh.what} ${sh.experts ? `${sh.experts} × ` : ''}${sh.rows} × ${sh.n},${sh.experts || nb},${wBytes},${(s * 1e6).toFixed(1)},${(bw / 1e9).toFixed(1)},${(bw / copyBw).toFixed(3)}`);
+    const maxB = Math.max(...batches), pairs = sh.pairs ?? 0;
+    const xRows = Math.max(maxB, pairs);
+    const x = dev.createBuffer(sh.n * 4 * xRows, false), y = dev.createBuffer(sh.rows * Math.max(nExp, pairs) * 4 * maxB, false), ids = dev.createBuffer(4 * Math.max(16, pairs), false);
+    dev.write(x, 0, new Uint8Array(new Float32Array(sh.n * xRows).fill(0.01).buffer));
+    // pairs: distinct experts spread over the model's (a batched step's 64 pairs name ~57 distinct ones)
+    const idv = pairs ? Uint32Array.from({ length: pairs }, (_, i) => (i * 37) % nExp) : Uint32Array.from({ length: 16 }, (_, i) => i % 8);
+    dev.write(ids, 0, new Uint8Array(idv.buffer));
+    const o = { type: name, rowBytes: rb };
+    const runs: { label: string; rows: number; d: (rep: number, k: string) => Parameters<typeof matvecOp>[1] }[] = pairs
+      ? [{ label: `${sh.what} ${pairs} pairs × ${sh.rows} × ${sh.n}`, rows: pairs, d: (rep, k) => ({ ...o, buffers: [w, x, y, ids, grid], rows: sh.rows, n: sh.n, nRows: pairs, flags: 1 | 2 | (sh.glu ? 4 : 0), K: 8, expertBytes, upBytes: sh.glu ? rb * sh.rows : 0, wOffset: at(rep), unit: k === 'mv' }) }]
+      : sh.experts
+        ? [{ label: `${sh.what} ${sh.experts} × ${sh.rows} × ${sh.n}`, rows: sh.experts, d: (rep, k) => ({ ...o, buffers: [w, x, y, ids, grid], rows: sh.rows, n: sh.n, nRows: sh.experts, flags: 1 | 2, K: sh.experts, expertBytes: rb * sh.rows, xStride: 0, wOffset: at(rep), unit: k === 'mv' }) }]
+        : batches.map((nb) => ({ label: `${sh.what} ${sh.rows} × ${sh.n}`, rows: nb, d: (rep: number, k: string) => ({ ...o, buffers: [w, x, y, ids, grid] as [number, number, number, number, number], rows: sh.rows, n: sh.n, nRows: nb, wOffset: at(rep), unit: k === 'mv' }) }));
+    // bytes a step reads: the pairs' experts (each distinct here), else the whole weight
+    const readBytes = pairs ? expertBytes * Math.min(pairs, nExp) : wBytes;
+    for (const r of runs) {
+      for (const k of kernels) {
+        // mv: one activation row (or pairs); the dense shapes' batches run the matmuls
+        if (k === 'mv' && r.rows > 1 && !pairs && !sh.experts) continue;
+        const s = time((ops, rep) => matvecOp(ops, r.d(rep, k)));
+        const bw = readBytes / s;
+        console.log(`${typeName(type)},${r.label},${r.rows},${k},${readBytes},${(s * 1e6).toFixed(1)},${(bw / 1e9).toFixed(1)},${(bw / copyBw).toFixed(3)}`);
+      }
     }
     [w, x, y, ids].forEach((b) => dev.freeBuffer(b));
+  }
+}
+if (a.stats) {
+  // the driver's compiler statistics of every kernel timed (registers bound occupancy)
+  for (const name of [...used].map((n) => n.split(' ')[0]).filter((n, i, all) => all.indexOf(n) === i)) {
+    try {
+      const base = name.replace(/_(f32|f16|bf16|q\d_[01k]|iq\d_(?:xxs|xs|s|m|nl))$/, '');
+      const d = (KERNELS as Record<string, { bindings: readonly string[]; push: readonly string[] }>)[base];
+      const st = dev.pipelineStats(name, d.bindings.length, 4 * d.push.length);
+      console.log(`stats ${name}: ${st.map(([k, v]) => `${k}=${v}`).join('; ')}`);
+    } catch (e) {
+      console.log(`stats ${name}: ${(e as Error).message}`);
+    }
   }
 }
 dev.dispose();

@@ -35,6 +35,20 @@ describe('build outputs', () => {
     }
   });
 
+  it('pipelineStats: the driver compiler statistics where it reports them, else an error naming the extension', () => {
+    const dev = new (loadAddon().Device)(-1);
+    try {
+      // lavapipe lacks VK_KHR_pipeline_executable_properties; a GPU driver that has it returns pairs
+      let st: [string, string][] | undefined;
+      try { st = dev.pipelineStats('copy', 2, 4); } catch (e) { expect((e as Error).message).toMatch(/does not report pipeline statistics \(VK_KHR_pipeline_executable_properties\)/); }
+      if (st) { expect(st.length).toBeGreaterThan(0); for (const [k, v] of st) { expect(typeof k).toBe('string'); expect(typeof v).toBe('string'); } }
+      // a shader that is not embedded is an error either way
+      expect(() => dev.pipelineStats('no_such_shader', 1, 0)).toThrow(/no_such_shader|does not report/);
+    } finally {
+      dev.dispose();
+    }
+  });
+
   it('the WASM core loads and allocates aligned memory', () => {
     const c = new Core();
     const p = c.alloc(100);

@@ -21,7 +21,7 @@ describe('Vulkan decoders reproduce the oracle values exactly', () => {
       it(`${t.name} through ${kernel}`, () => {
         const r = checker.check(t, kernel);
         // the kernel the test meant to exercise is the one that ran
-        // (one-row matvecs come as matvec, matvec2 or matvec1: rows per workgroup)
+        // (one-row matvecs come as matvec, matvec2 or matvec1: rows per workgroup; mv as mv)
         expect(r.shader).toMatch(new RegExp(`^${kernel}${kernel === 'matvec' ? '[12]?' : ''}_${MATVEC[t.id]}$`));
         expect(r.checked).toBeGreaterThan(0);
         expect(r.bad, `${t.name}/${kernel}: ${r.bad} values differ (${r.first})`).toBe(0);

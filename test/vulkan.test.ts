@@ -72,6 +72,39 @@ describe('matvec shaders vs the WASM reference (random blocks of every Vulkan ty
     [wb, xb, yb, ib].forEach((b) => dev.freeBuffer(b));
   });
 
+  // mv.comp (32-weight units) for every type: rows of 512 values (16 threads a row, 4 rows side
+  // by side) and 4096 (64 threads, 2 units each), 1, 2, 4 or 8 rows per thread (a partial last
+  // workgroup); each row's sum must not depend on the rows per thread (batched = alone)
+  it.each(types.flatMap(([t, name]) => [[t, name, 512], [t, name, 4096]] as [number, string, number][]))('mv: type %i (%s), rows of %i', (t, name, n) => {
+    const rng = new Rng(t + 17);
+    const rows = 37, rb = rowBytes(t, n);
+    const w = new Uint8Array(rows * rb);
+    for (let r = 0; r < rows; r++) w.set(oracleRow(t, n, rng), r * rb);
+    if (t === GgmlType.F32) { const f = new Float32Array(w.buffer); for (let i = 0; i < f.length; i++) f[i] = rng.normal(); }
+    if (t === GgmlType.F16 || t === GgmlType.BF16) { const h = new Uint16Array(w.buffer); for (let i = 0; i < h.length; i++) h[i] = t === GgmlType.F16 ? 0x3000 + rng.int(0, 0x1fff) : 0x3e00 + rng.int(0, 0x1ff); }
+    const x = new Float32Array(n).map(() => rng.normal());
+    const ref = q.matmul(t, w, rows, n, x);
+    const wb = dev.createBuffer(w.byteLength, false), xb = dev.createBuffer(x.byteLength, false), ib = dev.createBuffer(16, false);
+    const ys = [1, 2, 4, 8].map(() => dev.createBuffer(rows * 4, true));
+    dev.write(wb, 0, w);
+    dev.write(xb, 0, new Uint8Array(x.buffer));
+    const ops = new OpList(pipes);
+    ([1, 2, 4, 8] as const).forEach((R, i) => matvecOp(ops, { type: name, buffers: [wb, xb, ys[i], ib, grid], rows, n, rowBytes: rb, nRows: 1, unit: true, fixedRows: R }));
+    expect(ops.names.every((s) => s === `mv_${name}`)).toBe(true);
+    const cmd = dev.record(ops.build());
+    dev.runSync(cmd);
+    const got = ys.map((b) => new Float32Array(dev.read(b, 0, rows * 4)));
+    const rms = Math.sqrt(ref.reduce((a, v) => a + v * v, 0) / ref.length);
+    let worst = 0;
+    for (let i = 0; i < rows; i++) worst = Math.max(worst, Math.abs(got[0][i] - ref[i]) / rms);
+    expect(worst, `${name}: worst difference / RMS`).toBeLessThan(1e-4);
+    expect(Array.from(got[1]), 'R = 2 vs 1').toEqual(Array.from(got[0]));
+    expect(Array.from(got[2]), 'R = 4 vs 1').toEqual(Array.from(got[0]));
+    expect(Array.from(got[3]), 'R = 8 vs 1').toEqual(Array.from(got[0]));
+    dev.freeCommand(cmd);
+    [wb, xb, ib, ...ys].forEach((b) => dev.freeBuffer(b));
+  });
+
   // the decoders' word loads (decode.glsl): Q8_0, IQ2_XXS and Q6_K blocks at any 2-byte
   // alignment (rows starting 2 bytes into a word, the last block ending the buffer); the types
   // read with plain word loads refuse a weight that is not 4-byte aligned
@@ -132,7 +165,7 @@ describe('matvec shaders vs the WASM reference (random blocks of every Vulkan ty
     [b, arg, part, flags].forEach((x) => dev.freeBuffer(x));
   });
 
-  it('routed-expert gather (matvec flags 1 and 3) picks the expert of each row', () => {
+  it.each([false, true])('routed-expert gather (flags 1 and 3) picks the expert of each row (mv.comp: %s)', (unit) => {
     const t = GgmlType.Q2_K, rng = new Rng(99);
     const nExp = 3, rows = 6, n = 512, K = 2, T = 2, rb = rowBytes(t, n);
     const w = new Uint8Array(nExp * rows * rb);
@@ -143,9 +176,10 @@ describe('matvec shaders vs the WASM reference (random blocks of every Vulkan ty
     const y1 = dev.createBuffer(T * K * rows * 4, true), y3 = dev.createBuffer(T * K * rows * 4, true);
     dev.write(wb, 0, w); dev.write(xb, 0, new Uint8Array(x.buffer)); dev.write(ib, 0, new Uint8Array(ids.buffer));
     const ops = new OpList(pipes);
-    const base = { type: 'q2_k', rows, n, rowBytes: rb, nRows: T * K, K, expertBytes: rows * rb };
+    const base = { type: 'q2_k', rows, n, rowBytes: rb, nRows: T * K, K, expertBytes: rows * rb, unit };
     matvecOp(ops, { ...base, buffers: [wb, xb, y1, ib, grid], flags: 1 }); // X row = token (j / K)
     matvecOp(ops, { ...base, buffers: [wb, xb, y3, ib, grid], flags: 3 }); // X row = j
+    expect(ops.names[0]).toMatch(unit ? /^mv_q2_k$/ : /^matvec[12]?_q2_k$/);
     const cmd = dev.record(ops.build(), false);
     dev.runSync(cmd);
     const got1 = new Float32Array(dev.read(y1, 0, T * K * rows * 4)), got3 = new Float32Array(dev.read(y3, 0, T * K * rows * 4));
@@ -160,6 +194,35 @@ describe('matvec shaders vs the WASM reference (random blocks of every Vulkan ty
     }
     dev.freeCommand(cmd);
     [wb, xb, ib, y1, y3].forEach((b) => dev.freeBuffer(b));
+  });
+
+  // mv.comp's GLU (R/2 gate rows and their up rows a thread) over routed-expert pairs: 2, 4 or 8
+  // rows a thread, the same bits every way
+  it('mv GLU over expert pairs = silu(gate·x)·(up·x), 2, 4 and 8 rows a thread', () => {
+    const t = GgmlType.Q2_K, rng = new Rng(47), nExp = 3, rows = 5, n = 512, K = 2, rb = rowBytes(t, n);
+    // expert e: [gate rows; up rows]
+    const w = new Uint8Array(nExp * 2 * rows * rb);
+    for (let r = 0; r < nExp * 2 * rows; r++) w.set(oracleRow(t, n, rng), r * rb);
+    const x = new Float32Array(2 * n).map(() => rng.normal());
+    const ids = Uint32Array.of(2, 0, 1, 2);
+    const wb = dev.createBuffer(w.byteLength, false), xb = dev.createBuffer(x.byteLength, false), ib = dev.createBuffer(16, false);
+    const ys = [2, 4, 8].map(() => dev.createBuffer(4 * rows * 4, true));
+    dev.write(wb, 0, w); dev.write(xb, 0, new Uint8Array(x.buffer)); dev.write(ib, 0, new Uint8Array(ids.buffer));
+    const ops = new OpList(pipes);
+    ([2, 4, 8] as const).forEach((R, i) => matvecOp(ops, { type: 'q2_k', buffers: [wb, xb, ys[i], ib, grid], rows, n, rowBytes: rb, nRows: 4, K, flags: 1 | 4, expertBytes: 2 * rows * rb, upBytes: rows * rb, fixedRows: R }));
+    expect(ops.names).toEqual(['mv_q2_k', 'mv_q2_k', 'mv_q2_k']);
+    const cmd = dev.record(ops.build(), false);
+    dev.runSync(cmd);
+    const got = ys.map((b) => new Float32Array(dev.read(b, 0, 4 * rows * 4)));
+    for (let j = 0; j < 4; j++) {
+      const e = w.subarray(ids[j] * 2 * rows * rb), xr = x.subarray(Math.floor(j / K) * n, (Math.floor(j / K) + 1) * n);
+      const g = q.matmul(t, e.subarray(0, rows * rb), rows, n, xr), u = q.matmul(t, e.subarray(rows * rb, 2 * rows * rb), rows, n, xr);
+      for (let r = 0; r < rows; r++) { const want = (g[r] / (1 + Math.exp(-g[r]))) * u[r]; expect(Math.abs(got[0][j * rows + r] - want)).toBeLessThan(1e-4 * (Math.abs(want) + 1)); }
+    }
+    expect(Array.from(got[1])).toEqual(Array.from(got[0]));
+    expect(Array.from(got[2])).toEqual(Array.from(got[0]));
+    dev.freeCommand(cmd);
+    [wb, xb, ib, ...ys].forEach((b) => dev.freeBuffer(b));
   });
 
   // decode's fused SwiGLU (gate row, up row upBytes later): 2 rows per workgroup on a GPU

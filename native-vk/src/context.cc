@@ -194,15 +194,30 @@ Context::Context(int deviceIndex) {
     VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
     dci.queueCreateInfoCount = 1;
     dci.pQueueCreateInfos = &qci;
-    // zero-copy weights (Buffer's import constructor) need this one; everything else is core 1.2
-    const char* ext[] = {VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME};
-    if (info_.externalMemoryHost) {
-      dci.enabledExtensionCount = 1;
-      dci.ppEnabledExtensionNames = ext;
+    // zero-copy weights (Buffer's import constructor) need the first; the second only serves
+    // pipelineStats() (kernel tuning); everything else is core 1.2
+    std::vector<const char*> ext;
+    if (info_.externalMemoryHost) ext.push_back(VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
+    VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR exe{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+    if (hasExtension(phys_, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) {
+      VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+      f2.pNext = &exe;
+      vkGetPhysicalDeviceFeatures2(phys_, &f2);
+      if (exe.pipelineExecutableInfo) {
+        ext.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+        exe.pNext = nullptr;
+        dci.pNext = &exe;
+      }
     }
+    dci.enabledExtensionCount = static_cast<uint32_t>(ext.size());
+    dci.ppEnabledExtensionNames = ext.empty() ? nullptr : ext.data();
     VK_CALL(vkCreateDevice(phys_, &dci, nullptr, &device_));
     if (info_.externalMemoryHost)
       hostPointerProps_ = reinterpret_cast<PFN_vkGetMemoryHostPointerPropertiesEXT>(vkGetDeviceProcAddr(device_, "vkGetMemoryHostPointerPropertiesEXT"));
+    if (dci.pNext) {
+      executableProps_ = reinterpret_cast<PFN_vkGetPipelineExecutablePropertiesKHR>(vkGetDeviceProcAddr(device_, "vkGetPipelineExecutablePropertiesKHR"));
+      executableStats_ = reinterpret_cast<PFN_vkGetPipelineExecutableStatisticsKHR>(vkGetDeviceProcAddr(device_, "vkGetPipelineExecutableStatisticsKHR"));
+    }
     vkGetDeviceQueue(device_, queueFamily_, 0, &queue_);
     VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
     pci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;

@@ -51,6 +51,10 @@ class Context {
   const DeviceInfo& info() const { return info_; }
   // vkGetMemoryHostPointerPropertiesEXT, or null when the extension is not enabled
   PFN_vkGetMemoryHostPointerPropertiesEXT hostPointerProps() const { return hostPointerProps_; }
+  // VK_KHR_pipeline_executable_properties (compiler statistics such as registers per thread, for
+  // tuning kernels), or null when the device lacks it
+  PFN_vkGetPipelineExecutablePropertiesKHR executableProps() const { return executableProps_; }
+  PFN_vkGetPipelineExecutableStatisticsKHR executableStats() const { return executableStats_; }
   // Bytes the device-local heaps may hold now by VK_EXT_memory_budget (this process's use plus
   // what is available to it), or 0 without the extension.
   uint64_t memoryBudget() const;
@@ -68,6 +72,8 @@ class Context {
   VkPhysicalDeviceMemoryProperties mem_{};
   DeviceInfo info_;
   PFN_vkGetMemoryHostPointerPropertiesEXT hostPointerProps_ = nullptr;
+  PFN_vkGetPipelineExecutablePropertiesKHR executableProps_ = nullptr;
+  PFN_vkGetPipelineExecutableStatisticsKHR executableStats_ = nullptr;
 };
 
 }  // namespace q36

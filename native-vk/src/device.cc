@@ -32,6 +32,7 @@ Napi::Function Device::Define(Napi::Env env) {
     InstanceMethod("copyRegions", &Device::CopyRegions),
     InstanceMethod("read", &Device::Read),
     InstanceMethod("createPipeline", &Device::CreatePipeline),
+    InstanceMethod("pipelineStats", &Device::PipelineStats),
     InstanceMethod("record", &Device::Record),
     InstanceMethod("run", &Device::Run),
     InstanceMethod("runSync", &Device::RunSync),
@@ -276,6 +277,28 @@ Napi::Value Device::CreatePipeline(const Napi::CallbackInfo& info) {
     uint32_t id = next_++;
     pipelines_[id] = std::make_unique<Pipeline>(c, info[0].As<Napi::String>().Utf8Value(), u32(info[1], "bindings"), u32(info[2], "pushBytes"));
     return Napi::Number::New(info.Env(), id);
+  } catch (const std::exception& e) {
+    throw Napi::Error::New(info.Env(), e.what());
+  }
+}
+
+// pipelineStats(shaderName, bindings, pushBytes) → [[statistic, value], …]: the driver's compiler
+// statistics for the shader (registers, instructions, spills: whatever it reports), from a
+// throwaway pipeline built with VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR (kernel tuning).
+Napi::Value Device::PipelineStats(const Napi::CallbackInfo& info) {
+  Context& c = ctx(info.Env());
+  if (!info[0].IsString()) throw Napi::TypeError::New(info.Env(), "pipelineStats(name): string expected");
+  try {
+    Pipeline p(c, info[0].As<Napi::String>().Utf8Value(), u32(info[1], "bindings"), u32(info[2], "pushBytes"), true);
+    auto st = p.statistics();
+    Napi::Array out = Napi::Array::New(info.Env(), st.size());
+    for (uint32_t i = 0; i < st.size(); i++) {
+      Napi::Array kv = Napi::Array::New(info.Env(), 2);
+      kv.Set(0u, st[i].first);
+      kv.Set(1u, st[i].second);
+      out.Set(i, kv);
+    }
+    return out;
   } catch (const std::exception& e) {
     throw Napi::Error::New(info.Env(), e.what());
   }

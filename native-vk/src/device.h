@@ -31,6 +31,7 @@ class Device : public Napi::ObjectWrap<Device> {
   Napi::Value CopyRegions(const Napi::CallbackInfo& info);
   Napi::Value Read(const Napi::CallbackInfo& info);
   Napi::Value CreatePipeline(const Napi::CallbackInfo& info);
+  Napi::Value PipelineStats(const Napi::CallbackInfo& info);
   Napi::Value Record(const Napi::CallbackInfo& info);
   Napi::Value Run(const Napi::CallbackInfo& info);
   Napi::Value RunSync(const Napi::CallbackInfo& info);

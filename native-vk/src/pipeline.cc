@@ -112,7 +112,7 @@ static const EmbeddedShader& findShader(const std::string& name) {
   throw std::runtime_error("shader '" + name + "' is not embedded in the addon (rebuild with npm run build)");
 }
 
-Pipeline::Pipeline(Context& ctx, const std::string& shader, uint32_t bindings, uint32_t pushBytes)
+Pipeline::Pipeline(Context& ctx, const std::string& shader, uint32_t bindings, uint32_t pushBytes, bool captureStats)
     : ctx_(ctx), name_(shader), bindings_(bindings), pushBytes_(pushBytes) {
   if (pushBytes > ctx.info().maxPushConstantsSize)
     throw std::runtime_error(shader + ": push constants of " + std::to_string(pushBytes) + " bytes exceed the device limit");
@@ -152,11 +152,46 @@ Pipeline::Pipeline(Context& ctx, const std::string& shader, uint32_t bindings, u
     ci.stage.module = module_;
     ci.stage.pName = "main";
     ci.layout = layout_;
+    if (captureStats) {
+      if (!ctx.executableStats()) throw std::runtime_error(ctx.info().name + " does not report pipeline statistics (VK_KHR_pipeline_executable_properties)");
+      ci.flags = VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
+    }
     VK_CALL(vkCreateComputePipelines(ctx.device(), VK_NULL_HANDLE, 1, &ci, nullptr, &pipe_));
   } catch (...) {
     this->~Pipeline();
     throw;
   }
+}
+
+std::vector<std::pair<std::string, std::string>> Pipeline::statistics() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  VkDevice d = ctx_.device();
+  VkPipelineInfoKHR pi{VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR};
+  pi.pipeline = pipe_;
+  uint32_t n = 0;
+  VK_CALL(ctx_.executableProps()(d, &pi, &n, nullptr));
+  std::vector<VkPipelineExecutablePropertiesKHR> props(n, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_PROPERTIES_KHR});
+  VK_CALL(ctx_.executableProps()(d, &pi, &n, props.data()));
+  for (uint32_t e = 0; e < n; e++) {
+    VkPipelineExecutableInfoKHR ei{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR};
+    ei.pipeline = pipe_;
+    ei.executableIndex = e;
+    uint32_t m = 0;
+    VK_CALL(ctx_.executableStats()(d, &ei, &m, nullptr));
+    std::vector<VkPipelineExecutableStatisticKHR> st(m, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR});
+    VK_CALL(ctx_.executableStats()(d, &ei, &m, st.data()));
+    for (const auto& s : st) {
+      std::string v;
+      switch (s.format) {
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR: v = s.value.b32 ? "true" : "false"; break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR: v = std::to_string(s.value.i64); break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR: v = std::to_string(s.value.u64); break;
+        default: v = std::to_string(s.value.f64);
+      }
+      out.emplace_back((n > 1 ? std::string(props[e].name) + ": " : std::string()) + s.name, v);
+    }
+  }
+  return out;
 }
 
 Pipeline::~Pipeline() {

@@ -48,7 +48,8 @@ struct Binding {
 
 class Pipeline {
  public:
-  Pipeline(Context& ctx, const std::string& shader, uint32_t bindings, uint32_t pushBytes);
+  // captureStats: keep the compiler's statistics for statistics() (needs ctx.executableStats())
+  Pipeline(Context& ctx, const std::string& shader, uint32_t bindings, uint32_t pushBytes, bool captureStats = false);
   ~Pipeline();
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
@@ -58,6 +59,8 @@ class Pipeline {
   VkPipeline handle() const { return pipe_; }
   VkPipelineLayout layout() const { return layout_; }
   VkDescriptorSetLayout setLayout() const { return setLayout_; }
+  // (statistic name, value as text) of every executable the driver reports
+  std::vector<std::pair<std::string, std::string>> statistics() const;
 
  private:
   Context& ctx_;

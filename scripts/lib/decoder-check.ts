@@ -1,7 +1,7 @@
 /**
  * The Vulkan weight decoders against the oracle's dequantized values, bit for bit: a product with
  * one-hot activations reads each decoded weight back unchanged (the other terms are exact zeros),
- * through each kernel that decodes — the tiled mm, the 8-row matmul and the one-row matvec.
+ * through each kernel that decodes — the tiled mm, the 8-row matmul, the one-row matvec and mv.
  * Used by test/vulkan-decoders.test.ts (lavapipe) and scripts/vk-decoders.ts (a GPU).
  */
 import * as path from 'node:path';
@@ -12,7 +12,7 @@ import { MATVEC } from '../../ts/engine/vulkan/weights.js';
 import type { VkDevice } from '../../ts/vk/addon.js';
 import { readQuantOracle } from './quant-oracle.js';
 
-export const KERNEL_PATHS = ['mm', 'matmul', 'matvec'] as const;
+export const KERNEL_PATHS = ['mm', 'matmul', 'matvec', 'mv'] as const;
 export type KernelPath = (typeof KERNEL_PATHS)[number];
 
 /** The block types (the scalar types' oracle values span the whole finite range, subnormals too). */
@@ -41,7 +41,7 @@ export class DecoderChecker {
     this.ids = dev.createBuffer(16, false);
   }
 
-  /** mm: ≥ 64 weight rows, ≥ 16 activation rows; matmul: fewer weight rows; matvec: one activation row per dispatch, every third column. */
+  /** mm: ≥ 64 weight rows, ≥ 16 activation rows; matmul: fewer weight rows; matvec, mv: one activation row per dispatch, every third column. */
   check(t: TypeInfo, kernel: KernelPath): DecoderCheck {
     const dev = this.dev, o = readQuantOracle(path.join(this.quantDir, `${t.name.toLowerCase()}.bin`));
     const rows = (o.nBlocks * o.elems) / N, rb = o.raw.byteLength / rows;
@@ -49,8 +49,9 @@ export class DecoderChecker {
     dev.write(W, 0, o.raw);
     const ops = new OpList(this.pipes);
     const base = { type: MATVEC[t.id], buffers: [W, this.X, Y, this.ids, this.grid] as [number, number, number, number, number], rows, n: N, rowBytes: rb };
-    const cols = kernel === 'matvec' ? Array.from({ length: Math.ceil(N / 3) }, (_, i) => 3 * i) : Array.from({ length: N }, (_, i) => i);
-    if (kernel === 'matvec') for (const j of cols) matvecOp(ops, { ...base, nRows: 1, xOffset: j * N, yOffset: j * rows, barrier: false });
+    const one = kernel === 'matvec' || kernel === 'mv';
+    const cols = one ? Array.from({ length: Math.ceil(N / 3) }, (_, i) => 3 * i) : Array.from({ length: N }, (_, i) => i);
+    if (one) for (const j of cols) matvecOp(ops, { ...base, nRows: 1, xOffset: j * N, yOffset: j * rows, barrier: false, unit: kernel === 'mv' });
     else matvecOp(ops, { ...base, nRows: N, weightRows: kernel === 'mm' ? Math.max(rows, 64) : 1 });
     const cmd = dev.record(ops.build());
     dev.runSync(cmd);

@@ -52,6 +52,12 @@ export interface VkDevice {
   copyRegions(dst: number, src: number, regions: Float64Array): void;
   read(id: number, offset: number, length: number): ArrayBuffer;
   createPipeline(shader: string, bindings: number, pushBytes: number): number;
+  /**
+   * The driver's compiler statistics for a shader ([name, value] pairs: registers, instruction
+   * counts, spills, whatever the driver reports; VK_KHR_pipeline_executable_properties). Throws
+   * on a device without the extension. For kernel tuning (bench-matvec-bw --stats).
+   */
+  pipelineStats(shader: string, bindings: number, pushBytes: number): [string, string][];
   /** ops: per dispatch [pipeline, nBuffers, buffers…, nPushWords, push…, gx, gy, gz, flags(bit0 barrier)] */
   record(ops: Uint32Array, profile?: boolean): number;
   /** GPU nanoseconds per dispatch of the last run of a command recorded with profile = true */

@@ -82,6 +82,8 @@ export class OpList {
 
 /** Output rows per matvec/matmul workgroup and activation rows per matmul workgroup (matvec.glsl). */
 export const MATVEC_ROWS = 4;
+/** Output rows per workgroup of the matmuls by activation rows: the 8-row matmul takes 2 (matmul.comp says why). */
+export const matmulRows = (tokens: number): number => (tokens === MATMUL_TOKENS ? 2 : MATVEC_ROWS);
 /**
  * Output rows per workgroup of a one-activation-row matvec (decode, routed experts): 4, 2 or 1
  * (matvec, matvec2, matvec1; a GLU takes at least 2): the most that still gives MATVEC_MIN_GROUPS
@@ -96,6 +98,24 @@ export function decodeRows(rows: number, nRows: number, glu: boolean, minGroups 
   if (fixed) return glu ? Math.max(2, fixed) : fixed;
   const choices = glu ? [4, 2] : [4, 2, 1];
   return choices.find((r) => Math.ceil(rows / (glu ? r / 2 : r)) * nRows >= minGroups) ?? choices[choices.length - 1];
+}
+/** mv.comp (one activation row by 32-weight units): the threads sharing a row, n/32 units rounded up to a power of two, at most 64. */
+export function mvLanes(n: number): number {
+  let L = 1;
+  while (L < n / 32 && L < 64) L *= 2;
+  return L;
+}
+/**
+ * mv's workgroup target: half of matvec's (each of its threads covers 32 weights of a row, 4× a
+ * matvec thread's share per trip; H200, the routed down projections of one token, 8 × 2048 × 512
+ * Q2_K: 8.5 µs with 4 rows a thread (1024 workgroups), 9.9 µs with 2 (2048)).
+ */
+export const MV_MIN_GROUPS = 1024;
+/** mv's rows per thread R (its push `aux`): the most of 8, 4, 2, 1 (a GLU: 8, 4, 2) that still gives minGroups workgroups, else the fewest workgroups' choice. */
+export function mvRows(rows: number, n: number, nRows: number, glu: boolean, minGroups = MV_MIN_GROUPS, fixed?: 1 | 2 | 4 | 8): number {
+  if (fixed) return glu ? Math.max(2, fixed) : fixed;
+  const S = 64 / mvLanes(n), choices = glu ? [8, 4, 2] : [8, 4, 2, 1];
+  return choices.find((r) => Math.ceil(rows / (S * (glu ? r / 2 : r))) * nRows >= minGroups) ?? choices[choices.length - 1];
 }
 export const MATMUL_TOKENS = 8;
 /** The tiled matmuls (mm.glsl): weight rows per tile, activation rows per tile (dense / experts), reduction step. */
@@ -115,6 +135,18 @@ export const MM_MIN_WEIGHT_ROWS = 64;
 export function moeMaxTiles(pairs: number, nExpert: number): number {
   return Math.ceil(pairs / MM_MOE_PAIRS) + Math.min(nExpert, pairs);
 }
+
+/**
+ * Weight types whose one-activation-row products run on mv.comp (32-weight units) rather than
+ * matvec.comp by default: none. In isolation mv is faster for Q2_K (bench-matvec-bw --kernels
+ * matvec,mv, H200 2026-12-02: routed down of a batched step, 64 pairs, 42.0 → 30.8 µs; LM head
+ * 788 → 908 GB/s) and for IQ2_XXS over 64 pairs, but inside the one-token decode step the Q2_K
+ * routed down projections took 12.9 µs a call against matvec's 10.9 (profile-vk), and the decode
+ * ran 5% slower (bench-vk at 2K, interleaved: 200.9 / 203.2 against 211.2 / 213.8 t/s). Choosing
+ * mv for batched steps only would give a batched row other bits than the same row decoded alone
+ * (the two kernels sum in different orders), so the choice is per type, for both.
+ */
+export const MV_TYPES = new Set<string>();
 
 /** Weight types whose decoders assume 4-byte aligned blocks (their block sizes are multiples of 4: decode.glsl reads them with plain word loads). */
 const WORD_ALIGNED = new Set(['q2_k', 'q4_k', 'q5_k']);
@@ -156,8 +188,10 @@ export interface MatvecDispatch {
    * 0 on a CPU device (lavapipe), where more workgroups only add overhead: 4 rows each.
    */
   minGroups?: number;
-  /** rows per workgroup pinned (decodeRows) */
-  fixedRows?: 1 | 2 | 4;
+  /** rows per workgroup pinned (decodeRows; mv: rows per thread, 8 allowed) */
+  fixedRows?: 1 | 2 | 4 | 8;
+  /** one activation row through mv.comp (32-weight units: true) or matvec.comp (false); default by type (MV_TYPES) */
+  unit?: boolean;
   /**
    * Routed experts with the pairs grouped by expert (moe_tiles.comp): buffers[3] is LIST and
    * this the TILES buffer and its capacity; the tiled mm_moe runs where the shape allows, else
@@ -178,9 +212,9 @@ export function matvecOp(ops: OpList, d: MatvecDispatch): void {
   if (WORD_ALIGNED.has(d.type) && [d.rowBytes, d.wOffset ?? 0, d.expertBytes ?? 0, d.upBytes ?? 0].some((x) => x % 4 !== 0)) throw new Error(`matvec_${d.type}: rows and offsets must be multiples of 4 bytes`);
   // the shaders read activations 8 floats at a time from group boundaries
   if (d.n % 8 !== 0 || (d.xOffset ?? 0) % 8 !== 0 || (d.xStride ?? d.n) % 8 !== 0) throw new Error(`matvec_${d.type}: n, xOffset and xStride must be multiples of 8`);
-  const push = () => pushWords(KERNELS.matvec, {
+  const push = (aux = d.epilogue?.aux ?? 0) => pushWords(KERNELS.matvec, {
     rows: d.rows, n: d.n, rowBytes: d.rowBytes, xStride: d.xStride ?? d.n, yStride: d.yStride ?? d.rows, flags, K: d.K ?? 1, expertBytes: d.expertBytes ?? 0,
-    wOffset: d.wOffset ?? 0, xOffset: d.xOffset ?? 0, yOffset: d.yOffset ?? 0, nRows: d.nRows, upBytes: d.upBytes ?? 0, e0: d.e0 ?? 0, ne: d.ne ?? 0xffffffff, aux: d.epilogue?.aux ?? 0,
+    wOffset: d.wOffset ?? 0, xOffset: d.xOffset ?? 0, yOffset: d.yOffset ?? 0, nRows: d.nRows, upBytes: d.upBytes ?? 0, e0: d.e0 ?? 0, ne: d.ne ?? 0xffffffff, aux,
   });
   // the tiled matmuls step through rows 32 values at a time
   const tiled = d.n % MM_K === 0 && !d.epilogue;
@@ -199,9 +233,14 @@ export function matvecOp(ops: OpList, d: MatvecDispatch): void {
   const tokens = d.nRows > 1 && (flags & 1) === 0 ? (d.nRows <= 2 ? 2 : d.nRows <= 4 ? 4 : MATMUL_TOKENS) : 1;
   if (d.epilogue && (tokens > 1 || d.nRows !== 1)) throw new Error(`${d.epilogue.shader}: one activation row only`);
   const glu = (flags & 4) !== 0;
+  if ((d.unit ?? MV_TYPES.has(d.type)) && tokens === 1 && !d.epilogue && d.n % 32 === 0) {
+    const R = mvRows(d.rows, d.n, d.nRows, glu, d.minGroups === undefined ? undefined : Math.min(d.minGroups, MV_MIN_GROUPS), d.fixedRows), S = 64 / mvLanes(d.n);
+    ops.op(`mv_${d.type}`, d.buffers, push(R), [Math.ceil(d.rows / (S * (glu ? R / 2 : R))), d.nRows], d.barrier ?? true, d.label);
+    return;
+  }
   // rows per workgroup: matmul 4; one activation row: decodeRows() (the router epilogue has a 1-
   // and a 4-row form)
-  let rows = tokens > 1 ? MATVEC_ROWS : decodeRows(d.rows, d.nRows, glu, d.minGroups, d.fixedRows);
+  let rows = tokens > 1 ? matmulRows(tokens) : decodeRows(d.rows, d.nRows, glu, d.minGroups, d.fixedRows === 8 ? 4 : d.fixedRows);
   if (d.epilogue && rows === 2) rows = MATVEC_ROWS;
   const shader = d.epilogue ? `${d.epilogue.shader}${rows === 1 ? '1' : ''}` : tokens > 1 ? `matmul${tokens === MATMUL_TOKENS ? '' : tokens}` : rows === MATVEC_ROWS ? 'matvec' : `matvec${rows}`;
   ops.op(`${shader}_${d.type}`, [...d.buffers, ...(d.epilogue?.extra ?? [])], push(), [Math.ceil(d.rows / (glu ? rows / 2 : rows)), Math.ceil(d.nRows / tokens)], d.barrier ?? true, d.label);

@@ -55,6 +55,7 @@ export const KERNELS = {
   matmul: k({ name: 'matmul', bindings: MATVEC_BIND, push: MATVEC_PUSH, local: 64 }),
   matmul2: k({ name: 'matmul2', bindings: MATVEC_BIND, push: MATVEC_PUSH, local: 64 }),
   matmul4: k({ name: 'matmul4', bindings: MATVEC_BIND, push: MATVEC_PUSH, local: 64 }),
+  mv: k({ name: 'mv', bindings: MATVEC_BIND, push: MATVEC_PUSH, local: 64 }),
   matvec_router: k({ name: 'matvec_router', bindings: [...MATVEC_BIND, 'RIDS', 'RWTS', 'CNT'], push: MATVEC_PUSH, local: 64 }),
   matvec_router1: k({ name: 'matvec_router1', bindings: [...MATVEC_BIND, 'RIDS', 'RWTS', 'CNT'], push: MATVEC_PUSH, local: 64 }),
   mm: k({ name: 'mm', bindings: MATVEC_BIND, push: MATVEC_PUSH, local: 256 }),
