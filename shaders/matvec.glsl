@@ -41,12 +41,7 @@ layout(std430, binding = 3) readonly buffer IB { uint IDS[]; };
 // the IQ2_XXS grid (256 entries × 8 magnitude bytes) from a buffer: a dynamically indexed constant
 // array would be copied to per-thread local memory on some drivers (NVIDIA: 3× slower kernels)
 layout(std430, binding = 4) readonly buffer GB { uvec2 GRID[]; };
-layout(push_constant) uniform PC {
-  uint rows; uint n; uint rowBytes; uint xStride;
-  uint yStride; uint flags; uint K; uint expertBytes;
-  uint wOffset; uint xOffset; uint yOffset; uint nRows;
-  uint upBytes; uint e0; uint ne; uint aux;  // aux: the epilogue's parameter (router: nExpert)
-} pc;
+#include "matvec_push.glsl"
 
 shared float red[ROWS * TOKENS][64];
 

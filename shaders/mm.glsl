@@ -34,12 +34,7 @@ layout(std430, binding = 4) readonly buffer GB { uvec2 GRID[]; };
 #ifdef MOE
 layout(std430, binding = 5) readonly buffer TB { uvec4 TILES[]; };
 #endif
-layout(push_constant) uniform PC {
-  uint rows; uint n; uint rowBytes; uint xStride;
-  uint yStride; uint flags; uint K; uint expertBytes;
-  uint wOffset; uint xOffset; uint yOffset; uint nRows;
-  uint upBytes; uint e0; uint ne; uint aux;
-} pc;
+#include "matvec_push.glsl"
 
 #include "decode.glsl"
 

@@ -21,12 +21,7 @@ layout(std430, binding = 1) readonly buffer XB { vec4 X4[]; };
 layout(std430, binding = 2) writeonly buffer YB { float Y[]; };
 layout(std430, binding = 3) readonly buffer IB { uint IDS[]; };
 layout(std430, binding = 4) readonly buffer GB { uvec2 GRID[]; };
-layout(push_constant) uniform PC {
-  uint rows; uint n; uint rowBytes; uint xStride;
-  uint yStride; uint flags; uint K; uint expertBytes;
-  uint wOffset; uint xOffset; uint yOffset; uint nRows;
-  uint upBytes; uint e0; uint ne; uint aux;
-} pc;
+#include "matvec_push.glsl"
 
 #include "decode.glsl"
 #include "unit.glsl"

@@ -209,7 +209,7 @@ describe('matvec shaders vs the WASM reference (random blocks of every Vulkan ty
     const ys = [2, 4, 8].map(() => dev.createBuffer(4 * rows * 4, true));
     dev.write(wb, 0, w); dev.write(xb, 0, new Uint8Array(x.buffer)); dev.write(ib, 0, new Uint8Array(ids.buffer));
     const ops = new OpList(pipes);
-    ([2, 4, 8] as const).forEach((R, i) => matvecOp(ops, { type: 'q2_k', buffers: [wb, xb, ys[i], ib, grid], rows, n, rowBytes: rb, nRows: 4, K, flags: 1 | 4, expertBytes: 2 * rows * rb, upBytes: rows * rb, fixedRows: R }));
+    ([2, 4, 8] as const).forEach((R, i) => matvecOp(ops, { type: 'q2_k', buffers: [wb, xb, ys[i], ib, grid], rows, n, rowBytes: rb, nRows: 4, K, flags: 1 | 4, expertBytes: 2 * rows * rb, upBytes: rows * rb, fixedRows: R, unit: true }));
     expect(ops.names).toEqual(['mv_q2_k', 'mv_q2_k', 'mv_q2_k']);
     const cmd = dev.record(ops.build(), false);
     dev.runSync(cmd);

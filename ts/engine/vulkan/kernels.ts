@@ -24,7 +24,7 @@ export type BindOf<K> = K extends KernelDecl<infer B, string> ? Record<B, number
 
 const k = <B extends string, P extends string>(d: KernelDecl<B, P>) => d;
 
-/** The 16-word push block shared by the matvec family (matvec.glsl, mm.glsl). */
+/** The 16-word push block shared by the matvec family (shaders/matvec_push.glsl: matvec.glsl, mm.glsl, mv.glsl). */
 const MATVEC_PUSH = ['rows', 'n', 'rowBytes', 'xStride', 'yStride', 'flags', 'K', 'expertBytes', 'wOffset', 'xOffset', 'yOffset', 'nRows', 'upBytes', 'e0', 'ne', 'aux'] as const;
 const MATVEC_BIND = ['W', 'X', 'Y', 'IDS', 'GRID'] as const;
 
