@@ -215,3 +215,37 @@ describe('CPU: the ordered fallback', () => {
     }
   }, 600_000);
 });
+
+// mv.comp in place of matvec.comp for the routed experts' types of the q2 model (Q36_VK_MV,
+// vkMvTypes): the decode agrees with the matvec engine's within the Vulkan tolerance, and a batched
+// row still gets the bits of its session decoded alone (the experts are one-row products in both).
+// (A dense weight's type on mv would not: a batched step runs dense weights through the matmuls,
+// which sum as matvec does.)
+describe('Vulkan batched decode with mv.comp (vkMvTypes)', () => {
+  const model = fixture('tinyA/tinyA-q2.gguf');
+  it('the decode steps run mv; logits within 1e-3 of matvec\'s; 3 batched rows bit-identical to alone', async () => {
+    const base = await openEngine({ model, backend: 'vulkan', ctx: 512, kvTypes: { k: 'f16', v: 'f16' } });
+    const mv = await openEngine({ model, backend: 'vulkan', ctx: 512, kvTypes: { k: 'f16', v: 'f16' }, batchRows: 4, vkMvTypes: ['q2_k', 'iq2_xxs'], vkProfile: true });
+    try {
+      const which = [0, 2, 3], steps = 4;
+      const want = await alone(base, cases[which[0]].prompt_ids, steps);
+      const solo = await alone(mv, cases[which[0]].prompt_ids, steps);
+      const names = (mv as VkEngine).profile().map((p) => p.shader);
+      expect(names.some((n) => n.startsWith('mv_q2_k ffn_down_exps'))).toBe(true);
+      expect(names.some((n) => n.startsWith('mv_iq2_xxs ffn_gate_up_exps'))).toBe(true);
+      expect(names.filter((n) => /^matvec\d?_(q2_k|iq2_xxs) /.test(n))).toEqual([]);
+      solo.rows.forEach((row, k) => expect(maxDiff(row, want.rows[k]), `step ${k}`).toBeLessThanOrEqual(1e-3));
+      const r = await batched(mv, which.map((c) => cases[c].prompt_ids), steps);
+      expect(batchedNatively(mv, which.map(() => ({ session: undefined as never, token: 0 })))).toBe(true);
+      for (const [i, c] of which.entries()) {
+        const s = i === 0 ? solo : await alone(mv, cases[c].prompt_ids, steps);
+        expect(r.ids[i], `row ${i}`).toEqual(s.ids);
+        r.rows[i].forEach((row, k) => expect(maxDiff(row, s.rows[k]), `row ${i} step ${k}`).toBe(0));
+      }
+      r.sessions.forEach((s) => s.dispose());
+    } finally {
+      base.dispose();
+      mv.dispose();
+    }
+  }, 600_000);
+});

@@ -111,6 +111,10 @@ describe('Vulkan weight mode selection', () => {
     expect(() => readEnv({ Q36_VK_DEVICE: 'first' })).toThrow(/Q36_VK_DEVICE must be a device index/);
     expect(() => readEnv({ Q36_VK_MV_ROWS: '3' })).toThrow(/Q36_VK_MV_ROWS must be 1, 2 or 4/);
     expect(readEnv({ Q36_VK_WEIGHTS: 'upload', Q36_VK_DEVICE: '0', Q36_VK_MV_ROWS: '2' })).toMatchObject({ vkWeights: 'upload', vkDevice: 0, vkMatvecRows: 2 });
+    expect(() => readEnv({ Q36_VK_MV: 'Q2_K;q8_0' })).toThrow(/Q36_VK_MV must be weight type names separated by commas/);
+    expect(readEnv({ Q36_VK_MV: 'q2_k,iq2_xxs' }).vkMvTypes).toEqual(['q2_k', 'iq2_xxs']);
+    expect(readEnv({ Q36_VK_MV: 'none' }).vkMvTypes).toEqual([]);
+    await expect(openEngine({ model: fixture('tinyA/tinyA-q2.gguf'), backend: 'vulkan', ctx: 64, vkMvTypes: ['q2k'] })).rejects.toThrow(/vkMvTypes: "q2k" is not a weight type \(one of .*q2_k/);
     // the CLI stops with the variable's name
     const { spawnSync } = await import('node:child_process');
     const path = await import('node:path');

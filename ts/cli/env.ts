@@ -12,6 +12,8 @@ export interface EnvSettings {
   vkWeights?: EngineOptions['vkWeights'];
   /** Q36_VK_MV_ROWS: fix decode matvec rows per workgroup (1, 2 or 4), for measurements */
   vkMatvecRows?: 1 | 2 | 4;
+  /** Q36_VK_MV: weight types whose one-row products run on mv.comp (q2_k,iq2_xxs, or none), for measurements */
+  vkMvTypes?: string[];
   /** Q36_VK_SESSION_BATCH=0: q36-server --batched-session runs the ordered fallback instead of batched Vulkan steps (measurements, workarounds) */
   vkSessionBatch?: boolean;
   /** Q36_HF_BASE: the download mirror (as --base-url) */
@@ -39,6 +41,11 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): EnvSettings {
     if (!['1', '2', '4'].includes(r)) throw new Error(`Q36_VK_MV_ROWS must be 1, 2 or 4, got "${r}"`);
     out.vkMatvecRows = Number(r) as 1 | 2 | 4;
   }
+  const mv = env.Q36_VK_MV;
+  if (mv !== undefined && mv !== '') {
+    if (!/^(none|[a-z0-9_]+(,[a-z0-9_]+)*)$/.test(mv)) throw new Error(`Q36_VK_MV must be weight type names separated by commas (q2_k,iq2_xxs) or none, got "${mv}"`);
+    out.vkMvTypes = mv === 'none' ? [] : mv.split(',');
+  }
   const sb = env.Q36_VK_SESSION_BATCH;
   if (sb !== undefined && sb !== '') {
     if (!['0', '1'].includes(sb)) throw new Error(`Q36_VK_SESSION_BATCH must be 0 (ordered fallback) or 1 (batched steps), got "${sb}"`);
@@ -51,6 +58,6 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): EnvSettings {
 }
 
 /** The engine options the environment supplies where no flag did (flags win). */
-export function envEngineOptions(e: EnvSettings = readEnv()): Pick<EngineOptions, 'vkDevice' | 'vkWeights' | 'vkMatvecRows'> {
-  return { vkDevice: e.vkDevice, vkWeights: e.vkWeights, vkMatvecRows: e.vkMatvecRows };
+export function envEngineOptions(e: EnvSettings = readEnv()): Pick<EngineOptions, 'vkDevice' | 'vkWeights' | 'vkMatvecRows' | 'vkMvTypes'> {
+  return { vkDevice: e.vkDevice, vkWeights: e.vkWeights, vkMatvecRows: e.vkMatvecRows, vkMvTypes: e.vkMvTypes };
 }

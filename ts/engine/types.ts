@@ -51,6 +51,14 @@ export interface EngineOptions {
   vkWeights?: 'auto' | 'import' | 'upload';
   /** Vulkan: decode matvec rows per workgroup pinned to 1, 2 or 4 (measurements; the CLI reads Q36_VK_MV_ROWS) */
   vkMatvecRows?: 1 | 2 | 4;
+  /**
+   * Vulkan: the weight types (matvec variant names: q2_k, iq2_xxs, …) whose one-activation-row
+   * products run on mv.comp instead of matvec.comp, for every session and batched step alike
+   * (measurements; default graph.ts MV_TYPES; the CLI reads Q36_VK_MV). A type of dense weights
+   * listed here gives a batched row other bits than alone: batched steps run dense weights
+   * through the matmuls, which sum in matvec's order.
+   */
+  vkMvTypes?: string[];
   /** Vulkan: prefill attention in tiles of tokens (attn_tile, default) or per token (attn_flash: false; A/B measurements) */
   vkAttnTile?: boolean;
   /**

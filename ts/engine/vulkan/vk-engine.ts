@@ -80,6 +80,8 @@ export class VkEngine implements Engine, VkHost {
   private lastProfile?: { names: string[]; ns: Float64Array };
   /** SSD streaming (streamExperts): whether asked, the plan made before loading, then the slot pool */
   private readonly streaming: boolean;
+  /** the weight types whose one-row products run on mv.comp (options.vkMvTypes), or undefined: graph.ts's default */
+  private readonly mvTypes?: Set<string>;
   private streamPlan?: { slots: number[]; fullLayers: number; layout: SlotLayout; budget?: number };
   stream?: VkExpertStream;
 
@@ -111,6 +113,10 @@ export class VkEngine implements Engine, VkHost {
     this.kv = options.kvTypes ?? DEFAULT_KV.vulkan;
     const shapeIssue = shapeProblem(s);
     if (shapeIssue) throw new Error(`Vulkan backend: ${shapeIssue} (use --cpu)`);
+    const known = new Set(Object.values(MATVEC));
+    const badMv = options.vkMvTypes?.find((t) => !known.has(t));
+    if (badMv !== undefined) throw new Error(`vkMvTypes: "${badMv}" is not a weight type (one of ${[...known].join(', ')})`);
+    this.mvTypes = options.vkMvTypes ? new Set(options.vkMvTypes) : undefined;
     this.core = new Core();
     this.q = new QuantKernels(this.core);
     this.logitsPtr = this.core.alloc(s.nVocab * 4);
@@ -456,6 +462,9 @@ export class VkEngine implements Engine, VkHost {
         // a CPU device (lavapipe) runs workgroups on a few cores: splitting rows finer only adds
         // overhead (tinyA decode on lavapipe: 197 ms per token with the GPU rule, 148 with 4 rows)
         minGroups: this.info.type === 'cpu' ? 0 : undefined, fixedRows: this.options.vkMatvecRows,
+        // mv.comp or matvec.comp for one activation row: by type, the same for every session and
+        // batched step (a batched row keeps the bits of the row alone)
+        unit: this.mvTypes ? this.mvTypes.has(MATVEC[w.type]) : undefined,
       });
     });
   }
