@@ -13,7 +13,7 @@
  */
 import { parseArgs } from 'node:util';
 import { Core } from '../ts/core/wasm.js';
-import { OpList, Pipelines, gridBlob, matvecOp } from '../ts/engine/vulkan/graph.js';
+import { OpList, Pipelines, declOf, gridBlob, matvecOp } from '../ts/engine/vulkan/graph.js';
 import { KERNELS, dispatch } from '../ts/engine/vulkan/kernels.js';
 import { GgmlType, rowBytes, typeName } from '../ts/gguf/index.js';
 import { Rng, fillRandom } from '../ts/model/synth.js';
@@ -146,8 +146,7 @@ if (a.stats) {
   // the driver's compiler statistics of every kernel timed (registers bound occupancy)
   for (const name of [...used].map((n) => n.split(' ')[0]).filter((n, i, all) => all.indexOf(n) === i)) {
     try {
-      const base = name.replace(/_(f32|f16|bf16|q\d_[01k]|iq\d_(?:xxs|xs|s|m|nl))$/, '');
-      const d = (KERNELS as Record<string, { bindings: readonly string[]; push: readonly string[] }>)[base];
+      const d = declOf(name);
       const st = dev.pipelineStats(name, d.bindings.length, 4 * d.push.length);
       console.log(`stats ${name}: ${st.map(([k, v]) => `${k}=${v}`).join('; ')}`);
     } catch (e) {

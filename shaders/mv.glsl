@@ -8,7 +8,7 @@
 // each lane sums its units in order, the lanes are summed in a fixed order (subgroupAdd over
 // whole subgroups where L allows, else in shared memory), so a batched step's rows get the bits
 // of the same rows decoded alone.
-// Push: matvec.glsl's block (flags: bit 0 expert gather, bit 1 X row = j, bit 2 GLU; e0/ne the
+// Push: matvec_push.glsl's block (flags: bit 0 expert gather, bit 1 X row = j, bit 2 GLU; e0/ne the
 // experts in this binding); dispatch (ceil(outputs / (S·R or S·R/2)), activation rows).
 #extension GL_GOOGLE_include_directive : enable
 #extension GL_KHR_shader_subgroup_arithmetic : enable

@@ -11,6 +11,15 @@ import { KERNELS, pushWords, type KernelDecl } from './kernels.js';
 /** A weight- or cache-type suffix of a shader variant's name (matvec_q8_0, attn_flash_q8_0_q4_0). */
 const TYPE_SUFFIX = /_(f32|f16|bf16|q\d_[01k]|iq\d_(?:xxs|xs|s|m|nl))$/;
 
+/** The declaration of a shader variant: its base name's, type suffixes (one, or K and V types) stripped. */
+export function declOf(name: string): KernelDecl {
+  let base = name;
+  while (!(base in KERNELS) && TYPE_SUFFIX.test(base)) base = base.replace(TYPE_SUFFIX, '');
+  const d = (KERNELS as Record<string, KernelDecl>)[base];
+  if (!d) throw new Error(`no kernel declaration for shader ${name}`);
+  return d;
+}
+
 /** Pipeline ids by shader name, created on first use with the interface kernels.ts declares. */
 export class Pipelines {
   private ids = new Map<string, number>();
@@ -18,11 +27,7 @@ export class Pipelines {
   get(name: string): number {
     let id = this.ids.get(name);
     if (id === undefined) {
-      // the declaration is the base name's: type suffixes (one, or K and V types) stripped
-      let base = name;
-      while (!(base in KERNELS) && TYPE_SUFFIX.test(base)) base = base.replace(TYPE_SUFFIX, '');
-      const d = (KERNELS as Record<string, KernelDecl>)[base];
-      if (!d) throw new Error(`no kernel declaration for shader ${name}`);
+      const d = declOf(name);
       // the addon refuses a declaration that disagrees with the module's own (SPIR-V reflection)
       id = this.dev.createPipeline(name, d.bindings.length, 4 * d.push.length);
       this.ids.set(name, id);
@@ -234,7 +239,7 @@ export function matvecOp(ops: OpList, d: MatvecDispatch): void {
   if (d.epilogue && (tokens > 1 || d.nRows !== 1)) throw new Error(`${d.epilogue.shader}: one activation row only`);
   const glu = (flags & 4) !== 0;
   if ((d.unit ?? MV_TYPES.has(d.type)) && tokens === 1 && !d.epilogue && d.n % 32 === 0) {
-    const R = mvRows(d.rows, d.n, d.nRows, glu, d.minGroups === undefined ? undefined : Math.min(d.minGroups, MV_MIN_GROUPS), d.fixedRows), S = 64 / mvLanes(d.n);
+    const R = mvRows(d.rows, d.n, d.nRows, glu, d.minGroups, d.fixedRows), S = 64 / mvLanes(d.n);
     ops.op(`mv_${d.type}`, d.buffers, push(R), [Math.ceil(d.rows / (S * (glu ? R / 2 : R))), d.nRows], d.barrier ?? true, d.label);
     return;
   }
