@@ -5,6 +5,9 @@
  *   node dist/scripts/bench-batch.js -m /tmp/full-q2.gguf [--sessions 1,2,4,8] [--prompt 512] [--gen 64]
  *     [--ctk q8_0 --ctv q4_0] [--temp 0.6 --top-k 20 --top-p 0.95]   (default greedy)
  *     [--profile]   (Vulkan: GPU time per shader of each count's last step, from timestamps)
+ *     [--check]     (greedy: afterwards each batched session is decoded again alone from its
+ *                    prompt; its tokens must be the batched ones: a row must not depend on its
+ *                    batch-mates. Exit code 1 when any differs)
  *
  * Each session gets its own random prompt of --prompt tokens (prefilled alone, not timed), then
  * --gen steps in which every session samples its next token and all of them are evaluated by
@@ -23,7 +26,7 @@ const { values: a } = parseArgs({ options: {
   model: { type: 'string', short: 'm' }, sessions: { type: 'string', default: '1,2,4,8' }, prompt: { type: 'string', default: '512' },
   gen: { type: 'string', default: '64' }, ctk: { type: 'string', default: 'q8_0' }, ctv: { type: 'string', default: 'q4_0' },
   temp: { type: 'string', default: '0' }, 'top-k': { type: 'string', default: '20' }, 'top-p': { type: 'string', default: '0.95' },
-  backend: { type: 'string', default: 'vulkan' }, profile: { type: 'boolean' },
+  backend: { type: 'string', default: 'vulkan' }, profile: { type: 'boolean' }, check: { type: 'boolean' },
 } });
 if (!a.model) { console.error('bench-batch: -m MODEL is required'); process.exit(2); }
 const counts = a.sessions!.split(',').map(Number);
@@ -37,19 +40,23 @@ const e = await openEngine({
 console.log(`# bench-batch ${a.model}; ${new Date().toISOString()}; host ${os.cpus()[0].model}; node ${process.version}`);
 console.log(e.describe());
 console.log(`prompt ${prompt} tokens per session, ${gen} decode steps; ${sampling.temperature > 0 ? `temp ${sampling.temperature} top-k ${sampling.topK} top-p ${sampling.topP}` : 'greedy'}; kv ${a.ctk}/${a.ctv}`);
+if (a.check && sampling.temperature > 0) { console.error('bench-batch: --check compares greedy tokens (--temp 0)'); process.exit(2); }
 const rng = new Rng(7);
 const vocab = Math.min(e.shape.nVocab, 200000);
+let mismatches = 0;
 
 for (const n of counts) {
-  const sessions: Session[] = [];
+  const sessions: Session[] = [], prompts: number[][] = [], tokens: number[][] = [];
   for (let i = 0; i < n; i++) {
     const s = e.newSession();
-    await s.eval(Array.from({ length: prompt }, () => rng.int(0, vocab - 1)));
+    prompts.push(Array.from({ length: prompt }, () => rng.int(0, vocab - 1)));
+    await s.eval(prompts[i]);
     s.seed(i + 1);
     sessions.push(s);
+    tokens.push([]);
   }
   const step = async () => {
-    const items = sessions.map((session) => ({ session, token: session.sample(sampling) }));
+    const items = sessions.map((session, i) => { const token = session.sample(sampling); tokens[i].push(token); return { session, token }; });
     await evalBatch(e, items);
   };
   // the first step records the batched command for this set of sessions: untimed
@@ -65,5 +72,22 @@ for (const n of counts) {
     for (const r of p.slice(0, 14)) console.log(`  ${r.ms.toFixed(3).padStart(8)} ms ${(100 * r.ms / total).toFixed(1).padStart(5)}%  ×${String(r.count).padEnd(4)} ${r.shader}`);
   }
   sessions.forEach((s) => s.dispose());
+  if (a.check && n > 1) {
+    // each session again alone: the same greedy tokens
+    let same = 0;
+    for (let i = 0; i < n; i++) {
+      const s = e.newSession();
+      await s.eval(prompts[i]);
+      const alone: number[] = [];
+      for (let k = 0; k < tokens[i].length; k++) { const t = s.sample(sampling); alone.push(t); await s.eval([t]); }
+      s.dispose();
+      const at = alone.findIndex((t, k) => t !== tokens[i][k]);
+      if (at < 0) same++;
+      else console.log(`  check: session ${i} of ${n}: token ${at} differs alone (${alone[at]}) and batched (${tokens[i][at]})`);
+    }
+    mismatches += n - same;
+    console.log(`  check: ${same} of ${n} sessions decode the same ${gen} greedy tokens alone as batched`);
+  }
 }
 e.dispose();
+if (mismatches) process.exit(1);

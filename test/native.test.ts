@@ -42,6 +42,9 @@ describe('build outputs', () => {
       let st: [string, string][] | undefined;
       try { st = dev.pipelineStats('copy', 2, 4); } catch (e) { expect((e as Error).message).toMatch(/does not report pipeline statistics \(VK_KHR_pipeline_executable_properties\)/); }
       if (st) { expect(st.length).toBeGreaterThan(0); for (const [k, v] of st) { expect(typeof k).toBe('string'); expect(typeof v).toBe('string'); } }
+      // a name too long for a string's inline buffer: the constructor's error path frees it once
+      // (it was destroyed twice, a crash, where the driver reports no statistics)
+      try { dev.pipelineStats('matvec_router1_f32', 8, 64); } catch (e) { expect((e as Error).message).toMatch(/does not report pipeline statistics/); }
       // a shader that is not embedded is an error either way
       expect(() => dev.pipelineStats('no_such_shader', 1, 0)).toThrow(/no_such_shader|does not report/);
     } finally {

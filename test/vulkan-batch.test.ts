@@ -249,3 +249,20 @@ describe('Vulkan batched decode with mv.comp (vkMvTypes)', () => {
     }
   }, 600_000);
 });
+
+// bench-batch --check (the H200 record's evidence that batched rows decode what they decode alone):
+// every batched session decoded again alone gives the same greedy tokens; sampling is refused
+describe('bench-batch --check', () => {
+  it('reports each batched session\'s greedy tokens equal to its decode alone; refuses sampling', async () => {
+    const { spawnSync } = await import('node:child_process');
+    const path = await import('node:path');
+    const script = path.resolve(__dirname, '../dist/scripts/bench-batch.js'), model = fixture('tinyA/tinyA-q2.gguf');
+    const r = spawnSync(process.execPath, [script, '-m', model, '--sessions', '1,3', '--prompt', '12', '--gen', '5', '--check'], { encoding: 'utf8' });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/sessions 3: .*native batched step/);
+    expect(r.stdout).toMatch(/check: 3 of 3 sessions decode the same 5 greedy tokens alone as batched/);
+    const s = spawnSync(process.execPath, [script, '-m', model, '--sessions', '2', '--temp', '0.6', '--check'], { encoding: 'utf8' });
+    expect(s.status).toBe(2);
+    expect(s.stderr).toMatch(/--check compares greedy tokens/);
+  }, 600_000);
+});

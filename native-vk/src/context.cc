@@ -224,12 +224,17 @@ Context::Context(int deviceIndex) {
     pci.queueFamilyIndex = queueFamily_;
     VK_CALL(vkCreateCommandPool(device_, &pci, nullptr, &pool_));
   } catch (...) {
-    this->~Context();
+    release();
     throw;
   }
 }
 
-Context::~Context() {
+Context::~Context() { release(); }
+
+// The Vulkan objects only: a constructor that throws calls this, and the language destroys the
+// members (info_'s strings and heaps) once; calling the destructor itself there destroyed them
+// twice
+void Context::release() {
   if (pool_) vkDestroyCommandPool(device_, pool_, nullptr);
   if (device_) vkDestroyDevice(device_, nullptr);
   if (instance_) vkDestroyInstance(instance_, nullptr);

@@ -158,7 +158,7 @@ Pipeline::Pipeline(Context& ctx, const std::string& shader, uint32_t bindings, u
     }
     VK_CALL(vkCreateComputePipelines(ctx.device(), VK_NULL_HANDLE, 1, &ci, nullptr, &pipe_));
   } catch (...) {
-    this->~Pipeline();
+    release();
     throw;
   }
 }
@@ -194,7 +194,13 @@ std::vector<std::pair<std::string, std::string>> Pipeline::statistics() const {
   return out;
 }
 
-Pipeline::~Pipeline() {
+Pipeline::~Pipeline() { release(); }
+
+// The Vulkan objects only: a constructor that throws calls this, and the language destroys the
+// members (the name) once; calling the destructor itself there destroyed the name twice (a double
+// free for names too long for the string's inline buffer, as pipelineStats("matvec_router1_f32")
+// on a device without statistics)
+void Pipeline::release() {
   VkDevice d = ctx_.device();
   if (pipe_) vkDestroyPipeline(d, pipe_, nullptr);
   if (layout_) vkDestroyPipelineLayout(d, layout_, nullptr);

@@ -63,6 +63,7 @@ class Pipeline {
   std::vector<std::pair<std::string, std::string>> statistics() const;
 
  private:
+  void release();
   Context& ctx_;
   std::string name_;
   uint32_t bindings_, pushBytes_;
