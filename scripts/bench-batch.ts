@@ -16,6 +16,7 @@
 import * as os from 'node:os';
 import { parseArgs } from 'node:util';
 import { evalBatch, batchedNatively } from '../ts/engine/batch.js';
+import { generate } from '../ts/engine/generate.js';
 import { MAX_BATCH_ROWS } from '../ts/engine/defaults.js';
 import { openEngine, type KvType, type Session } from '../ts/engine/index.js';
 import { envEngineOptions } from '../ts/cli/env.js';
@@ -78,8 +79,7 @@ for (const n of counts) {
     for (let i = 0; i < n; i++) {
       const s = e.newSession();
       await s.eval(prompts[i]);
-      const alone: number[] = [];
-      for (let k = 0; k < tokens[i].length; k++) { const t = s.sample(sampling); alone.push(t); await s.eval([t]); }
+      const { tokens: alone } = await generate(s, { maxTokens: tokens[i].length, sampling });
       s.dispose();
       const at = alone.findIndex((t, k) => t !== tokens[i][k]);
       if (at < 0) same++;

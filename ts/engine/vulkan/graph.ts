@@ -147,7 +147,9 @@ export function moeMaxTiles(pairs: number, nExpert: number): number {
  * matvec,mv, H200 2026-12-02: routed down of a batched step, 64 pairs, 42.0 → 30.8 µs; LM head
  * 788 → 908 GB/s) and for IQ2_XXS over 64 pairs, but inside the one-token decode step the Q2_K
  * routed down projections took 12.9 µs a call against matvec's 10.9 (profile-vk), and the decode
- * ran 5% slower (bench-vk at 2K, interleaved: 200.9 / 203.2 against 211.2 / 213.8 t/s). Choosing
+ * ran 5% slower (bench-vk at 2K, interleaved: 200.9 / 203.2 against 211.2 / 213.8 t/s); three
+ * interleaved bench-batch passes each way later that day: one session −1.8% (203.0 against 206.6
+ * t/s mean), 8 sessions +3.1% (731.8 against 709.6), still a loss for one session. Choosing
  * mv for batched steps only would give a batched row other bits than the same row decoded alone
  * (the two kernels sum in different orders), so the choice is per type, for both.
  */
