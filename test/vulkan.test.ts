@@ -37,10 +37,11 @@ describe('matvec shaders vs the WASM reference (random blocks of every Vulkan ty
   const types: [number, string][] = Object.entries(MATVEC).map(([t, name]) => [Number(t), name]);
   it('every type the CPU computes with has a Vulkan decoder', () => expect(types.length).toBe(ALL_TYPES.filter((t) => t.supported).length));
   // nx = 1 runs the matvec shader, nx = 2 and 3 matmul2 and matmul4 (batched decode steps; 3
-  // leaves a row of the 4 empty), nx = 11 the matmul shader (a full and a partial tile of 8);
+  // leaves a row of the 4 empty), nx = 6 matmul4 twice for Q8_0 (SPLIT8_TYPES) and matmul for the
+  // others, nx = 11 the matmul shader (a full and a partial tile of 8);
   // 5 rows leave the last 4-row workgroup partly empty; nx = 70 the tiled mm shader over 70 rows
   // (a full and a partial tile of 64 both ways)
-  it.each(types.flatMap(([t, name]) => [[t, name, 1], [t, name, 2], [t, name, 3], [t, name, 11], [t, name, 70]] as [number, string, number][]))('type %i (%s), %i activation rows', (t, name, nx) => {
+  it.each(types.flatMap(([t, name]) => [[t, name, 1], [t, name, 2], [t, name, 3], [t, name, 6], [t, name, 11], [t, name, 70]] as [number, string, number][]))('type %i (%s), %i activation rows', (t, name, nx) => {
     const rng = new Rng(t + 7);
     const rows = nx >= MM_MIN_ROWS ? 70 : 5, n = 512;
     const rb = rowBytes(t, n);

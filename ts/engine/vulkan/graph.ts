@@ -123,6 +123,21 @@ export function mvRows(rows: number, n: number, nRows: number, glu: boolean, min
   return choices.find((r) => Math.ceil(rows / (S * (glu ? r / 2 : r))) * nRows >= minGroups) ?? choices[choices.length - 1];
 }
 export const MATMUL_TOKENS = 8;
+/**
+ * Weight types whose 5-8 activation rows run as two 4-row matmul workgroups (matmul4) rather than
+ * one 8-row one: Q8_0 (every dense weight of the q2 recipes). H200, bench-matvec-bw --batch 8,
+ * 2026-12-02 13:54 UTC, µs for 8 rows, 8-row matmul → two matmul4: LM head 736.4 → 687.6, DeltaNet
+ * in-projection 45.6 → 39.8, out-projection 18.2 → 16.6; Q2_K and IQ2_XXS lose (696.9 → 805.0 and
+ * 759.4 → 1342.8 on the LM head: their decode is then done twice). End to end (bench-batch
+ * --sessions 1,8, interleaved, 14:35-14:37 UTC): 8 sessions 718.0 / 707.9 t/s against 702.3 / 693.7
+ * (+2.1%); one session unchanged (the same dispatches). Bit-identical either way (matvec.glsl: a
+ * row's sums do not depend on the rows a workgroup takes).
+ */
+export const SPLIT8_TYPES = new Set(['q8_0']);
+/** Activation rows per matmul workgroup for nRows ≥ 2 rows: the fewest of 2, 4, 8 that cover them (a batched decode step's rows), 4 for SPLIT8_TYPES up to 8. */
+export function matmulTokens(type: string, nRows: number): number {
+  return nRows <= 2 ? 2 : nRows <= 4 || (nRows <= MATMUL_TOKENS && SPLIT8_TYPES.has(type)) ? 4 : MATMUL_TOKENS;
+}
 /** The tiled matmuls (mm.glsl): weight rows per tile, activation rows per tile (dense / experts), reduction step. */
 export const MM_ROWS = 64;
 export const MM_TOKENS = 64;
@@ -235,9 +250,9 @@ export function matvecOp(ops: OpList, d: MatvecDispatch): void {
     ops.op(`mm_${d.type}`, d.buffers, push(), [Math.ceil(d.rows / MM_ROWS), Math.ceil(d.nRows / MM_TOKENS)], d.barrier ?? true, d.label);
     return;
   }
-  // activation rows per workgroup: the fewest of 2, 4, 8 that cover them (a batched decode
-  // step's 2-4 rows; each row's sums are the same whichever, the order over groups is fixed)
-  const tokens = d.nRows > 1 && (flags & 1) === 0 ? (d.nRows <= 2 ? 2 : d.nRows <= 4 ? 4 : MATMUL_TOKENS) : 1;
+  // activation rows per workgroup: matmulTokens() (each row's sums are the same whichever, the
+  // order over groups is fixed)
+  const tokens = d.nRows > 1 && (flags & 1) === 0 ? matmulTokens(d.type, d.nRows) : 1;
   if (d.epilogue && (tokens > 1 || d.nRows !== 1)) throw new Error(`${d.epilogue.shader}: one activation row only`);
   const glu = (flags & 4) !== 0;
   if ((d.unit ?? MV_TYPES.has(d.type)) && tokens === 1 && !d.epilogue && d.n % 32 === 0) {
