@@ -46,7 +46,8 @@ export const DEFAULT_CLI_CTX = 8192;
 
 /**
  * Most sessions one batched decode step takes (q36-server --batched-session): more rows use the
- * ordered fallback. 8 keeps the rows inside one 8-row matmul tile (matvec.glsl's MATMUL_TOKENS),
+ * ordered fallback. 8 keeps the rows inside one 8-row matmul tile (matvec.glsl's MATMUL_TOKENS;
+ * Q8_0's as two 4-row workgroups, graph.ts matmulTokens),
  * so each row's products are computed the same way whatever its batch-mates.
  */
 export const MAX_BATCH_ROWS = 8;

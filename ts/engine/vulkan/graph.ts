@@ -125,10 +125,11 @@ export function mvRows(rows: number, n: number, nRows: number, glu: boolean, min
 export const MATMUL_TOKENS = 8;
 /**
  * Weight types whose 5-8 activation rows run as two 4-row matmul workgroups (matmul4) rather than
- * one 8-row one: Q8_0 (every dense weight of the q2 recipes). H200, bench-matvec-bw --batch 8,
- * 2026-12-02 13:54 UTC, µs for 8 rows, 8-row matmul → two matmul4: LM head 736.4 → 687.6, DeltaNet
- * in-projection 45.6 → 39.8, out-projection 18.2 → 16.6; Q2_K and IQ2_XXS lose (696.9 → 805.0 and
- * 759.4 → 1342.8 on the LM head: their decode is then done twice). End to end (bench-batch
+ * one 8-row one: Q8_0 (every dense weight of the q2 recipes). H200, bench-matvec-bw --types q8_0
+ * --batch 8 in one run (2026-12-02 14:34 UTC), µs for 8 rows, 8-row matmul → two matmul4: LM head
+ * 734.5 → 691.2, DeltaNet in-projection 45.5 → 39.7, out-projection 18.2 → 16.9; Q2_K and IQ2_XXS
+ * lose (LM head, 13:09 against 13:54 UTC: 696.9 → 805.0 and 759.4 → 1342.8: their decode is then
+ * done twice). End to end (bench-batch
  * --sessions 1,8, interleaved, 14:35-14:37 UTC): 8 sessions 718.0 / 707.9 t/s against 702.3 / 693.7
  * (+2.1%); one session unchanged (the same dispatches). Bit-identical either way (matvec.glsl: a
  * row's sums do not depend on the rows a workgroup takes).
