@@ -224,8 +224,8 @@ describe('CPU: the ordered fallback', () => {
 describe('Vulkan batched decode with mv.comp (vkMvTypes)', () => {
   const model = fixture('tinyA/tinyA-q2.gguf');
   it('the decode steps run mv; logits within 1e-3 of matvec\'s; 3 batched rows bit-identical to alone', async () => {
-    const base = await openEngine({ model, backend: 'vulkan', ctx: 512, kvTypes: { k: 'f16', v: 'f16' } });
-    const mv = await openEngine({ model, backend: 'vulkan', ctx: 512, kvTypes: { k: 'f16', v: 'f16' }, batchRows: 4, vkMvTypes: ['q2_k', 'iq2_xxs'], vkProfile: true });
+    const base = await openEngine({ model, backend: 'vulkan', ctx: 512, kvTypes: { k: 'f16', v: 'f16' }, vkMvq: false });
+    const mv = await openEngine({ model, backend: 'vulkan', ctx: 512, kvTypes: { k: 'f16', v: 'f16' }, batchRows: 4, vkMvTypes: ['q2_k', 'iq2_xxs'], vkMvq: false, vkProfile: true });
     try {
       const which = [0, 2, 3], steps = 4;
       const want = await alone(base, cases[which[0]].prompt_ids, steps);

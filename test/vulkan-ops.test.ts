@@ -210,9 +210,9 @@ describe('rmsnorm (with the fused residual add and MoE combine), qk_prep, ssm_co
     const rand = (len: number) => Float32Array.from({ length: len }, () => r.normal());
     const X0 = rand(T * n), W = rand(n), R = rand(T * n), D = rand(T * K * n), WTS = rand(T * K), DS = rand(T * n), SG = rand(T);
     for (const mode of [0, 1, 2]) {
-      const b = { X: buffer(X0), Y: dev.createBuffer(T * n * 4, true), W: buffer(W), R: buffer(R), D: buffer(D), WTS: buffer(WTS), DS: buffer(DS), SG: buffer(SG) };
+      const b = { X: buffer(X0), Y: dev.createBuffer(T * n * 4, true), W: buffer(W), R: buffer(R), D: buffer(D), WTS: buffer(WTS), DS: buffer(DS), SG: buffer(SG), XQ: dev.createBuffer(T * 3 * n, false), XS: dev.createBuffer(T * n / 2, false) };
       const nops = new OpList(pipes);
-      dispatch(nops, KERNELS.rmsnorm, { X: b.X, A: b.Y, weight: b.W, R: b.R, DE: b.D, WTS: b.WTS, DS: b.DS, SG: b.SG }, { n, row0: 0, eps, mode, K }, [T]);
+      dispatch(nops, KERNELS.rmsnorm, { X: b.X, A: b.Y, weight: b.W, R: b.R, DE: b.D, WTS: b.WTS, DS: b.DS, SG: b.SG, XQ: b.XQ, XS: b.XS }, { n, row0: 0, eps, mode, K, quant: 0 }, [T]);
       const cmd = dev.record(nops.build(), false);
       dev.runSync(cmd);
       const Y = new Float32Array(dev.read(b.Y, 0, T * n * 4)), X = new Float32Array(dev.read(b.X, 0, T * n * 4));

@@ -226,6 +226,57 @@ describe('matvec shaders vs the WASM reference (random blocks of every Vulkan ty
     [wb, xb, ib, ...ys].forEach((b) => dev.freeBuffer(b));
   });
 
+  // mvq.comp: the FFN norm's rows as int8 levels (rmsnorm quant) against IQ2_XXS and Q8_0 routed
+  // gate+up pairs and plain Q8_0 rows, within f32 rounding of the WASM reference over the same
+  // normed rows
+  it.each([['iq2_xxs', GgmlType.IQ2_XXS], ['q8_0', GgmlType.Q8_0]] as const)('mvq (%s) over rmsnorm levels = the f32 products', (name, t) => {
+    expect(dev.info().integerDot).toBe(true);
+    const rng = new Rng(53), nExp = 3, rows = 6, n = 512, K = 2, T = 2, rb = rowBytes(t, n);
+    const w = new Uint8Array(nExp * 2 * rows * rb);
+    for (let r = 0; r < nExp * 2 * rows; r++) w.set(oracleRow(t, n, rng), r * rb);
+    const x0 = new Float32Array(T * n).map(() => rng.normal() * 3), nw = new Float32Array(n).map(() => 1 + rng.normal() * 0.1);
+    const ids = Uint32Array.of(2, 0, 1, 2);
+    const buf = (a: ArrayBufferView | number, host = false) => { const b = dev.createBuffer(typeof a === 'number' ? a : a.byteLength, host); if (typeof a !== 'number') dev.write(b, 0, new Uint8Array(a.buffer, a.byteOffset, a.byteLength)); return b; };
+    const wb = buf(w), xb = buf(x0), ab = buf(T * n * 4, true), nb = buf(nw), ib = buf(ids), xq = buf(T * 3 * n, true), xs = buf(T * (n / 32) * 16, true);
+    const yg = buf(4 * rows * 4, true), yp = buf(rows * 4, true), zero = buf(T * n * 4);
+    const ops = new OpList(pipes);
+    dispatch(ops, KERNELS.rmsnorm, { X: xb, A: ab, weight: nb, R: zero, DE: zero, WTS: zero, DS: zero, SG: zero, XQ: xq, XS: xs }, { n, row0: 0, eps: 1e-6, mode: 0, K: 1, quant: 1 }, [T]);
+    const levels = { q: xq, s: xs };
+    matvecOp(ops, { type: name, buffers: [wb, ab, yg, ib, grid], rows, n, rowBytes: rb, nRows: 4, K, flags: 1 | 4, expertBytes: 2 * rows * rb, upBytes: rows * rb, levels });
+    matvecOp(ops, { type: name, buffers: [wb, ab, yp, ib, grid], rows, n, rowBytes: rb, nRows: 1, levels });
+    expect(ops.names).toEqual(['rmsnorm', `mvq_${name}`, `mvq_${name}`]);
+    const cmd = dev.record(ops.build(), false);
+    dev.runSync(cmd);
+    const a = new Float32Array(dev.read(ab, 0, T * n * 4));
+    // the levels: int8 in [-127, 127], scales amax/127 then 1/254 steps, the row within amax·2^-22
+    const lv = new Int8Array(dev.read(xq, 0, T * 3 * n)), sc = new Float32Array(dev.read(xs, 0, T * (n / 32) * 16)), nu = n / 32;
+    for (let r = 0; r < T; r++) for (let u = 0; u < nu; u++) {
+      let amax = 0;
+      for (let i = 0; i < 32; i++) amax = Math.max(amax, Math.abs(a[r * n + 32 * u + i]));
+      const s = sc.subarray((r * nu + u) * 4, (r * nu + u) * 4 + 3);
+      expect(Math.abs(s[0] - amax / 127)).toBeLessThan(1e-6 * amax);
+      for (let i = 0; i < 32; i++) {
+        let v = 0;
+        for (let k = 0; k < 3; k++) {
+          const b = lv[(((r * 3 + k) * 2 + (i >> 4)) * nu + u) * 16 + (i & 15)];
+          expect(b).toBeGreaterThanOrEqual(-127);
+          v += s[k] * b;
+        }
+        expect(Math.abs(v - a[r * n + 32 * u + i])).toBeLessThan(amax * 2 ** -22);
+      }
+    }
+    const g4 = new Float32Array(dev.read(yg, 0, 4 * rows * 4)), p1 = new Float32Array(dev.read(yp, 0, rows * 4));
+    for (let j = 0; j < 4; j++) {
+      const e = w.subarray(ids[j] * 2 * rows * rb), xr = a.subarray(Math.floor(j / K) * n, (Math.floor(j / K) + 1) * n);
+      const g = q.matmul(t, e.subarray(0, rows * rb), rows, n, xr), u = q.matmul(t, e.subarray(rows * rb, 2 * rows * rb), rows, n, xr);
+      for (let r = 0; r < rows; r++) { const want = (g[r] / (1 + Math.exp(-g[r]))) * u[r]; expect(Math.abs(g4[j * rows + r] - want)).toBeLessThan(1e-4 * (Math.abs(want) + 1)); }
+    }
+    const plain = q.matmul(t, w.subarray(0, rows * rb), rows, n, a.subarray(0, n));
+    for (let r = 0; r < rows; r++) expect(Math.abs(p1[r] - plain[r])).toBeLessThan(1e-4 * (Math.abs(plain[r]) + 1));
+    dev.freeCommand(cmd);
+    [wb, xb, ab, nb, ib, xq, xs, yg, yp, zero].forEach((b) => dev.freeBuffer(b));
+  });
+
   // decode's fused SwiGLU (gate row, up row upBytes later): 2 rows per workgroup on a GPU
   // (matvec2: one gate and its up row), 4 on a CPU device (minGroups 0)
   it.each([[undefined, 'matvec2'], [0, 'matvec']] as const)('decode GLU matvec (minGroups %s: %s) = silu(gate·x)·(up·x)', (minGroups, shader) => {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string_view>
 
 #include "vk_check.h"
 
@@ -103,6 +104,14 @@ DeviceInfo describe(VkPhysicalDevice pd, uint32_t index) {
   d.storage16bit = f11.storageBuffer16BitAccess;
   d.float16 = f12.shaderFloat16;
   d.int8 = f12.shaderInt8;
+  d.integerDot = false;
+  if (hasExtension(pd, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME)) {
+    VkPhysicalDeviceShaderIntegerDotProductFeaturesKHR idot{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES_KHR};
+    VkPhysicalDeviceFeatures2 fi{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    fi.pNext = &idot;
+    vkGetPhysicalDeviceFeatures2(pd, &fi);
+    d.integerDot = idot.shaderIntegerDotProduct;
+  }
 
   VkPhysicalDeviceMemoryProperties mem;
   vkGetPhysicalDeviceMemoryProperties(pd, &mem);
@@ -209,12 +218,20 @@ Context::Context(int deviceIndex) {
         dci.pNext = &exe;
       }
     }
+    // packed 4×8-bit integer dot products (mvq.comp: activations as int8 levels)
+    VkPhysicalDeviceShaderIntegerDotProductFeaturesKHR idot{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES_KHR};
+    if (info_.integerDot) {
+      ext.push_back(VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
+      idot.shaderIntegerDotProduct = VK_TRUE;
+      idot.pNext = const_cast<void*>(dci.pNext);
+      dci.pNext = &idot;
+    }
     dci.enabledExtensionCount = static_cast<uint32_t>(ext.size());
     dci.ppEnabledExtensionNames = ext.empty() ? nullptr : ext.data();
     VK_CALL(vkCreateDevice(phys_, &dci, nullptr, &device_));
     if (info_.externalMemoryHost)
       hostPointerProps_ = reinterpret_cast<PFN_vkGetMemoryHostPointerPropertiesEXT>(vkGetDeviceProcAddr(device_, "vkGetMemoryHostPointerPropertiesEXT"));
-    if (dci.pNext) {
+    if (std::find(ext.begin(), ext.end(), std::string_view(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) != ext.end()) {
       executableProps_ = reinterpret_cast<PFN_vkGetPipelineExecutablePropertiesKHR>(vkGetDeviceProcAddr(device_, "vkGetPipelineExecutablePropertiesKHR"));
       executableStats_ = reinterpret_cast<PFN_vkGetPipelineExecutableStatisticsKHR>(vkGetDeviceProcAddr(device_, "vkGetPipelineExecutableStatisticsKHR"));
     }

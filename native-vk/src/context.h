@@ -31,6 +31,7 @@ struct DeviceInfo {
   bool externalMemoryHost;     // VK_EXT_external_memory_host (zero-copy weights)
   uint64_t importAlignment;    // minImportedHostPointerAlignment (0 without the extension)
   bool storage8bit, storage16bit, float16, int8;
+  bool integerDot;             // VK_KHR_shader_integer_dot_product (mvq.comp's packed 4×8-bit dot products)
   float timestampPeriod;  // nanoseconds per timestamp tick
   std::vector<HeapInfo> heaps;
 };

@@ -87,6 +87,7 @@ Napi::Value Device::Info(const Napi::CallbackInfo& info) {
   o.Set("unifiedMemory", d.unifiedMemory);
   o.Set("minStorageBufferOffsetAlignment", static_cast<double>(d.minStorageBufferOffsetAlignment));
   o.Set("externalMemoryHost", d.externalMemoryHost);
+  o.Set("integerDot", d.integerDot);
   o.Set("importAlignment", static_cast<double>(d.importAlignment));
   uint64_t local = 0;
   for (auto& h : d.heaps) if (h.deviceLocal) local += h.size;

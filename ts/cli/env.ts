@@ -14,6 +14,8 @@ export interface EnvSettings {
   vkMatvecRows?: 1 | 2 | 4;
   /** Q36_VK_MV: weight types whose one-row products run on mv.comp (q2_k,iq2_xxs, or none), for measurements */
   vkMvTypes?: string[];
+  /** Q36_VK_MVQ=0: routed gate+up on the f32 matvec instead of mvq.comp's int8 levels, for measurements */
+  vkMvq?: boolean;
   /** Q36_VK_SESSION_BATCH=0: q36-server --batched-session runs the ordered fallback instead of batched Vulkan steps (measurements, workarounds) */
   vkSessionBatch?: boolean;
   /** Q36_HF_BASE: the download mirror (as --base-url) */
@@ -46,6 +48,11 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): EnvSettings {
     if (!/^(none|[a-z0-9_]+(,[a-z0-9_]+)*)$/.test(mv)) throw new Error(`Q36_VK_MV must be weight type names separated by commas (q2_k,iq2_xxs) or none, got "${mv}"`);
     out.vkMvTypes = mv === 'none' ? [] : mv.split(',');
   }
+  const q = env.Q36_VK_MVQ;
+  if (q !== undefined && q !== '') {
+    if (!['0', '1'].includes(q)) throw new Error(`Q36_VK_MVQ must be 0 (f32 matvec) or 1 (int8 levels where the device can), got "${q}"`);
+    out.vkMvq = q === '1';
+  }
   const sb = env.Q36_VK_SESSION_BATCH;
   if (sb !== undefined && sb !== '') {
     if (!['0', '1'].includes(sb)) throw new Error(`Q36_VK_SESSION_BATCH must be 0 (ordered fallback) or 1 (batched steps), got "${sb}"`);
@@ -58,6 +65,6 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): EnvSettings {
 }
 
 /** The engine options the environment supplies where no flag did (flags win). */
-export function envEngineOptions(e: EnvSettings = readEnv()): Pick<EngineOptions, 'vkDevice' | 'vkWeights' | 'vkMatvecRows' | 'vkMvTypes'> {
-  return { vkDevice: e.vkDevice, vkWeights: e.vkWeights, vkMatvecRows: e.vkMatvecRows, vkMvTypes: e.vkMvTypes };
+export function envEngineOptions(e: EnvSettings = readEnv()): Pick<EngineOptions, 'vkDevice' | 'vkWeights' | 'vkMatvecRows' | 'vkMvTypes' | 'vkMvq'> {
+  return { vkDevice: e.vkDevice, vkWeights: e.vkWeights, vkMatvecRows: e.vkMatvecRows, vkMvTypes: e.vkMvTypes, vkMvq: e.vkMvq };
 }

@@ -59,6 +59,12 @@ export interface EngineOptions {
    * through the matmuls, which sum in matvec's order.
    */
   vkMvTypes?: string[];
+  /**
+   * Vulkan: the routed gate+up products of decode and batched steps over int8 activation levels
+   * and packed integer dot products (mvq.comp) where the device has them (default true; false: the
+   * f32 matvec; the CLI reads Q36_VK_MVQ=0)
+   */
+  vkMvq?: boolean;
   /** Vulkan: prefill attention in tiles of tokens (attn_tile, default) or per token (attn_flash: false; A/B measurements) */
   vkAttnTile?: boolean;
   /**

@@ -35,6 +35,8 @@ export interface VkDevice {
     memoryBudgetBytes: number;
     /** VK_EXT_external_memory_host and its minImportedHostPointerAlignment (0 without it) */
     externalMemoryHost: boolean; importAlignment: number;
+    /** VK_KHR_shader_integer_dot_product enabled (mvq.comp) */
+    integerDot: boolean;
   };
   createBuffer(bytes: number, hostVisible: boolean): number;
   /** a byte range of a buffer (offset a multiple of minStorageBufferOffsetAlignment), bindable like a buffer */

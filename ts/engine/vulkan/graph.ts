@@ -134,6 +134,14 @@ export const MATMUL_TOKENS = 8;
  * (+2.1%); one session unchanged (the same dispatches). Bit-identical either way (matvec.glsl: a
  * row's sums do not depend on the rows a workgroup takes).
  */
+/**
+ * Weight types with an mvq.comp variant (32-weight units against int8 activation levels, packed
+ * integer dot products) and its output rows per workgroup. H200, bench-mvq (2026-12-02 16:23
+ * UTC), µs matvec → mvq: IQ2_XXS routed gate+up over 8 pairs 14.5 → 9.6, over 64 pairs 72.0 →
+ * 39.9; Q8_0 LM head 199.9 → 138.8; outputs within 3.1e-7 of the largest.
+ */
+export const MVQ_TYPES = new Set(['iq2_xxs', 'q8_0']);
+export const MVQ_ROWS = 4;
 export const SPLIT8_TYPES = new Set(['q8_0']);
 /** Activation rows per matmul workgroup for nRows ≥ 2 rows: the fewest of 2, 4, 8 that cover them (a batched decode step's rows), 4 for SPLIT8_TYPES up to 8. */
 export function matmulTokens(type: string, nRows: number): number {
@@ -216,6 +224,11 @@ export interface MatvecDispatch {
   /** one activation row through mv.comp (32-weight units: true) or matvec.comp (false); default by type (MV_TYPES) */
   unit?: boolean;
   /**
+   * The activation rows also as int8 levels (q: XQ, s: XS; rmsnorm quant): a one-activation-row
+   * product of an MVQ_TYPES weight runs mvq.comp over them
+   */
+  levels?: { q: number; s: number };
+  /**
    * Routed experts with the pairs grouped by expert (moe_tiles.comp): buffers[3] is LIST and
    * this the TILES buffer and its capacity; the tiled mm_moe runs where the shape allows, else
    * the matvec over IDS (ids).
@@ -256,6 +269,10 @@ export function matvecOp(ops: OpList, d: MatvecDispatch): void {
   const tokens = d.nRows > 1 && (flags & 1) === 0 ? matmulTokens(d.type, d.nRows) : 1;
   if (d.epilogue && (tokens > 1 || d.nRows !== 1)) throw new Error(`${d.epilogue.shader}: one activation row only`);
   const glu = (flags & 4) !== 0;
+  if (d.levels && MVQ_TYPES.has(d.type) && tokens === 1 && !d.epilogue && d.n % 32 === 0) {
+    ops.op(`mvq_${d.type}`, [d.buffers[0], d.levels.q, d.buffers[2], d.buffers[3], d.buffers[4], d.levels.s], push(), [Math.ceil(d.rows / (glu ? MVQ_ROWS / 2 : MVQ_ROWS)), d.nRows], d.barrier ?? true, d.label);
+    return;
+  }
   if ((d.unit ?? MV_TYPES.has(d.type)) && tokens === 1 && !d.epilogue && d.n % 32 === 0) {
     const R = mvRows(d.rows, d.n, d.nRows, glu, d.minGroups, d.fixedRows), S = 64 / mvLanes(d.n);
     ops.op(`mv_${d.type}`, d.buffers, push(R), [Math.ceil(d.rows / (S * (glu ? R / 2 : R))), d.nRows], d.barrier ?? true, d.label);

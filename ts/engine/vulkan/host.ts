@@ -14,7 +14,11 @@ import type { MatvecDispatch, OpList, Pipelines } from './graph.js';
 export interface RecordedStep { cmds: number[]; layers: number[]; names: string[][] }
 import type { VkWeights } from './weights.js';
 
-export interface MatvecOpts { flags?: number; xStride?: number; yStride?: number; xOffset?: number; barrier?: boolean; epilogue?: MatvecDispatch['epilogue']; moe?: MatvecDispatch['moe'] }
+export interface MatvecOpts {
+  flags?: number; xStride?: number; yStride?: number; xOffset?: number; barrier?: boolean; epilogue?: MatvecDispatch['epilogue']; moe?: MatvecDispatch['moe'];
+  /** the activation rows are also in XQ/XS as int8 levels (a norm wrote them with quant): mvq.comp where the type has it */
+  levels?: boolean;
+}
 
 /** A session that can save its deferred logits row before another session overwrites it. */
 export interface OutputOwner { keep(): void }
@@ -26,6 +30,8 @@ export interface VkHost {
   readonly pipes: Pipelines;
   readonly core: Core;
   readonly w: VkWeights;
+  /** packed integer dot products available and enabled: norms write int8 levels for mvq.comp */
+  readonly mvq: boolean;
   /** engine-wide scratch buffers by name (scratch.ts) */
   readonly buf: Readonly<Record<string, number>>;
   readonly kv: { k: KvType; v: KvType };

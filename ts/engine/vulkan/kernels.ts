@@ -30,7 +30,7 @@ const MATVEC_BIND = ['W', 'X', 'Y', 'IDS', 'GRID'] as const;
 
 export const KERNELS = {
   step_in: k({ name: 'step_in', bindings: ['XIN', 'X', 'PIN', 'PARAMS'], push: ['n', 'np'], local: 256, per: 256 }),
-  rmsnorm: k({ name: 'rmsnorm', bindings: ['X', 'A', 'weight', 'R', 'DE', 'WTS', 'DS', 'SG'], push: ['n', 'row0', 'eps:f32', 'mode', 'K', '_', '_', '_'], local: 1024 }),
+  rmsnorm: k({ name: 'rmsnorm', bindings: ['X', 'A', 'weight', 'R', 'DE', 'WTS', 'DS', 'SG', 'XQ', 'XS'], push: ['n', 'row0', 'eps:f32', 'mode', 'K', 'quant', '_', '_'], local: 1024 }),
   ssm_conv: k({ name: 'ssm_conv', bindings: ['U', 'weight', 'state'], push: ['convCh', 'T', 'width', '_'], local: 256, per: 64 }),
   deltanet: k({ name: 'deltanet', bindings: ['U', 'B', 'AL', 'dtBias', 'A', 'state', 'O', 'Z', 'normWeight'], push: ['T', 'dk', 'hk', 'hv', 'convCh', 'eps:f32', 'qScale:f32', '_'], local: 512 }),
   deltanet_chunk: k({ name: 'deltanet_chunk', bindings: ['U', 'B', 'AL', 'dtBias', 'A', 'state', 'O'], push: ['T', 'dk', 'hk', 'hv', 'convCh', 'eps:f32', 'qScale:f32', '_'], local: 256, per: 32 }),
@@ -56,6 +56,8 @@ export const KERNELS = {
   matmul2: k({ name: 'matmul2', bindings: MATVEC_BIND, push: MATVEC_PUSH, local: 64 }),
   matmul4: k({ name: 'matmul4', bindings: MATVEC_BIND, push: MATVEC_PUSH, local: 64 }),
   mv: k({ name: 'mv', bindings: MATVEC_BIND, push: MATVEC_PUSH, local: 64 }),
+  // one activation row as int8 levels (XQ) and their scales (XS), packed integer dot products
+  mvq: k({ name: 'mvq', bindings: [...MATVEC_BIND, 'XS'], push: MATVEC_PUSH, local: 64 }),
   matvec_router: k({ name: 'matvec_router', bindings: [...MATVEC_BIND, 'RIDS', 'RWTS', 'CNT'], push: MATVEC_PUSH, local: 64 }),
   matvec_router1: k({ name: 'matvec_router1', bindings: [...MATVEC_BIND, 'RIDS', 'RWTS', 'CNT'], push: MATVEC_PUSH, local: 64 }),
   mm: k({ name: 'mm', bindings: MATVEC_BIND, push: MATVEC_PUSH, local: 256 }),

@@ -44,6 +44,9 @@ export function scratchTable(s: ModelShape, o: ScratchOptions): ScratchBuffer[] 
     { name: 'GE', floats: T * K * s.nFfExp }, { name: 'UE', floats: T * K * s.nFfExp }, { name: 'DE', floats: T * K * s.nEmbd },
     { name: 'GS', floats: T * s.nFfShexp }, { name: 'US', floats: T * s.nFfShexp }, { name: 'DS', floats: T * s.nEmbd }, { name: 'SG', floats: T },
     { name: 'STK', floats: stackRows },
+    // a decode or batched step's normed rows as int8 levels for mvq.comp (rmsnorm quant): three
+    // bytes a value, and three scales (a vec4) per 32 values
+    { name: 'XQ', floats: Math.max(1, batch) * 3 * s.nEmbd / 4 }, { name: 'XS', floats: Math.max(1, batch) * s.nEmbd / 8 },
     // host-visible only where that memory is the device's own (unified): on a discrete GPU the
     // output matvec would write it across PCIe every step, and most steps never read it
     { name: 'LOGITS', floats: o.logitsRows * s.nVocab, host: o.unified },

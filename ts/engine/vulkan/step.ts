@@ -59,11 +59,18 @@ export interface StepContext {
 const none = (c: StepContext): Pending => ({ mode: 0, r: c.h.buf.A2, sg: c.h.buf.A2 });
 
 /** A = rmsnorm(X after the pending update) · weight, for rows [row0, row0 + rows). */
-function norm(c: StepContext, weight: number, p: Pending, row0: number, rows: number): void {
+function norm(c: StepContext, weight: number, p: Pending, row0: number, rows: number, quant = false): void {
   const B = c.h.buf, s = c.h.shape;
-  dispatch(c.ops, K.rmsnorm, { X: B.X, A: B.A, weight, R: p.r, DE: B.DE, WTS: B.WTS, DS: B.DS, SG: p.sg },
-    { n: s.nEmbd, row0, eps: s.eps, mode: p.mode, K: s.nExpertUsed }, [rows]);
+  dispatch(c.ops, K.rmsnorm, { X: B.X, A: B.A, weight, R: p.r, DE: B.DE, WTS: B.WTS, DS: B.DS, SG: p.sg, XQ: B.XQ, XS: B.XS },
+    { n: s.nEmbd, row0, eps: s.eps, mode: p.mode, K: s.nExpertUsed, quant: quant ? 1 : 0 }, [rows]);
 }
+
+/**
+ * Whether the FFN norm also writes its rows as int8 levels (XQ/XS) for the routed gate+up
+ * (mvq.comp): decode and batched decode steps (rows fit XQ), where the device has packed integer
+ * dot products. Decode and batched steps decide alike, so a batched row keeps its bits alone.
+ */
+const ffnLevels = (c: StepContext): boolean => c.h.mvq && (c.T === 1 || !!c.rows) && c.h.shape.nEmbd % 32 === 0 && c.h.shape.nEmbd <= 4096;
 
 /** Layer weights by schema key (ts/model/schema.ts), or the fused gate+up pairs weights.ts makes. */
 type WeightKey = LayerTensorKey | 'ffn_gate_up_exps.weight' | 'ffn_gate_up_shexp.weight';
@@ -205,7 +212,7 @@ function moeFfn(c: StepContext, l: number): Pending {
   const moe = T === 1 || c.rows ? undefined : { tiles: B.TILES, maxTiles: moeMaxTiles(T * Kx, s.nExpert), ids: B.IDS };
   if (moe && !streamed) dispatch(c.ops, K.moe_tiles, { IDS: B.IDS, LIST: B.LIST, TILES: B.TILES }, { nPairs: T * Kx, nExpert: s.nExpert, BN: MM_MOE_PAIRS }, [1]);
   if (has('ffn_gate_up_exps.weight')) {
-    mv(c, l, 'ffn_gate_up_exps.weight', B.A, B.GE, T * Kx, { flags: 1, moe });
+    mv(c, l, 'ffn_gate_up_exps.weight', B.A, B.GE, T * Kx, { flags: 1, moe, levels: ffnLevels(c) });
   } else {
     mv(c, l, 'ffn_gate_exps.weight', B.A, B.GE, T * Kx, { flags: 1, barrier: false, moe });
     mv(c, l, 'ffn_up_exps.weight', B.A, B.UE, T * Kx, { flags: 1, moe });
@@ -268,7 +275,7 @@ export function recordStep(c: StepContext, logitsFrom: number): void {
     norm(c, wbuf(c, l, 'attn_norm.weight'), pending, 0, T);
     pending = s.recurrent[l] ? deltanetMixer(c, l) : attentionMixer(c, l);
     if (steering && steering.attnScale !== 0) steer(c, l, B.A2, steering.attnScale);
-    norm(c, wbuf(c, l, 'post_attention_norm.weight'), pending, 0, T);
+    norm(c, wbuf(c, l, 'post_attention_norm.weight'), pending, 0, T, ffnLevels(c));
     pending = moeFfn(c, l);
   }
   // rows before logitsFrom are never read again, so their last residual update is skipped

@@ -82,6 +82,8 @@ export class VkEngine implements Engine, VkHost {
   private readonly streaming: boolean;
   /** the weight types whose one-row products run on mv.comp (options.vkMvTypes), or undefined: graph.ts's default */
   private readonly mvTypes?: Set<string>;
+  /** int8 activation levels for the routed gate+up (VkHost.mvq) */
+  readonly mvq: boolean;
   private streamPlan?: { slots: number[]; fullLayers: number; layout: SlotLayout; budget?: number };
   stream?: VkExpertStream;
 
@@ -132,6 +134,7 @@ export class VkEngine implements Engine, VkHost {
     // a memory limit stands in for the device's memory everywhere the engine plans with it
     this.info = limit === undefined ? info : { ...info, deviceLocalBytes: limit };
     this.deviceBytes = info.deviceLocalBytes;
+    this.mvq = info.integerDot && options.vkMvq !== false;
     // the prefill step follows the device's memory unless the caller chose one
     this.chunk = options.chunk ?? vulkanChunk(this.info);
     // all-position logits (test vectors, log-probabilities) for as many rows of a step as 64 MiB
@@ -465,6 +468,7 @@ export class VkEngine implements Engine, VkHost {
         // mv.comp or matvec.comp for one activation row: by type, the same for every session and
         // batched step (a batched row keeps the bits of the row alone)
         unit: this.mvTypes ? this.mvTypes.has(MATVEC[w.type]) : undefined,
+        levels: o.levels && this.mvq ? { q: this.buf.XQ, s: this.buf.XS } : undefined,
       });
     });
   }

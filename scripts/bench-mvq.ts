@@ -1,0 +1,100 @@
+/**
+ * bench-mvq: mvq.comp (the activation row as int8 levels, packed integer dot products) against
+ * matvec.comp on the decode shapes, isolated: the GPU time of each (median of --reps, timestamps)
+ * and the largest difference of their outputs relative to the largest output. The levels are made
+ * on the host the way rmsnorm.comp's quant makes them.
+ *   node dist/scripts/bench-mvq.js [--scale 1] [--reps 20] [--types iq2_xxs,q8_0] [--pairs 8,64]
+ */
+import { parseArgs } from 'node:util';
+import { Core } from '../ts/core/wasm.js';
+import { OpList, Pipelines, gridBlob, matvecOp } from '../ts/engine/vulkan/graph.js';
+import { KERNELS, dispatch } from '../ts/engine/vulkan/kernels.js';
+import { GgmlType, rowBytes } from '../ts/gguf/index.js';
+import { Rng, fillRandom } from '../ts/model/synth.js';
+import { loadAddon } from '../ts/vk/addon.js';
+import { median } from './lib/stats.js';
+
+const a = parseArgs({ options: {
+  reps: { type: 'string', default: '20' }, scale: { type: 'string', default: '1' },
+  types: { type: 'string', default: 'iq2_xxs,q8_0' }, pairs: { type: 'string', default: '8,64' },
+} }).values;
+const reps = Number(a.reps), scale = Number(a.scale);
+const dev = new (loadAddon().Device)(-1);
+const pipes = new Pipelines(dev);
+const grid = (() => { const g = gridBlob(new Core()); const b = dev.createBuffer(g.byteLength, false); dev.write(b, 0, g); return b; })();
+const round = (n: number, m: number) => Math.max(m, Math.round(n / m) * m);
+const f = Math.fround;
+
+/** x ≈ s0·a0 + s1·a1 + s2·a2 per 32-value unit (mvq.comp's layout: levels [row][level][half][unit] as 16 bytes, scales [row][unit] as vec4) */
+function levels(x: Float32Array, n: number, rows: number): { q: Uint8Array; s: Float32Array } {
+  const nu = n / 32, q = new Int8Array(rows * 3 * nu * 32), s = new Float32Array(rows * nu * 4);
+  for (let j = 0; j < rows; j++) for (let u = 0; u < nu; u++) {
+    let amax = 0;
+    for (let i = 0; i < 32; i++) amax = Math.max(amax, Math.abs(x[j * n + u * 32 + i]));
+    const s0 = f(amax / 127), sc = [s0, f(s0 / 254), f(f(s0 / 254) / 254)];
+    const r = Float32Array.from({ length: 32 }, (_, i) => x[j * n + u * 32 + i]);
+    for (let k = 0; k < 3; k++) {
+      s[(j * nu + u) * 4 + k] = sc[k];
+      for (let i = 0; i < 32; i++) {
+        const v = sc[k] === 0 ? 0 : Math.max(-127, Math.min(127, Math.round(r[i] / sc[k])));
+        r[i] = f(r[i] - f(v * sc[k]));
+        // byte i of the unit: half i >> 4, within it byte i & 15
+        q[(((j * 3 + k) * 2 + (i >> 4)) * nu + u) * 16 + (i & 15)] = v;
+      }
+    }
+  }
+  return { q: new Uint8Array(q.buffer), s };
+}
+
+function time(build: (ops: OpList) => void): number {
+  const ops = new OpList(pipes);
+  for (let i = 0; i < reps; i++) build(ops);
+  const cmd = dev.record(ops.build(), true);
+  const t0 = performance.now();
+  do dev.runSync(cmd); while (performance.now() - t0 < 300);
+  dev.runSync(cmd);
+  const t = Array.from(dev.timings(cmd), (ns) => ns / 1e9);
+  dev.freeCommand(cmd);
+  return median(t);
+}
+
+const NAMES: Record<string, GgmlType> = { q8_0: GgmlType.Q8_0, iq2_xxs: GgmlType.IQ2_XXS };
+interface Shape { what: string; rows: number; n: number; pairs?: number }
+const SHAPES: Shape[] = [
+  { what: 'LM head', rows: round(248320 * scale, 64), n: 2048 },
+  { what: 'in-projection', rows: round(12352 * scale, 64), n: 2048 },
+  ...a.pairs!.split(',').map(Number).map((p) => ({ what: `gate+up GLU ${p} pairs`, rows: round(512 * scale, 8), n: 2048, pairs: p })),
+];
+const rng = new Rng(7);
+console.log(`# bench-mvq ${new Date().toISOString()} ${dev.info().name} reps ${reps} scale ${scale}`);
+console.log('type,shape,matvec_us,mvq_us,max_abs_diff/max_abs');
+for (const name of a.types!.split(',')) {
+  const type = NAMES[name];
+  for (const sh of SHAPES) {
+    const rb = rowBytes(type, sh.n), nExp = sh.pairs ? 256 : 1, glu = !!sh.pairs;
+    const expertBytes = rb * sh.rows * (glu ? 2 : 1), wBytes = expertBytes * nExp, nRows = sh.pairs ?? 1;
+    const w = dev.createBuffer(wBytes, false);
+    const chunkRows = Math.max(1, Math.floor(Math.min(wBytes, 64 << 20) / rb)), chunk = new Uint8Array(chunkRows * rb);
+    fillRandom(type, chunk, chunkRows * sh.n, rng, { sigma: 0.02 });
+    for (let o = 0; o < wBytes; o += chunk.length) dev.write(w, o, chunk.subarray(0, Math.min(chunk.length, wBytes - o)));
+    const xv = Float32Array.from({ length: sh.n * nRows }, () => rng.normal());
+    const L = levels(xv, sh.n, nRows);
+    const x = dev.createBuffer(xv.byteLength, false), xq = dev.createBuffer(L.q.byteLength, false), xs = dev.createBuffer(L.s.byteLength, false);
+    dev.write(x, 0, new Uint8Array(xv.buffer)); dev.write(xq, 0, L.q); dev.write(xs, 0, new Uint8Array(L.s.buffer));
+    const ids = dev.createBuffer(4 * Math.max(16, nRows), false);
+    dev.write(ids, 0, new Uint8Array(Uint32Array.from({ length: Math.max(16, nRows) }, (_, i) => (i * 37) % nExp).buffer));
+    const yBytes = sh.rows * nRows * 4, y1 = dev.createBuffer(yBytes, false), y2 = dev.createBuffer(yBytes, false);
+    const flags = sh.pairs ? 1 | 2 | 4 : 0, upBytes = glu ? rb * sh.rows : 0;
+    const mv = (ops: OpList) => matvecOp(ops, { type: name, rowBytes: rb, buffers: [w, x, y1, ids, grid], rows: sh.rows, n: sh.n, nRows, flags, K: 8, expertBytes, upBytes });
+    const q = (ops: OpList) => dispatch(ops, KERNELS.mvq, { W: w, X: xq, Y: y2, IDS: ids, GRID: grid, XS: xs }, {
+      rows: sh.rows, n: sh.n, rowBytes: rb, xStride: sh.n, yStride: sh.rows, flags, K: 8, expertBytes, wOffset: 0, xOffset: 0, yOffset: 0, nRows, upBytes, e0: 0, ne: 0xffffffff, aux: 0,
+    }, [Math.ceil(sh.rows / (glu ? 2 : 4)), nRows], { variant: name });
+    const tm = time(mv), tq = time(q);
+    const r1 = new Float32Array(dev.read(y1, 0, yBytes)), r2 = new Float32Array(dev.read(y2, 0, yBytes));
+    let md = 0, mx = 0;
+    for (let i = 0; i < r1.length; i++) { md = Math.max(md, Math.abs(r1[i] - r2[i])); mx = Math.max(mx, Math.abs(r1[i])); }
+    console.log(`${name},${sh.what} ${sh.rows}x${sh.n},${(tm * 1e6).toFixed(1)},${(tq * 1e6).toFixed(1)},${(md / mx).toExponential(2)}`);
+    [w, x, xq, xs, ids, y1, y2].forEach((b) => dev.freeBuffer(b));
+  }
+}
+dev.dispose();
