@@ -8,7 +8,6 @@
 import { parseArgs } from 'node:util';
 import { Core } from '../ts/core/wasm.js';
 import { OpList, Pipelines, gridBlob, matvecOp } from '../ts/engine/vulkan/graph.js';
-import { KERNELS, dispatch } from '../ts/engine/vulkan/kernels.js';
 import { GgmlType, rowBytes } from '../ts/gguf/index.js';
 import { Rng, fillRandom } from '../ts/model/synth.js';
 import { loadAddon } from '../ts/vk/addon.js';
@@ -16,7 +15,7 @@ import { median } from './lib/stats.js';
 
 const a = parseArgs({ options: {
   reps: { type: 'string', default: '20' }, scale: { type: 'string', default: '1' },
-  types: { type: 'string', default: 'iq2_xxs,q8_0' }, pairs: { type: 'string', default: '8,64' },
+  types: { type: 'string', default: 'iq2_xxs,q8_0,q2_k' }, pairs: { type: 'string', default: '8,64' },
 } }).values;
 const reps = Number(a.reps), scale = Number(a.scale);
 const dev = new (loadAddon().Device)(-1);
@@ -58,12 +57,15 @@ function time(build: (ops: OpList) => void): number {
   return median(t);
 }
 
-const NAMES: Record<string, GgmlType> = { q8_0: GgmlType.Q8_0, iq2_xxs: GgmlType.IQ2_XXS };
-interface Shape { what: string; rows: number; n: number; pairs?: number }
+const NAMES: Record<string, GgmlType> = { q8_0: GgmlType.Q8_0, iq2_xxs: GgmlType.IQ2_XXS, q2_k: GgmlType.Q2_K };
+interface Shape { what: string; rows: number; n: number; pairs?: number; down?: boolean }
 const SHAPES: Shape[] = [
   { what: 'LM head', rows: round(248320 * scale, 64), n: 2048 },
   { what: 'in-projection', rows: round(12352 * scale, 64), n: 2048 },
-  ...a.pairs!.split(',').map(Number).map((p) => ({ what: `gate+up GLU ${p} pairs`, rows: round(512 * scale, 8), n: 2048, pairs: p })),
+  ...a.pairs!.split(',').map(Number).flatMap((p) => [
+    { what: `gate+up GLU ${p} pairs`, rows: round(512 * scale, 8), n: 2048, pairs: p },
+    { what: `down ${p} pairs`, rows: round(2048 * scale, 64), n: 512, pairs: p, down: true },
+  ]),
 ];
 const rng = new Rng(7);
 console.log(`# bench-mvq ${new Date().toISOString()} ${dev.info().name} reps ${reps} scale ${scale}`);
@@ -71,7 +73,7 @@ console.log('type,shape,matvec_us,mvq_us,max_abs_diff/max_abs');
 for (const name of a.types!.split(',')) {
   const type = NAMES[name];
   for (const sh of SHAPES) {
-    const rb = rowBytes(type, sh.n), nExp = sh.pairs ? 256 : 1, glu = !!sh.pairs;
+    const rb = rowBytes(type, sh.n), nExp = sh.pairs ? 256 : 1, glu = !!sh.pairs && !sh.down;
     const expertBytes = rb * sh.rows * (glu ? 2 : 1), wBytes = expertBytes * nExp, nRows = sh.pairs ?? 1;
     const w = dev.createBuffer(wBytes, false);
     const chunkRows = Math.max(1, Math.floor(Math.min(wBytes, 64 << 20) / rb)), chunk = new Uint8Array(chunkRows * rb);
@@ -84,11 +86,9 @@ for (const name of a.types!.split(',')) {
     const ids = dev.createBuffer(4 * Math.max(16, nRows), false);
     dev.write(ids, 0, new Uint8Array(Uint32Array.from({ length: Math.max(16, nRows) }, (_, i) => (i * 37) % nExp).buffer));
     const yBytes = sh.rows * nRows * 4, y1 = dev.createBuffer(yBytes, false), y2 = dev.createBuffer(yBytes, false);
-    const flags = sh.pairs ? 1 | 2 | 4 : 0, upBytes = glu ? rb * sh.rows : 0;
+    const flags = sh.pairs ? (sh.down ? 1 | 2 : 1 | 2 | 4) : 0, upBytes = glu ? rb * sh.rows : 0;
     const mv = (ops: OpList) => matvecOp(ops, { type: name, rowBytes: rb, buffers: [w, x, y1, ids, grid], rows: sh.rows, n: sh.n, nRows, flags, K: 8, expertBytes, upBytes });
-    const q = (ops: OpList) => dispatch(ops, KERNELS.mvq, { W: w, X: xq, Y: y2, IDS: ids, GRID: grid, XS: xs }, {
-      rows: sh.rows, n: sh.n, rowBytes: rb, xStride: sh.n, yStride: sh.rows, flags, K: 8, expertBytes, wOffset: 0, xOffset: 0, yOffset: 0, nRows, upBytes, e0: 0, ne: 0xffffffff, aux: 0,
-    }, [Math.ceil(sh.rows / (glu ? 2 : 4)), nRows], { variant: name });
+    const q = (ops: OpList) => matvecOp(ops, { type: name, rowBytes: rb, buffers: [w, x, y2, ids, grid], rows: sh.rows, n: sh.n, nRows, flags, K: 8, expertBytes, upBytes, levels: { q: xq, s: xs } });
     const tm = time(mv), tq = time(q);
     const r1 = new Float32Array(dev.read(y1, 0, yBytes)), r2 = new Float32Array(dev.read(y2, 0, yBytes));
     let md = 0, mx = 0;

@@ -35,8 +35,9 @@ uint signed4(uint mag, uint m4) {
 }
 uint xw(uvec4 x[6], uint k, uint w) { uvec4 v = x[2u * k + (w >> 2)]; uint c = w & 3u; return c == 0u ? v.x : c == 1u ? v.y : c == 2u ? v.z : v.w; }
 
-// unit u of the row at byte o against the activation unit (levels x, scales s)
-float unitDot(uint o, uint u, uvec4 x[6], vec4 s) {
+// unit u of the row at byte o against the activation unit (levels x, scales s; xh: Σ x over each
+// 16-value half, for the types with a min)
+float unitDot(uint o, uint u, uvec4 x[6], vec4 s, vec2 xh) {
   int S0 = 0, S1 = 0, S2 = 0;
   float db;
 #if defined(TYPE_IQ2_XXS)
@@ -65,17 +66,36 @@ float unitDot(uint o, uint u, uvec4 x[6], vec4 s) {
     S1 += sdot(q, xw(x, 1u, w), 0);
     S2 += sdot(q, xw(x, 2u, w), 0);
   }
+#elif defined(TYPE_Q2_K)
+  // unit ub of the 256-value block: the 32 bytes of qs at 32·(ub/4), shifted by 2·(ub%4): values in
+  // byte order; two 16-value sub-blocks, each its scale (low nibble) and min (high nibble)
+  uint bo = o + 84u * (u >> 3), ub = u & 7u, qo = (bo + 16u + 32u * (ub >> 2)) >> 2, sh = 2u * (ub & 3u);
+  vec2 dm = unpackHalf2x16(W[(bo + 80u) >> 2]);
+  uint sc = (W[(bo + 2u * ub) >> 2] >> (8u * ((2u * ub) & 3u))) & 0xFFFFu;
+  int T0 = 0, T1 = 0, T2 = 0;
+  [[unroll]] for (uint w = 0u; w < 4u; w++) {
+    uint q = (W[qo + w] >> sh) & 0x03030303u;
+    S0 += sdot(q, xw(x, 0u, w), 0); S1 += sdot(q, xw(x, 1u, w), 0); S2 += sdot(q, xw(x, 2u, w), 0);
+  }
+  [[unroll]] for (uint w = 4u; w < 8u; w++) {
+    uint q = (W[qo + w] >> sh) & 0x03030303u;
+    T0 += sdot(q, xw(x, 0u, w), 0); T1 += sdot(q, xw(x, 1u, w), 0); T2 += sdot(q, xw(x, 2u, w), 0);
+  }
+  float lo = (s.x * float(S0) + s.y * float(S1)) + s.z * float(S2), hi = (s.x * float(T0) + s.y * float(T1)) + s.z * float(T2);
+  return (dm.x * float(sc & 15u) * lo - dm.y * float((sc >> 4) & 15u) * xh.x) + (dm.x * float((sc >> 8) & 15u) * hi - dm.y * float(sc >> 12) * xh.y);
 #else
-#error "mvq.comp: IQ2_XXS and Q8_0 only"
+#error "mvq.comp: IQ2_XXS, Q8_0 and Q2_K only"
 #endif
   return db * ((s.x * float(S0) + s.y * float(S1)) + s.z * float(S2));
 }
 
+// L = min(64, n/32) threads a row (n/32 ≥ 64 or a power of two: the 512-value rows of the routed
+// down projections take 16), 64/L sets of ROWS rows a workgroup
 void main() {
   bool glu = (pc.flags & 4u) != 0u;
-  uint outPerWg = glu ? ROWS / 2u : ROWS;
-  uint r0 = gl_WorkGroupID.x * outPerWg, j = min(gl_WorkGroupID.y, pc.nRows - 1u), tid = gl_LocalInvocationID.x;
-  uint nu = pc.n / 32u;
+  uint nu = pc.n / 32u, L = min(64u, nu), S = 64u / L;
+  uint outPerSet = glu ? ROWS / 2u : ROWS, tid = gl_LocalInvocationID.x, set = tid / L, lane = tid % L;
+  uint r0 = (gl_WorkGroupID.x * S + set) * outPerSet, j = min(gl_WorkGroupID.y, pc.nRows - 1u);
   uint wo[ROWS];
   [[unroll]] for (uint r = 0u; r < ROWS; r++) {
     uint wr = min(r0 + (glu ? r % (ROWS / 2u) : r), pc.rows - 1u);
@@ -83,6 +103,7 @@ void main() {
   }
   uint xrow = j;
   if ((pc.flags & 1u) != 0u) {
+    // uniform per workgroup (one activation row), so returning before barrier() is allowed
     uint ei = IDS[j] - pc.e0;
     if (ei >= pc.ne) return;
     [[unroll]] for (uint r = 0u; r < ROWS; r++) wo[r] += ei * pc.expertBytes;
@@ -90,22 +111,48 @@ void main() {
   }
   float acc[ROWS];
   [[unroll]] for (uint r = 0u; r < ROWS; r++) acc[r] = 0.0;
-  for (uint u = tid; u < nu; u += 64u) {
+  for (uint u = lane; u < nu; u += L) {
     uvec4 x[6];
     [[unroll]] for (uint q = 0u; q < 6u; q++) x[q] = XQ[(xrow * 6u + q) * nu + u];
     vec4 s = XS[xrow * nu + u];
-    [[unroll]] for (uint r = 0u; r < ROWS; r++) acc[r] += unitDot(wo[r], u, x, s);
+    vec2 xh = vec2(0.0);
+#if defined(TYPE_Q2_K)
+    // Σ x of each half from its levels (the same for every row)
+    [[unroll]] for (uint h = 0u; h < 2u; h++) {
+      float t = 0.0;
+      [[unroll]] for (uint k = 0u; k < 3u; k++) {
+        uvec4 v = x[2u * k + h];
+        t += s[k] * float(sdot(v.x, 0x01010101u, 0) + sdot(v.y, 0x01010101u, 0) + sdot(v.z, 0x01010101u, 0) + sdot(v.w, 0x01010101u, 0));
+      }
+      xh[h] = t;
+    }
+#endif
+    [[unroll]] for (uint r = 0u; r < ROWS; r++) acc[r] += unitDot(wo[r], u, x, s, xh);
   }
-  [[unroll]] for (uint r = 0u; r < ROWS; r++) {
-    float v = subgroupAdd(acc[r]);
-    if (subgroupElect()) red[r][gl_SubgroupID] = v;
-  }
-  barrier();
-  if (tid < outPerWg) {
-    uint r = r0 + tid;
-    float y = 0.0, yu = 0.0;
-    for (uint sg = 0u; sg < gl_NumSubgroups; sg++) { y += red[tid][sg]; if (glu) yu += red[tid + ROWS / 2u][sg]; }
-    if (glu) y = siluf(y) * yu;
-    if (r < pc.rows) Y[pc.yOffset + j * pc.yStride + r] = y;
+  if (L == 64u) {
+    // subgroup sums, then one shared-memory step across the subgroups (as matvec.glsl)
+    [[unroll]] for (uint r = 0u; r < ROWS; r++) {
+      float v = subgroupAdd(acc[r]);
+      if (subgroupElect()) red[r][gl_SubgroupID] = v;
+    }
+    barrier();
+    if (tid < outPerSet) {
+      uint r = r0 + tid;
+      float y = 0.0, yu = 0.0;
+      for (uint sg = 0u; sg < gl_NumSubgroups; sg++) { y += red[tid][sg]; if (glu) yu += red[tid + ROWS / 2u][sg]; }
+      if (glu) y = siluf(y) * yu;
+      if (r < pc.rows) Y[pc.yOffset + j * pc.yStride + r] = y;
+    }
+  } else {
+    // each set's L partials summed in lane order through shared memory (any subgroup size)
+    [[unroll]] for (uint r = 0u; r < ROWS; r++) red[r][tid] = acc[r];
+    barrier();
+    if (tid < S * outPerSet) {
+      uint st = tid / outPerSet, rr = tid % outPerSet, r = (gl_WorkGroupID.x * S + st) * outPerSet + rr;
+      float y = 0.0, yu = 0.0;
+      for (uint l = 0u; l < L; l++) { y += red[rr][st * L + l]; if (glu) yu += red[rr + ROWS / 2u][st * L + l]; }
+      if (glu) y = siluf(y) * yu;
+      if (r < pc.rows) Y[pc.yOffset + j * pc.yStride + r] = y;
+    }
   }
 }

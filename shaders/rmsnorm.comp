@@ -22,10 +22,10 @@ layout(std430, binding = 4) readonly buffer DB { float D[]; };
 layout(std430, binding = 5) readonly buffer WTB { float WTS[]; };
 layout(std430, binding = 6) readonly buffer DSB { float DS[]; };
 layout(std430, binding = 7) readonly buffer SGB { float SG[]; };
-// quant = 1: also the output row as three int8 levels per 32 values (mvq.comp's activations, its
-// layout: XQ words [row][level][half][unit][4], XS [row][unit] = (s0, s1, s2, 0))
+// quant = 1: also the output rows as int8 levels (levels.glsl) for mvq.comp
 layout(std430, binding = 8) writeonly buffer XQB { uint XQ[]; };
 layout(std430, binding = 9) writeonly buffer XSB { vec4 XS[]; };
+#include "levels.glsl"
 layout(push_constant) uniform PC { uint n; uint xRow0; float eps; uint mode; uint K; uint quant; uint pad1; uint pad2; } pc;
 shared float red[1024];
 shared float ys[EPT_MAX];
@@ -43,29 +43,16 @@ float updated(uint xo, uint t, uint i) {
   if (pc.mode != 0u) X[xo + i] = v;
   return v;
 }
-// The row's levels (held rows only: the model's n ≤ 4096, a multiple of 32): thread i takes values
-// 4i … 4i+3, i.e. word i % 8 of unit i / 8; x ≈ s0·a0 + s1·a1 + s2·a2 with s0 = amax / 127 and each
-// next scale 1/254 of the last (the residual of a level is at most half its scale), so the error
-// is at most amax·2^-24 or so: the level sums of mvq.comp are exact integers
+// The row's levels (levels.glsl; held rows only: the model's n ≤ 4096, a multiple of 32): thread i
+// takes values 4i … 4i+3, i.e. word i % 8 of unit i / 8
 void quantize(uint t) {
   barrier();
-  uint tid = gl_LocalInvocationID.x, nu = pc.n / 32u;
+  uint tid = gl_LocalInvocationID.x;
   if (tid >= pc.n / 4u) return;
-  uint u = tid >> 3, w = tid & 7u;
+  uint u = tid >> 3;
   float amax = 0.0;
   for (uint i = 0u; i < 32u; i++) amax = max(amax, abs(ys[32u * u + i]));
-  float s0 = amax / 127.0, s1 = s0 / 254.0, s2 = s1 / 254.0;
-  vec4 v = vec4(ys[4u * tid], ys[4u * tid + 1u], ys[4u * tid + 2u], ys[4u * tid + 3u]);
-  uint q[3];
-  vec3 sc = vec3(s0, s1, s2);
-  [[unroll]] for (uint k = 0u; k < 3u; k++) {
-    vec4 a = sc[k] > 0.0 ? clamp(roundEven(v / sc[k]), -127.0, 127.0) : vec4(0.0);
-    v -= a * sc[k];
-    ivec4 ia = ivec4(a);
-    q[k] = uint(ia.x & 255) | (uint(ia.y & 255) << 8) | (uint(ia.z & 255) << 16) | (uint(ia.w & 255) << 24);
-  }
-  [[unroll]] for (uint k = 0u; k < 3u; k++) XQ[(((t * 3u + k) * 2u + (w >> 2)) * nu + u) * 4u + (w & 3u)] = q[k];
-  if (w == 0u) XS[t * nu + u] = vec4(s0, s1, s2, 0.0);
+  writeLevels(t, pc.n / 32u, u, tid & 7u, vec4(ys[4u * tid], ys[4u * tid + 1u], ys[4u * tid + 2u], ys[4u * tid + 3u]), amax);
 }
 void main() {
   uint t = gl_WorkGroupID.x, tid = gl_LocalInvocationID.x;

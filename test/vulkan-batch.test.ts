@@ -250,6 +250,39 @@ describe('Vulkan batched decode with mv.comp (vkMvTypes)', () => {
   }, 600_000);
 });
 
+// mvq.comp (int8 activation levels, packed integer dot products; lavapipe has them): the q2 model's
+// routed gate+up (IQ2_XXS) and down (Q2_K) products of decode and batched steps run on it, the
+// logits agree with the f32 matvec engine's (vkMvq: false) within the Vulkan tolerance, and a
+// batched row keeps the bits of its session decoded alone
+describe('Vulkan decode with mvq.comp (int8 activation levels)', () => {
+  const model = fixture('tinyA/tinyA-q2.gguf');
+  it('the routed experts run mvq; logits within 1e-3 of the f32 matvec; 3 batched rows bit-identical to alone', async () => {
+    const base = await openEngine({ model, backend: 'vulkan', ctx: 512, kvTypes: { k: 'f16', v: 'f16' }, vkMvq: false });
+    const e = await openEngine({ model, backend: 'vulkan', ctx: 512, kvTypes: { k: 'f16', v: 'f16' }, batchRows: 4, vkProfile: true });
+    try {
+      const which = [1, 2, 3], steps = 4;
+      const want = await alone(base, cases[which[0]].prompt_ids, steps);
+      const solo = await alone(e, cases[which[0]].prompt_ids, steps);
+      const names = (e as VkEngine).profile().map((p) => p.shader);
+      expect(names.some((n) => n.startsWith('mvq_iq2_xxs ffn_gate_up_exps'))).toBe(true);
+      expect(names.some((n) => n.startsWith('mvq_q2_k ffn_down_exps'))).toBe(true);
+      expect(names.filter((n) => n.startsWith('quant')).length).toBe(names.filter((n) => n.startsWith('mvq_q2_k ffn_down_exps')).length);
+      solo.rows.forEach((row, k) => expect(maxDiff(row, want.rows[k]), `step ${k}`).toBeLessThanOrEqual(1e-3));
+      const r = await batched(e, which.map((c) => cases[c].prompt_ids), steps);
+      expect(batchedNatively(e, which.map(() => ({ session: undefined as never, token: 0 })))).toBe(true);
+      for (const [i, c] of which.entries()) {
+        const s = i === 0 ? solo : await alone(e, cases[c].prompt_ids, steps);
+        expect(r.ids[i], `row ${i}`).toEqual(s.ids);
+        r.rows[i].forEach((row, k) => expect(maxDiff(row, s.rows[k]), `row ${i} step ${k}`).toBe(0));
+      }
+      r.sessions.forEach((s) => s.dispose());
+    } finally {
+      base.dispose();
+      e.dispose();
+    }
+  }, 600_000);
+});
+
 // bench-batch --check (the H200 record's evidence that batched rows decode what they decode alone):
 // every batched session decoded again alone gives the same greedy tokens; sampling is refused
 describe('bench-batch --check', () => {

@@ -226,12 +226,49 @@ describe('matvec shaders vs the WASM reference (random blocks of every Vulkan ty
     [wb, xb, ib, ...ys].forEach((b) => dev.freeBuffer(b));
   });
 
-  // mvq.comp: the FFN norm's rows as int8 levels (rmsnorm quant) against IQ2_XXS and Q8_0 routed
-  // gate+up pairs and plain Q8_0 rows, within f32 rounding of the WASM reference over the same
-  // normed rows
-  it.each([['iq2_xxs', GgmlType.IQ2_XXS], ['q8_0', GgmlType.Q8_0]] as const)('mvq (%s) over rmsnorm levels = the f32 products', (name, t) => {
+  // the int8 levels' contract (levels.glsl): levels in [-127, 127], s0 = amax/127 of the 32 values,
+  // s1 = s0/254, s2 = s1/254, and Σ s_k·a_k within amax·2^-22 of each value
+  function checkLevels(a: Float32Array, lv: Int8Array, sc: Float32Array, rows: number, n: number): void {
+    const nu = n / 32;
+    for (let r = 0; r < rows; r++) for (let u = 0; u < nu; u++) {
+      let amax = 0;
+      for (let i = 0; i < 32; i++) amax = Math.max(amax, Math.abs(a[r * n + 32 * u + i]));
+      const s = sc.subarray((r * nu + u) * 4, (r * nu + u) * 4 + 3);
+      expect(Math.abs(s[0] - amax / 127)).toBeLessThanOrEqual(1e-6 * amax);
+      expect(Math.abs(s[1] - s[0] / 254)).toBeLessThanOrEqual(1e-6 * s[0]);
+      expect(Math.abs(s[2] - s[1] / 254)).toBeLessThanOrEqual(1e-6 * s[1]);
+      for (let i = 0; i < 32; i++) {
+        let v = 0;
+        for (let k = 0; k < 3; k++) {
+          const b = lv[(((r * 3 + k) * 2 + (i >> 4)) * nu + u) * 16 + (i & 15)];
+          expect(b).toBeGreaterThanOrEqual(-127);
+          v += s[k] * b;
+        }
+        expect(Math.abs(v - a[r * n + 32 * u + i])).toBeLessThanOrEqual(amax * 2 ** -22);
+      }
+    }
+  }
+
+  it.each([96, 512])('quant.comp: rows of %i values as int8 levels', (n) => {
+    const rows = 3, rng = new Rng(59), x = new Float32Array(rows * n).map(() => rng.normal() * 0.1);
+    x.fill(0, n, n + 32); // an all-zero unit: zero scales and levels
+    const xb = dev.createBuffer(x.byteLength, false), xq = dev.createBuffer(rows * 3 * n, true), xs = dev.createBuffer(rows * n / 2, true);
+    dev.write(xb, 0, new Uint8Array(x.buffer));
+    const ops = new OpList(pipes);
+    dispatch(ops, KERNELS.quant, { X: xb, XQ: xq, XS: xs }, { n }, [Math.ceil(n / 256), rows]);
+    const cmd = dev.record(ops.build(), false);
+    dev.runSync(cmd);
+    checkLevels(x, new Int8Array(dev.read(xq, 0, rows * 3 * n)), new Float32Array(dev.read(xs, 0, rows * n / 2)), rows, n);
+    dev.freeCommand(cmd);
+    [xb, xq, xs].forEach((b) => dev.freeBuffer(b));
+  });
+
+  // mvq.comp: the FFN norm's rows as int8 levels (rmsnorm quant) against routed gate+up pairs
+  // (GLU, gather) and plain rows, within f32 rounding of the WASM reference over the same normed
+  // rows; n = 512 takes 16 threads a row (4 sets of rows a workgroup), 2048 takes 64
+  it.each([['iq2_xxs', GgmlType.IQ2_XXS], ['q8_0', GgmlType.Q8_0], ['q2_k', GgmlType.Q2_K]].flatMap(([name, t]) => [512, 2048].map((n) => [name, t, n])) as [string, number, number][])('mvq (%s, type %i, n = %i) over rmsnorm levels = the f32 products', (name, t, n) => {
     expect(dev.info().integerDot).toBe(true);
-    const rng = new Rng(53), nExp = 3, rows = 6, n = 512, K = 2, T = 2, rb = rowBytes(t, n);
+    const rng = new Rng(53 + n), nExp = 3, rows = 6, K = 2, T = 2, rb = rowBytes(t, n);
     const w = new Uint8Array(nExp * 2 * rows * rb);
     for (let r = 0; r < nExp * 2 * rows; r++) w.set(oracleRow(t, n, rng), r * rb);
     const x0 = new Float32Array(T * n).map(() => rng.normal() * 3), nw = new Float32Array(n).map(() => 1 + rng.normal() * 0.1);
@@ -248,23 +285,7 @@ describe('matvec shaders vs the WASM reference (random blocks of every Vulkan ty
     const cmd = dev.record(ops.build(), false);
     dev.runSync(cmd);
     const a = new Float32Array(dev.read(ab, 0, T * n * 4));
-    // the levels: int8 in [-127, 127], scales amax/127 then 1/254 steps, the row within amax·2^-22
-    const lv = new Int8Array(dev.read(xq, 0, T * 3 * n)), sc = new Float32Array(dev.read(xs, 0, T * (n / 32) * 16)), nu = n / 32;
-    for (let r = 0; r < T; r++) for (let u = 0; u < nu; u++) {
-      let amax = 0;
-      for (let i = 0; i < 32; i++) amax = Math.max(amax, Math.abs(a[r * n + 32 * u + i]));
-      const s = sc.subarray((r * nu + u) * 4, (r * nu + u) * 4 + 3);
-      expect(Math.abs(s[0] - amax / 127)).toBeLessThan(1e-6 * amax);
-      for (let i = 0; i < 32; i++) {
-        let v = 0;
-        for (let k = 0; k < 3; k++) {
-          const b = lv[(((r * 3 + k) * 2 + (i >> 4)) * nu + u) * 16 + (i & 15)];
-          expect(b).toBeGreaterThanOrEqual(-127);
-          v += s[k] * b;
-        }
-        expect(Math.abs(v - a[r * n + 32 * u + i])).toBeLessThan(amax * 2 ** -22);
-      }
-    }
+    checkLevels(a, new Int8Array(dev.read(xq, 0, T * 3 * n)), new Float32Array(dev.read(xs, 0, T * (n / 32) * 16)), T, n);
     const g4 = new Float32Array(dev.read(yg, 0, 4 * rows * 4)), p1 = new Float32Array(dev.read(yp, 0, rows * 4));
     for (let j = 0; j < 4; j++) {
       const e = w.subarray(ids[j] * 2 * rows * rb), xr = a.subarray(Math.floor(j / K) * n, (Math.floor(j / K) + 1) * n);

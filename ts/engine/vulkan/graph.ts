@@ -140,8 +140,13 @@ export const MATMUL_TOKENS = 8;
  * UTC), µs matvec → mvq: IQ2_XXS routed gate+up over 8 pairs 14.5 → 9.6, over 64 pairs 72.0 →
  * 39.9; Q8_0 LM head 199.9 → 138.8; outputs within 3.1e-7 of the largest.
  */
-export const MVQ_TYPES = new Set(['iq2_xxs', 'q8_0']);
+export const MVQ_TYPES = new Set(['iq2_xxs', 'q8_0', 'q2_k']);
 export const MVQ_ROWS = 4;
+/** mvq.comp's rows: 32-value units, min(64, n/32) threads a row, so n/32 ≥ 64 or a divisor of 64. */
+export function mvqFits(n: number): boolean {
+  const nu = n / 32;
+  return n % 32 === 0 && (nu >= 64 || 64 % nu === 0);
+}
 export const SPLIT8_TYPES = new Set(['q8_0']);
 /** Activation rows per matmul workgroup for nRows ≥ 2 rows: the fewest of 2, 4, 8 that cover them (a batched decode step's rows), 4 for SPLIT8_TYPES up to 8. */
 export function matmulTokens(type: string, nRows: number): number {
@@ -269,8 +274,10 @@ export function matvecOp(ops: OpList, d: MatvecDispatch): void {
   const tokens = d.nRows > 1 && (flags & 1) === 0 ? matmulTokens(d.type, d.nRows) : 1;
   if (d.epilogue && (tokens > 1 || d.nRows !== 1)) throw new Error(`${d.epilogue.shader}: one activation row only`);
   const glu = (flags & 4) !== 0;
-  if (d.levels && MVQ_TYPES.has(d.type) && tokens === 1 && !d.epilogue && d.n % 32 === 0) {
-    ops.op(`mvq_${d.type}`, [d.buffers[0], d.levels.q, d.buffers[2], d.buffers[3], d.buffers[4], d.levels.s], push(), [Math.ceil(d.rows / (glu ? MVQ_ROWS / 2 : MVQ_ROWS)), d.nRows], d.barrier ?? true, d.label);
+  if (d.levels && MVQ_TYPES.has(d.type) && tokens === 1 && !d.epilogue && mvqFits(d.n)) {
+    // 64 / min(64, n/32) sets of rows a workgroup (mvq.comp)
+    const perWg = (64 / Math.min(64, d.n / 32)) * (glu ? MVQ_ROWS / 2 : MVQ_ROWS);
+    ops.op(`mvq_${d.type}`, [d.buffers[0], d.levels.q, d.buffers[2], d.buffers[3], d.buffers[4], d.levels.s], push(), [Math.ceil(d.rows / perWg), d.nRows], d.barrier ?? true, d.label);
     return;
   }
   if ((d.unit ?? MV_TYPES.has(d.type)) && tokens === 1 && !d.epilogue && d.n % 32 === 0) {

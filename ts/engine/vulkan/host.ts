@@ -16,8 +16,8 @@ import type { VkWeights } from './weights.js';
 
 export interface MatvecOpts {
   flags?: number; xStride?: number; yStride?: number; xOffset?: number; barrier?: boolean; epilogue?: MatvecDispatch['epilogue']; moe?: MatvecDispatch['moe'];
-  /** the activation rows are also in XQ/XS as int8 levels (a norm wrote them with quant): mvq.comp where the type has it */
-  levels?: boolean;
+  /** the activation rows also as int8 levels (rmsnorm's quant, quant.comp): mvq.comp where the type has it */
+  levels?: MatvecDispatch['levels'];
 }
 
 /** A session that can save its deferred logits row before another session overwrites it. */
@@ -32,6 +32,8 @@ export interface VkHost {
   readonly w: VkWeights;
   /** packed integer dot products available and enabled: norms write int8 levels for mvq.comp */
   readonly mvq: boolean;
+  /** whether mvq.comp takes this weight's one-row products (mvq on, its type in MVQ_TYPES, its rows fit) */
+  levelsFor(name: string): boolean;
   /** engine-wide scratch buffers by name (scratch.ts) */
   readonly buf: Readonly<Record<string, number>>;
   readonly kv: { k: KvType; v: KvType };

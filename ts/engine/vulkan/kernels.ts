@@ -45,6 +45,7 @@ export const KERNELS = {
   swiglu: k({ name: 'swiglu', bindings: ['G', 'U'], push: ['n'], local: 256, per: 256 }),
   moe_tiles: k({ name: 'moe_tiles', bindings: ['IDS', 'LIST', 'TILES'], push: ['nPairs', 'nExpert', 'BN', '_'], local: 1024 }),
   moe_combine: k({ name: 'moe_combine', bindings: ['M', 'DE', 'WTS', 'DS', 'SG'], push: ['nEmbd', 'K', 'T'], local: 256, per: 256 }),
+  quant: k({ name: 'quant', bindings: ['X', 'XQ', 'XS'], push: ['n', '_', '_', '_'], local: 64, per: 256 }),
   copy: k({ name: 'copy', bindings: ['SRC', 'DST'], push: ['n4'], local: 256 }),
   argmax: k({ name: 'argmax', bindings: ['LOGITS', 'TKA', 'TKB', 'ARG'], push: ['n', 'offset', 'stage', 'groups'], local: 256, per: 1024 }),
   topk: k({ name: 'topk', bindings: ['LOGITS', 'src', 'dst'], push: ['n', 'k', 'offset', 'stage'], local: 256 }),

@@ -47,6 +47,8 @@ export function scratchTable(s: ModelShape, o: ScratchOptions): ScratchBuffer[] 
     // a decode or batched step's normed rows as int8 levels for mvq.comp (rmsnorm quant): three
     // bytes a value, and three scales (a vec4) per 32 values
     { name: 'XQ', floats: Math.max(1, batch) * 3 * s.nEmbd / 4 }, { name: 'XS', floats: Math.max(1, batch) * s.nEmbd / 8 },
+    // and the routed experts' SwiGLU outputs (quant.comp), the down projections' input
+    { name: 'XQE', floats: Math.max(1, batch) * K * 3 * s.nFfExp / 4 }, { name: 'XSE', floats: Math.max(1, batch) * K * s.nFfExp / 8 },
     // host-visible only where that memory is the device's own (unified): on a discrete GPU the
     // output matvec would write it across PCIe every step, and most steps never read it
     { name: 'LOGITS', floats: o.logitsRows * s.nVocab, host: o.unified },

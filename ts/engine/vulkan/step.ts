@@ -212,13 +212,16 @@ function moeFfn(c: StepContext, l: number): Pending {
   const moe = T === 1 || c.rows ? undefined : { tiles: B.TILES, maxTiles: moeMaxTiles(T * Kx, s.nExpert), ids: B.IDS };
   if (moe && !streamed) dispatch(c.ops, K.moe_tiles, { IDS: B.IDS, LIST: B.LIST, TILES: B.TILES }, { nPairs: T * Kx, nExpert: s.nExpert, BN: MM_MOE_PAIRS }, [1]);
   if (has('ffn_gate_up_exps.weight')) {
-    mv(c, l, 'ffn_gate_up_exps.weight', B.A, B.GE, T * Kx, { flags: 1, moe, levels: ffnLevels(c) });
+    mv(c, l, 'ffn_gate_up_exps.weight', B.A, B.GE, T * Kx, { flags: 1, moe, levels: ffnLevels(c) ? { q: B.XQ, s: B.XS } : undefined });
   } else {
     mv(c, l, 'ffn_gate_exps.weight', B.A, B.GE, T * Kx, { flags: 1, barrier: false, moe });
     mv(c, l, 'ffn_up_exps.weight', B.A, B.UE, T * Kx, { flags: 1, moe });
     dispatch(c.ops, K.swiglu, { G: B.GE, U: B.UE }, { n: T * Kx * s.nFfExp }, [groups(K.swiglu, T * Kx * s.nFfExp)]);
   }
-  mv(c, l, 'ffn_down_exps.weight', B.GE, B.DE, T * Kx, { flags: 3, barrier: false, moe });
+  // the SwiGLU outputs as int8 levels for the down projections where mvq.comp takes them
+  const downLevels = ffnLevels(c) && h.levelsFor(`blk.${l}.ffn_down_exps.weight`);
+  if (downLevels) dispatch(c.ops, K.quant, { X: B.GE, XQ: B.XQE, XS: B.XSE }, { n: s.nFfExp }, [groups(K.quant, s.nFfExp), T * Kx]);
+  mv(c, l, 'ffn_down_exps.weight', B.GE, B.DE, T * Kx, { flags: 3, barrier: false, moe, levels: downLevels ? { q: B.XQE, s: B.XSE } : undefined });
   mv(c, l, 'ffn_down_shexp.weight', B.GS, B.DS, T);
   const st = h.options.steering;
   if (st && st.ffnScale !== 0) {

@@ -28,7 +28,7 @@ import { DEFAULT_KV, MAX_BATCH_ROWS, STREAMING, vulkanChunk } from '../defaults.
 import { BatchSteps, batchProblem } from './batch-step.js';
 import { scratchBytes, scratchTable, type ScratchBuffer } from './scratch.js';
 import { recordTopK } from './step.js';
-import { MM_MOE_PAIRS, OpList, Pipelines, TOPK_MAX, gridBlob, matvecOp } from './graph.js';
+import { MM_MOE_PAIRS, MVQ_TYPES, OpList, Pipelines, TOPK_MAX, gridBlob, matvecOp, mvqFits } from './graph.js';
 import { MATVEC, VkWeights, copiedBytesEstimate, readBytes, type DevTensor, type WeightMode } from './weights.js';
 
 export { TOPK_MAX };
@@ -408,6 +408,11 @@ export class VkEngine implements Engine, VkHost {
     this.matvecOf(ops, this.w.t.get(name)!, name.replace(/^blk\.\d+\./, '').replace(/\.weight$/, ''), x, y, nRows, o);
   }
 
+  levelsFor(name: string): boolean {
+    const w = this.w.t.get(name);
+    return this.mvq && !!w && MVQ_TYPES.has(MATVEC[w.type]) && mvqFits(w.ne0);
+  }
+
   /** Decode (one token): the stacked projections of `blk.L.key` as one matvec into STK; the part views, or undefined without a stack. */
   stacked(ops: OpList, l: number, key: string, x: number, barrier = true): number[] | undefined {
     const st = this.w.stacks.get(`blk.${l}.${key}`);
@@ -468,7 +473,7 @@ export class VkEngine implements Engine, VkHost {
         // mv.comp or matvec.comp for one activation row: by type, the same for every session and
         // batched step (a batched row keeps the bits of the row alone)
         unit: this.mvTypes ? this.mvTypes.has(MATVEC[w.type]) : undefined,
-        levels: o.levels && this.mvq ? { q: this.buf.XQ, s: this.buf.XS } : undefined,
+        levels: o.levels,
       });
     });
   }
