@@ -255,8 +255,9 @@ describe('Vulkan batched decode with mv.comp (vkMvTypes)', () => {
 // logits agree with the f32 matvec engine's (vkMvq: false) within the Vulkan tolerance, and a
 // batched row keeps the bits of its session decoded alone
 describe('Vulkan decode with mvq.comp (int8 activation levels)', () => {
+  // (batched rows run the dense products through mvq4.comp: each row summed as mvq.comp sums it)
   const model = fixture('tinyA/tinyA-q2.gguf');
-  it('the routed experts run mvq; logits within 1e-3 of the f32 matvec; 3 batched rows bit-identical to alone', async () => {
+  it('the routed experts and dense products run mvq; logits within 1e-3 of the f32 matvec; 3 batched rows bit-identical to alone', async () => {
     const base = await openEngine({ model, backend: 'vulkan', ctx: 512, kvTypes: { k: 'f16', v: 'f16' }, vkMvq: false });
     const e = await openEngine({ model, backend: 'vulkan', ctx: 512, kvTypes: { k: 'f16', v: 'f16' }, batchRows: 4, vkProfile: true });
     try {
@@ -267,6 +268,8 @@ describe('Vulkan decode with mvq.comp (int8 activation levels)', () => {
       expect(names.some((n) => n.startsWith('mvq_iq2_xxs ffn_gate_up_exps'))).toBe(true);
       expect(names.some((n) => n.startsWith('mvq_q2_k ffn_down_exps'))).toBe(true);
       expect(names.filter((n) => n.startsWith('quant')).length).toBe(names.filter((n) => n.startsWith('mvq_q2_k ffn_down_exps')).length);
+      // the dense Q8_0 products over the norms (stacked projections, shared gate+up, LM head) too
+      for (const w of ['ssm_in', 'attn_in', 'ffn_gate_up_shexp', 'output']) expect(names.some((n) => n.startsWith(`mvq_q8_0 ${w}`)), w).toBe(true);
       solo.rows.forEach((row, k) => expect(maxDiff(row, want.rows[k]), `step ${k}`).toBeLessThanOrEqual(1e-3));
       const r = await batched(e, which.map((c) => cases[c].prompt_ids), steps);
       expect(batchedNatively(e, which.map(() => ({ session: undefined as never, token: 0 })))).toBe(true);

@@ -114,6 +114,8 @@ describe('Vulkan weight mode selection', () => {
     expect(() => readEnv({ Q36_VK_MV: 'Q2_K;q8_0' })).toThrow(/Q36_VK_MV must be weight type names separated by commas/);
     expect(readEnv({ Q36_VK_MV: 'q2_k,iq2_xxs' }).vkMvTypes).toEqual(['q2_k', 'iq2_xxs']);
     expect(readEnv({ Q36_VK_MV: 'none' }).vkMvTypes).toEqual([]);
+    expect(() => readEnv({ Q36_VK_MVQ: 'yes' })).toThrow(/Q36_VK_MVQ must be 0 \(f32 matvecs\), 1 .* or experts/);
+    expect([readEnv({ Q36_VK_MVQ: '0' }).vkMvq, readEnv({ Q36_VK_MVQ: '1' }).vkMvq, readEnv({ Q36_VK_MVQ: 'experts' }).vkMvq, readEnv({}).vkMvq]).toEqual([false, true, 'experts', undefined]);
     await expect(openEngine({ model: fixture('tinyA/tinyA-q2.gguf'), backend: 'vulkan', ctx: 64, vkMvTypes: ['q2k'] })).rejects.toThrow(/vkMvTypes: "q2k" is not a weight type \(one of .*q2_k/);
     // the CLI stops with the variable's name
     const { spawnSync } = await import('node:child_process');

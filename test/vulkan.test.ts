@@ -265,37 +265,41 @@ describe('matvec shaders vs the WASM reference (random blocks of every Vulkan ty
 
   // mvq.comp: the FFN norm's rows as int8 levels (rmsnorm quant) against routed gate+up pairs
   // (GLU, gather) and plain rows, within f32 rounding of the WASM reference over the same normed
-  // rows; n = 512 takes 16 threads a row (4 sets of rows a workgroup), 2048 takes 64
-  it.each([['iq2_xxs', GgmlType.IQ2_XXS], ['q8_0', GgmlType.Q8_0], ['q2_k', GgmlType.Q2_K]].flatMap(([name, t]) => [512, 2048].map((n) => [name, t, n])) as [string, number, number][])('mvq (%s, type %i, n = %i) over rmsnorm levels = the f32 products', (name, t, n) => {
+  // rows; n = 64 takes 2 threads a row (32 sets of rows a workgroup), 512 16 (4 sets), 2048 64; 6 plain
+  // activation rows (mvq4: two workgroup rows, the second partly empty) bit-identical to each row alone
+  it.each([['q8_0', GgmlType.Q8_0, 64], ...[['iq2_xxs', GgmlType.IQ2_XXS], ['q8_0', GgmlType.Q8_0], ['q2_k', GgmlType.Q2_K]].flatMap(([name, t]) => [512, 2048].map((n) => [name, t, n]))] as [string, number, number][])('mvq (%s, type %i, n = %i) over rmsnorm levels = the f32 products', (name, t, n) => {
     expect(dev.info().integerDot).toBe(true);
-    const rng = new Rng(53 + n), nExp = 3, rows = 6, K = 2, T = 2, rb = rowBytes(t, n);
+    const rng = new Rng(53 + n), nExp = 3, rows = 6, K = 2, T = 6, rb = rowBytes(t, n);
     const w = new Uint8Array(nExp * 2 * rows * rb);
     for (let r = 0; r < nExp * 2 * rows; r++) w.set(oracleRow(t, n, rng), r * rb);
     const x0 = new Float32Array(T * n).map(() => rng.normal() * 3), nw = new Float32Array(n).map(() => 1 + rng.normal() * 0.1);
     const ids = Uint32Array.of(2, 0, 1, 2);
     const buf = (a: ArrayBufferView | number, host = false) => { const b = dev.createBuffer(typeof a === 'number' ? a : a.byteLength, host); if (typeof a !== 'number') dev.write(b, 0, new Uint8Array(a.buffer, a.byteOffset, a.byteLength)); return b; };
-    const wb = buf(w), xb = buf(x0), ab = buf(T * n * 4, true), nb = buf(nw), ib = buf(ids), xq = buf(T * 3 * n, true), xs = buf(T * (n / 32) * 16, true);
-    const yg = buf(4 * rows * 4, true), yp = buf(rows * 4, true), zero = buf(T * n * 4);
+    const wb = buf(w), xb = buf(x0), ab = buf(T * n * 4, true), nb = buf(nw), ib = buf(ids), iz = buf(new Uint32Array(T)), xq = buf(T * 3 * n, true), xs = buf(T * (n / 32) * 16, true);
+    const yg = buf(4 * rows * 4, true), yp = buf(T * rows * 4, true), y6 = buf(T * rows * 4, true), zero = buf(T * K * n * 4);
     const ops = new OpList(pipes);
     dispatch(ops, KERNELS.rmsnorm, { X: xb, A: ab, weight: nb, R: zero, DE: zero, WTS: zero, DS: zero, SG: zero, XQ: xq, XS: xs }, { n, row0: 0, eps: 1e-6, mode: 0, K: 1, quant: 1 }, [T]);
     const levels = { q: xq, s: xs };
     matvecOp(ops, { type: name, buffers: [wb, ab, yg, ib, grid], rows, n, rowBytes: rb, nRows: 4, K, flags: 1 | 4, expertBytes: 2 * rows * rb, upBytes: rows * rb, levels });
-    matvecOp(ops, { type: name, buffers: [wb, ab, yp, ib, grid], rows, n, rowBytes: rb, nRows: 1, levels });
-    expect(ops.names).toEqual(['rmsnorm', `mvq_${name}`, `mvq_${name}`]);
+    // each row alone: the one-row kernel a workgroup row each (the gather form over expert 0)
+    matvecOp(ops, { type: name, buffers: [wb, ab, yp, iz, grid], rows, n, rowBytes: rb, nRows: T, levels, flags: 1 | 2, K: 1, expertBytes: 0 });
+    matvecOp(ops, { type: name, buffers: [wb, ab, y6, iz, grid], rows, n, rowBytes: rb, nRows: T, levels });
+    expect(ops.names).toEqual(['rmsnorm', `mvq_${name}`, `mvq_${name}`, `mvq4_${name}`]);
     const cmd = dev.record(ops.build(), false);
     dev.runSync(cmd);
     const a = new Float32Array(dev.read(ab, 0, T * n * 4));
     checkLevels(a, new Int8Array(dev.read(xq, 0, T * 3 * n)), new Float32Array(dev.read(xs, 0, T * (n / 32) * 16)), T, n);
-    const g4 = new Float32Array(dev.read(yg, 0, 4 * rows * 4)), p1 = new Float32Array(dev.read(yp, 0, rows * 4));
+    const g4 = new Float32Array(dev.read(yg, 0, 4 * rows * 4)), p1 = new Float32Array(dev.read(yp, 0, T * rows * 4));
+    expect(Array.from(new Float32Array(dev.read(y6, 0, T * rows * 4)))).toEqual(Array.from(p1));
     for (let j = 0; j < 4; j++) {
       const e = w.subarray(ids[j] * 2 * rows * rb), xr = a.subarray(Math.floor(j / K) * n, (Math.floor(j / K) + 1) * n);
       const g = q.matmul(t, e.subarray(0, rows * rb), rows, n, xr), u = q.matmul(t, e.subarray(rows * rb, 2 * rows * rb), rows, n, xr);
       for (let r = 0; r < rows; r++) { const want = (g[r] / (1 + Math.exp(-g[r]))) * u[r]; expect(Math.abs(g4[j * rows + r] - want)).toBeLessThan(1e-4 * (Math.abs(want) + 1)); }
     }
-    const plain = q.matmul(t, w.subarray(0, rows * rb), rows, n, a.subarray(0, n));
-    for (let r = 0; r < rows; r++) expect(Math.abs(p1[r] - plain[r])).toBeLessThan(1e-4 * (Math.abs(plain[r]) + 1));
+    const plain = q.matmul(t, w.subarray(0, rows * rb), rows, n, a);
+    for (let i = 0; i < T * rows; i++) expect(Math.abs(p1[i] - plain[i])).toBeLessThan(1e-4 * (Math.abs(plain[i]) + 1));
     dev.freeCommand(cmd);
-    [wb, xb, ab, nb, ib, xq, xs, yg, yp, zero].forEach((b) => dev.freeBuffer(b));
+    [wb, xb, ab, nb, ib, iz, xq, xs, yg, yp, y6, zero].forEach((b) => dev.freeBuffer(b));
   });
 
   // decode's fused SwiGLU (gate row, up row upBytes later): 2 rows per workgroup on a GPU

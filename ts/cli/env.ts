@@ -14,8 +14,8 @@ export interface EnvSettings {
   vkMatvecRows?: 1 | 2 | 4;
   /** Q36_VK_MV: weight types whose one-row products run on mv.comp (q2_k,iq2_xxs, or none), for measurements */
   vkMvTypes?: string[];
-  /** Q36_VK_MVQ=0: routed gate+up on the f32 matvec instead of mvq.comp's int8 levels, for measurements */
-  vkMvq?: boolean;
+  /** Q36_VK_MVQ=0|1|experts: which products run mvq.comp's int8 levels (none, all, the routed experts), for measurements */
+  vkMvq?: boolean | 'experts';
   /** Q36_VK_SESSION_BATCH=0: q36-server --batched-session runs the ordered fallback instead of batched Vulkan steps (measurements, workarounds) */
   vkSessionBatch?: boolean;
   /** Q36_HF_BASE: the download mirror (as --base-url) */
@@ -50,8 +50,8 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): EnvSettings {
   }
   const q = env.Q36_VK_MVQ;
   if (q !== undefined && q !== '') {
-    if (!['0', '1'].includes(q)) throw new Error(`Q36_VK_MVQ must be 0 (f32 matvec) or 1 (int8 levels where the device can), got "${q}"`);
-    out.vkMvq = q === '1';
+    if (!['0', '1', 'experts'].includes(q)) throw new Error(`Q36_VK_MVQ must be 0 (f32 matvecs), 1 (int8 levels where the device can) or experts (the routed experts only), got "${q}"`);
+    out.vkMvq = q === 'experts' ? 'experts' : q === '1';
   }
   const sb = env.Q36_VK_SESSION_BATCH;
   if (sb !== undefined && sb !== '') {

@@ -60,11 +60,12 @@ export interface EngineOptions {
    */
   vkMvTypes?: string[];
   /**
-   * Vulkan: the routed gate+up products of decode and batched steps over int8 activation levels
-   * and packed integer dot products (mvq.comp) where the device has them (default true; false: the
-   * f32 matvec; the CLI reads Q36_VK_MVQ=0)
+   * Vulkan: the products of decode and batched steps over int8 activation levels and packed
+   * integer dot products (mvq.comp) where the device has them: true (default) every product over a
+   * norm's output or the routed SwiGLU, 'experts' the routed experts only, false none (the f32
+   * matvecs; the CLI reads Q36_VK_MVQ=0|1|experts, for measurements)
    */
-  vkMvq?: boolean;
+  vkMvq?: boolean | 'experts';
   /** Vulkan: prefill attention in tiles of tokens (attn_tile, default) or per token (attn_flash: false; A/B measurements) */
   vkAttnTile?: boolean;
   /**

@@ -135,10 +135,12 @@ export const MATMUL_TOKENS = 8;
  * row's sums do not depend on the rows a workgroup takes).
  */
 /**
- * Weight types with an mvq.comp variant (32-weight units against int8 activation levels, packed
- * integer dot products) and its output rows per workgroup. H200, bench-mvq (2026-12-02 16:23
- * UTC), µs matvec → mvq: IQ2_XXS routed gate+up over 8 pairs 14.5 → 9.6, over 64 pairs 72.0 →
- * 39.9; Q8_0 LM head 199.9 → 138.8; outputs within 3.1e-7 of the largest.
+ * Weight types with mvq.comp / mvq4.comp variants (32-weight units against int8 activation levels,
+ * packed integer dot products; mvq4: 4 activation rows a workgroup, each summed as mvq sums it
+ * alone) and their output rows per workgroup set. H200, bench-mvq (2026-12-02 16:55 UTC), µs
+ * matvec → mvq: IQ2_XXS routed gate+up over 8 pairs 14.5 → 9.7, over 64 pairs 72.4 → 41.6; Q2_K
+ * routed down 8 pairs 9.2 → 7.2, 64 pairs 41.5 → 22.8; Q8_0 LM head 199.0 → 148.0; outputs within
+ * 3·10⁻⁷ of the largest. Decode (bench-vk, 17:34 UTC) 230.8 t/s at 2K against 207.4 without.
  */
 export const MVQ_TYPES = new Set(['iq2_xxs', 'q8_0', 'q2_k']);
 export const MVQ_ROWS = 4;
@@ -274,10 +276,11 @@ export function matvecOp(ops: OpList, d: MatvecDispatch): void {
   const tokens = d.nRows > 1 && (flags & 1) === 0 ? matmulTokens(d.type, d.nRows) : 1;
   if (d.epilogue && (tokens > 1 || d.nRows !== 1)) throw new Error(`${d.epilogue.shader}: one activation row only`);
   const glu = (flags & 4) !== 0;
-  if (d.levels && MVQ_TYPES.has(d.type) && tokens === 1 && !d.epilogue && mvqFits(d.n)) {
-    // 64 / min(64, n/32) sets of rows a workgroup (mvq.comp)
-    const perWg = (64 / Math.min(64, d.n / 32)) * (glu ? MVQ_ROWS / 2 : MVQ_ROWS);
-    ops.op(`mvq_${d.type}`, [d.buffers[0], d.levels.q, d.buffers[2], d.buffers[3], d.buffers[4], d.levels.s], push(), [Math.ceil(d.rows / perWg), d.nRows], d.barrier ?? true, d.label);
+  if (d.levels && MVQ_TYPES.has(d.type) && !d.epilogue && mvqFits(d.n)) {
+    // 64 / min(64, n/32) sets of rows a workgroup (mvq.glsl); several plain activation rows 4 a
+    // workgroup (mvq4: each row summed as mvq sums it alone)
+    const perWg = (64 / Math.min(64, d.n / 32)) * (glu ? MVQ_ROWS / 2 : MVQ_ROWS), t4 = (flags & 1) === 0 && d.nRows > 1;
+    ops.op(`${t4 ? 'mvq4' : 'mvq'}_${d.type}`, [d.buffers[0], d.levels.q, d.buffers[2], d.buffers[3], d.buffers[4], d.levels.s], push(), [Math.ceil(d.rows / perWg), t4 ? Math.ceil(d.nRows / 4) : d.nRows], d.barrier ?? true, d.label);
     return;
   }
   if ((d.unit ?? MV_TYPES.has(d.type)) && tokens === 1 && !d.epilogue && d.n % 32 === 0) {

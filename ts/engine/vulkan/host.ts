@@ -32,6 +32,8 @@ export interface VkHost {
   readonly w: VkWeights;
   /** packed integer dot products available and enabled: norms write int8 levels for mvq.comp */
   readonly mvq: boolean;
+  /** and the dense products over the norms' outputs too (not only the routed experts) */
+  readonly mvqDense: boolean;
   /** whether mvq.comp takes this weight's one-row products (mvq on, its type in MVQ_TYPES, its rows fit) */
   levelsFor(name: string): boolean;
   /** engine-wide scratch buffers by name (scratch.ts) */
@@ -46,7 +48,7 @@ export interface VkHost {
   /** one weight's matvec (every window of it) */
   matvec(ops: OpList, name: string, x: number, y: number, nRows: number, o?: MatvecOpts): void;
   /** decode: the stacked projections of `blk.L.key` as one matvec; the part views, or undefined */
-  stacked(ops: OpList, l: number, key: string, x: number, barrier?: boolean): number[] | undefined;
+  stacked(ops: OpList, l: number, key: string, x: number, barrier?: boolean, levels?: MatvecOpts['levels']): number[] | undefined;
   routesInMatvec(l: number): boolean;
   /** SSD streaming: whether layer l's routed experts stream (its step segment ends after routing) */
   streams(l: number): boolean;

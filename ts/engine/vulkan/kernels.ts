@@ -59,6 +59,7 @@ export const KERNELS = {
   mv: k({ name: 'mv', bindings: MATVEC_BIND, push: MATVEC_PUSH, local: 64 }),
   // one activation row as int8 levels (XQ) and their scales (XS), packed integer dot products
   mvq: k({ name: 'mvq', bindings: [...MATVEC_BIND, 'XS'], push: MATVEC_PUSH, local: 64 }),
+  mvq4: k({ name: 'mvq4', bindings: [...MATVEC_BIND, 'XS'], push: MATVEC_PUSH, local: 64 }),
   matvec_router: k({ name: 'matvec_router', bindings: [...MATVEC_BIND, 'RIDS', 'RWTS', 'CNT'], push: MATVEC_PUSH, local: 64 }),
   matvec_router1: k({ name: 'matvec_router1', bindings: [...MATVEC_BIND, 'RIDS', 'RWTS', 'CNT'], push: MATVEC_PUSH, local: 64 }),
   mm: k({ name: 'mm', bindings: MATVEC_BIND, push: MATVEC_PUSH, local: 256 }),

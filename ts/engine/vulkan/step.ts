@@ -66,11 +66,14 @@ function norm(c: StepContext, weight: number, p: Pending, row0: number, rows: nu
 }
 
 /**
- * Whether the FFN norm also writes its rows as int8 levels (XQ/XS) for the routed gate+up
- * (mvq.comp): decode and batched decode steps (rows fit XQ), where the device has packed integer
- * dot products. Decode and batched steps decide alike, so a batched row keeps its bits alone.
+ * Whether the norms also write their rows as int8 levels (XQ/XS) for the products over them
+ * (mvq.comp, mvq4.comp: the projections, the shared and routed gate+up, the LM head): decode and
+ * batched decode steps (rows fit XQ), where the device has packed integer dot products. Decode and
+ * batched steps decide alike, so a batched row keeps its bits alone.
  */
-const ffnLevels = (c: StepContext): boolean => c.h.mvq && (c.T === 1 || !!c.rows) && c.h.shape.nEmbd % 32 === 0 && c.h.shape.nEmbd <= 4096;
+const levelsOn = (c: StepContext): boolean => c.h.mvq && (c.T === 1 || !!c.rows) && c.h.shape.nEmbd % 32 === 0 && c.h.shape.nEmbd <= 4096;
+/** The norm output's levels, where levelsOn (dense: a product of dense weights, mvqDense). */
+const normLevels = (c: StepContext, dense = true) => (levelsOn(c) && (!dense || c.h.mvqDense) ? { q: c.h.buf.XQ, s: c.h.buf.XS } : undefined);
 
 /** Layer weights by schema key (ts/model/schema.ts), or the fused gate+up pairs weights.ts makes. */
 type WeightKey = LayerTensorKey | 'ffn_gate_up_exps.weight' | 'ffn_gate_up_shexp.weight';
@@ -81,14 +84,15 @@ const wbuf = (c: StepContext, l: number, n: LayerTensorKey) => c.h.w.buf(`blk.${
 function deltanetMixer(c: StepContext, l: number): Pending {
   const { h, T } = c, s = h.shape, B = h.buf, st = stateSizes(s);
   // one token: the four projections as one stacked matvec, outputs read through views
-  const v = T === 1 && !c.rows ? h.stacked(c.ops, l, 'ssm_in', B.A) : undefined;
+  const levels = normLevels(c);
+  const v = T === 1 && !c.rows ? h.stacked(c.ops, l, 'ssm_in', B.A, true, levels) : undefined;
   const [U, Z, Bt, AL] = v ?? [B.U, B.Z, B.B, B.AL];
   if (!v) {
     // independent ops back to back without a barrier between them
-    mv(c, l, 'attn_qkv.weight', B.A, U, T, { barrier: false });
-    mv(c, l, 'attn_gate.weight', B.A, Z, T, { barrier: false });
-    mv(c, l, 'ssm_beta.weight', B.A, Bt, T, { barrier: false });
-    mv(c, l, 'ssm_alpha.weight', B.A, AL, T);
+    mv(c, l, 'attn_qkv.weight', B.A, U, T, { barrier: false, levels });
+    mv(c, l, 'attn_gate.weight', B.A, Z, T, { barrier: false, levels });
+    mv(c, l, 'ssm_beta.weight', B.A, Bt, T, { barrier: false, levels });
+    mv(c, l, 'ssm_alpha.weight', B.A, AL, T, { levels });
   }
   const dn = { T, dk: s.ssmHeadDim, hk: s.ssmKHeads, hv: s.ssmVHeads, convCh: st.convCh, eps: s.eps, qScale: 1 / Math.sqrt(s.ssmHeadDim) };
   const cw = wbuf(c, l, 'ssm_conv1d.weight'), dtBias = wbuf(c, l, 'ssm_dt.bias'), Aw = wbuf(c, l, 'ssm_a'), normWeight = wbuf(c, l, 'ssm_norm.weight');
@@ -121,12 +125,13 @@ function attentionMixer(c: StepContext, l: number): Pending {
   const { h, T } = c, s = h.shape, B = h.buf, st = stateSizes(s);
   const qStride = 2 * s.nHead * s.headDim;
   const kRow = rowBytes(KV_TYPE_IDS[c.kvTypes.k], st.kvDim), vRow = rowBytes(KV_TYPE_IDS[c.kvTypes.v], st.kvDim);
-  const v = T === 1 && !c.rows ? h.stacked(c.ops, l, 'attn_in', B.A) : undefined;
+  const levels = normLevels(c);
+  const v = T === 1 && !c.rows ? h.stacked(c.ops, l, 'attn_in', B.A, true, levels) : undefined;
   const [QG, Kb, Vb] = v ?? [B.QG, B.Kb, B.Vb];
   if (!v) {
-    mv(c, l, 'attn_q.weight', B.A, QG, T, { barrier: false });
-    mv(c, l, 'attn_k.weight', B.A, Kb, T, { barrier: false });
-    mv(c, l, 'attn_v.weight', B.A, Vb, T);
+    mv(c, l, 'attn_q.weight', B.A, QG, T, { barrier: false, levels });
+    mv(c, l, 'attn_k.weight', B.A, Kb, T, { barrier: false, levels });
+    mv(c, l, 'attn_v.weight', B.A, Vb, T, { levels });
   }
   const prep = { nHead: s.nHead, nHeadKv: s.nHeadKv, hd: s.headDim, nRot: s.nRot, qStride, kStride: st.kvDim, eps: s.eps };
   const norms = { qNorm: wbuf(c, l, 'attn_q_norm.weight'), kNorm: wbuf(c, l, 'attn_k_norm.weight'), ROPE: B.ROPE };
@@ -193,7 +198,7 @@ function moeFfn(c: StepContext, l: number): Pending {
     mv(c, l, 'ffn_gate_inp_shexp.weight', B.A, SG, T, { yStride: 1, barrier: false });
   }
   if (has('ffn_gate_up_shexp.weight')) {
-    mv(c, l, 'ffn_gate_up_shexp.weight', B.A, B.GS, T);
+    mv(c, l, 'ffn_gate_up_shexp.weight', B.A, B.GS, T, { levels: normLevels(c) });
   } else {
     mv(c, l, 'ffn_gate_shexp.weight', B.A, B.GS, T, { barrier: false });
     mv(c, l, 'ffn_up_shexp.weight', B.A, B.US, T);
@@ -212,14 +217,14 @@ function moeFfn(c: StepContext, l: number): Pending {
   const moe = T === 1 || c.rows ? undefined : { tiles: B.TILES, maxTiles: moeMaxTiles(T * Kx, s.nExpert), ids: B.IDS };
   if (moe && !streamed) dispatch(c.ops, K.moe_tiles, { IDS: B.IDS, LIST: B.LIST, TILES: B.TILES }, { nPairs: T * Kx, nExpert: s.nExpert, BN: MM_MOE_PAIRS }, [1]);
   if (has('ffn_gate_up_exps.weight')) {
-    mv(c, l, 'ffn_gate_up_exps.weight', B.A, B.GE, T * Kx, { flags: 1, moe, levels: ffnLevels(c) ? { q: B.XQ, s: B.XS } : undefined });
+    mv(c, l, 'ffn_gate_up_exps.weight', B.A, B.GE, T * Kx, { flags: 1, moe, levels: normLevels(c, false) });
   } else {
     mv(c, l, 'ffn_gate_exps.weight', B.A, B.GE, T * Kx, { flags: 1, barrier: false, moe });
     mv(c, l, 'ffn_up_exps.weight', B.A, B.UE, T * Kx, { flags: 1, moe });
     dispatch(c.ops, K.swiglu, { G: B.GE, U: B.UE }, { n: T * Kx * s.nFfExp }, [groups(K.swiglu, T * Kx * s.nFfExp)]);
   }
   // the SwiGLU outputs as int8 levels for the down projections where mvq.comp takes them
-  const downLevels = ffnLevels(c) && h.levelsFor(`blk.${l}.ffn_down_exps.weight`);
+  const downLevels = levelsOn(c) && h.levelsFor(`blk.${l}.ffn_down_exps.weight`);
   if (downLevels) dispatch(c.ops, K.quant, { X: B.GE, XQ: B.XQE, XS: B.XSE }, { n: s.nFfExp }, [groups(K.quant, s.nFfExp), T * Kx]);
   mv(c, l, 'ffn_down_exps.weight', B.GE, B.DE, T * Kx, { flags: 3, barrier: false, moe, levels: downLevels ? { q: B.XQE, s: B.XSE } : undefined });
   mv(c, l, 'ffn_down_shexp.weight', B.GS, B.DS, T);
@@ -239,8 +244,8 @@ function moeFfn(c: StepContext, l: number): Pending {
  */
 function outputHead(c: StepContext, p: Pending, from: number): void {
   const { h, T } = c, s = h.shape, B = h.buf, n = T - from;
-  norm(c, h.w.buf('output_norm.weight'), p, from, n);
-  h.matvec(c.ops, 'output.weight', B.A, B.LOGITS, n);
+  norm(c, h.w.buf('output_norm.weight'), p, from, n, levelsOn(c) && h.mvqDense);
+  h.matvec(c.ops, 'output.weight', B.A, B.LOGITS, n, { levels: normLevels(c) });
   // greedy decoding reads ARG instead of the logits row (see forward's deferLast)
   const g = groups(K.argmax, s.nVocab), bind = { LOGITS: B.LOGITS, TKA: B.TKA, TKB: B.TKB, ARG: B.ARG };
   const rows = c.rows ? n : 1, offset = c.rows ? 0 : (n - 1) * s.nVocab;
@@ -275,10 +280,10 @@ export function recordStep(c: StepContext, logitsFrom: number): void {
   dispatch(c.ops, K.step_in, { XIN: B.XIN, X: B.X, PIN: B.PIN, PARAMS: B.PARAMS }, { n: T * s.nEmbd, np }, [groups(K.step_in, Math.max(T * s.nEmbd, np))]);
   let pending = none(c);
   for (let l = 0; l < s.nLayer; l++) {
-    norm(c, wbuf(c, l, 'attn_norm.weight'), pending, 0, T);
+    norm(c, wbuf(c, l, 'attn_norm.weight'), pending, 0, T, levelsOn(c) && h.mvqDense);
     pending = s.recurrent[l] ? deltanetMixer(c, l) : attentionMixer(c, l);
     if (steering && steering.attnScale !== 0) steer(c, l, B.A2, steering.attnScale);
-    norm(c, wbuf(c, l, 'post_attention_norm.weight'), pending, 0, T, ffnLevels(c));
+    norm(c, wbuf(c, l, 'post_attention_norm.weight'), pending, 0, T, levelsOn(c));
     pending = moeFfn(c, l);
   }
   // rows before logitsFrom are never read again, so their last residual update is skipped

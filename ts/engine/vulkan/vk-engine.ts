@@ -84,6 +84,7 @@ export class VkEngine implements Engine, VkHost {
   private readonly mvTypes?: Set<string>;
   /** int8 activation levels for the routed gate+up (VkHost.mvq) */
   readonly mvq: boolean;
+  readonly mvqDense: boolean;
   private streamPlan?: { slots: number[]; fullLayers: number; layout: SlotLayout; budget?: number };
   stream?: VkExpertStream;
 
@@ -135,6 +136,7 @@ export class VkEngine implements Engine, VkHost {
     this.info = limit === undefined ? info : { ...info, deviceLocalBytes: limit };
     this.deviceBytes = info.deviceLocalBytes;
     this.mvq = info.integerDot && options.vkMvq !== false;
+    this.mvqDense = this.mvq && options.vkMvq !== 'experts';
     // the prefill step follows the device's memory unless the caller chose one
     this.chunk = options.chunk ?? vulkanChunk(this.info);
     // all-position logits (test vectors, log-probabilities) for as many rows of a step as 64 MiB
@@ -414,12 +416,12 @@ export class VkEngine implements Engine, VkHost {
   }
 
   /** Decode (one token): the stacked projections of `blk.L.key` as one matvec into STK; the part views, or undefined without a stack. */
-  stacked(ops: OpList, l: number, key: string, x: number, barrier = true): number[] | undefined {
+  stacked(ops: OpList, l: number, key: string, x: number, barrier = true, levels?: MatvecOpts['levels']): number[] | undefined {
     const st = this.w.stacks.get(`blk.${l}.${key}`);
     if (!st) return undefined;
     const route = key === 'router_in' && this.routesInMatvec(l);
     const epilogue = route ? { shader: 'matvec_router' as const, extra: [this.buf.IDS, this.buf.WTS, this.buf.CNT], aux: this.shape.nExpert } : undefined;
-    this.matvecOf(ops, st.w, route ? 'router_in+route' : key, x, this.buf.STK, 1, { barrier, epilogue });
+    this.matvecOf(ops, st.w, route ? 'router_in+route' : key, x, this.buf.STK, 1, { barrier, epilogue, levels });
     return st.views;
   }
 
