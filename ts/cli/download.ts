@@ -138,11 +138,21 @@ export async function download(o: DownloadOptions): Promise<string> {
     const out = fs.createWriteStream(part, { flags: start > 0 ? 'a' : 'w' });
     let done = start;
     await new Promise<void>((resolve, reject) => {
+      // a failed transfer settles only once the partial file is flushed and closed: settling
+      // earlier let a resume read its size while the old stream still appended (bytes written
+      // twice, a file larger than the model)
+      let failed: Error | undefined;
+      const fail = (e: Error) => {
+        if (failed) return;
+        failed = e;
+        res.body.unpipe(out);
+        out.end();
+      };
       res.body.on('data', (chunk: Buffer) => { done += chunk.length; o.progress?.(done, total); });
-      res.body.on('error', reject);
-      res.body.on('aborted', () => reject(new CliError(`download: connection dropped at ${done} bytes; run the same command again to resume`)));
-      out.on('error', (e) => reject(new CliError(`download: cannot write ${part}: ${e.message}`)));
-      out.on('finish', () => resolve());
+      res.body.on('error', (e: Error) => fail(new CliError(`download: connection failed at ${done} bytes (${e.message}); run the same command again to resume`)));
+      res.body.on('aborted', () => fail(new CliError(`download: connection dropped at ${done} bytes; run the same command again to resume`)));
+      out.on('error', (e) => { failed ??= new CliError(`download: cannot write ${part}: ${e.message}`); });
+      out.on('close', () => (failed ? reject(failed) : resolve()));
       res.body.pipe(out);
     });
   }
