@@ -216,6 +216,21 @@ describe('CPU: the ordered fallback', () => {
   }, 600_000);
 });
 
+/**
+ * A native batched step of the cases `which` over `steps` steps: each row's tokens and logits bit-identical
+ * to its session decoded alone (`solo`: the first case's, already decoded).
+ */
+async function expectRowsAsAlone(e: Engine, which: number[], steps: number, solo: { ids: number[]; rows: Float32Array[] }): Promise<void> {
+  const r = await batched(e, which.map((c) => cases[c].prompt_ids), steps);
+  expect(batchedNatively(e, which.map(() => ({ session: undefined as never, token: 0 })))).toBe(true);
+  for (const [i, c] of which.entries()) {
+    const s = i === 0 ? solo : await alone(e, cases[c].prompt_ids, steps);
+    expect(r.ids[i], `row ${i}`).toEqual(s.ids);
+    r.rows[i].forEach((row, k) => expect(maxDiff(row, s.rows[k]), `row ${i} step ${k}`).toBe(0));
+  }
+  r.sessions.forEach((s) => s.dispose());
+}
+
 // mv.comp in place of matvec.comp for the routed experts' types of the q2 model (Q36_VK_MV,
 // vkMvTypes): the decode agrees with the matvec engine's within the Vulkan tolerance, and a batched
 // row still gets the bits of its session decoded alone (the experts are one-row products in both).
@@ -235,14 +250,7 @@ describe('Vulkan batched decode with mv.comp (vkMvTypes)', () => {
       expect(names.some((n) => n.startsWith('mv_iq2_xxs ffn_gate_up_exps'))).toBe(true);
       expect(names.filter((n) => /^matvec\d?_(q2_k|iq2_xxs) /.test(n))).toEqual([]);
       solo.rows.forEach((row, k) => expect(maxDiff(row, want.rows[k]), `step ${k}`).toBeLessThanOrEqual(1e-3));
-      const r = await batched(mv, which.map((c) => cases[c].prompt_ids), steps);
-      expect(batchedNatively(mv, which.map(() => ({ session: undefined as never, token: 0 })))).toBe(true);
-      for (const [i, c] of which.entries()) {
-        const s = i === 0 ? solo : await alone(mv, cases[c].prompt_ids, steps);
-        expect(r.ids[i], `row ${i}`).toEqual(s.ids);
-        r.rows[i].forEach((row, k) => expect(maxDiff(row, s.rows[k]), `row ${i} step ${k}`).toBe(0));
-      }
-      r.sessions.forEach((s) => s.dispose());
+      await expectRowsAsAlone(mv, which, steps, solo);
     } finally {
       base.dispose();
       mv.dispose();
@@ -271,14 +279,7 @@ describe('Vulkan decode with mvq.comp (int8 activation levels)', () => {
       // the dense Q8_0 products over the norms (stacked projections, shared gate+up, LM head) too
       for (const w of ['ssm_in', 'attn_in', 'ffn_gate_up_shexp', 'output']) expect(names.some((n) => n.startsWith(`mvq_q8_0 ${w}`)), w).toBe(true);
       solo.rows.forEach((row, k) => expect(maxDiff(row, want.rows[k]), `step ${k}`).toBeLessThanOrEqual(1e-3));
-      const r = await batched(e, which.map((c) => cases[c].prompt_ids), steps);
-      expect(batchedNatively(e, which.map(() => ({ session: undefined as never, token: 0 })))).toBe(true);
-      for (const [i, c] of which.entries()) {
-        const s = i === 0 ? solo : await alone(e, cases[c].prompt_ids, steps);
-        expect(r.ids[i], `row ${i}`).toEqual(s.ids);
-        r.rows[i].forEach((row, k) => expect(maxDiff(row, s.rows[k]), `row ${i} step ${k}`).toBe(0));
-      }
-      r.sessions.forEach((s) => s.dispose());
+      await expectRowsAsAlone(e, which, steps, solo);
     } finally {
       base.dispose();
       e.dispose();
