@@ -273,6 +273,8 @@ describe('Vulkan decode with mvq.comp (int8 activation levels)', () => {
       const want = await alone(base, cases[which[0]].prompt_ids, steps);
       const solo = await alone(e, cases[which[0]].prompt_ids, steps);
       const names = (e as VkEngine).profile().map((p) => p.shader);
+      expect(e.describe()).toMatch(/matvecs   decode over int8 activation levels \(mvq\): every product/);
+      expect(base.describe()).toMatch(/matvecs   decode over int8 activation levels \(mvq\): none \(Q36_VK_MVQ=0\)/);
       expect(names.some((n) => n.startsWith('mvq_iq2_xxs ffn_gate_up_exps'))).toBe(true);
       expect(names.some((n) => n.startsWith('mvq_q2_k ffn_down_exps'))).toBe(true);
       expect(names.filter((n) => n.startsWith('quant')).length).toBe(names.filter((n) => n.startsWith('mvq_q2_k ffn_down_exps')).length);

@@ -521,6 +521,8 @@ export class VkEngine implements Engine, VkHost {
       ...(this.stream ? [this.describeStreaming()] : []),
       `kv cache  ${this.kv.k}/${this.kv.v}: ${kvTok} B/token, ${(kvTok * this.options.ctx / 2 ** 20).toFixed(1)} MiB for ctx ${this.options.ctx}`,
       `deltanet  state ${(recurrentStateBytes(this.shape) / 2 ** 20).toFixed(1)} MiB per session; scratch ${(this.scratchBytes / 2 ** 20).toFixed(1)} MiB`,
+      // which decode products run over int8 activation levels (mvq): recorded numbers depend on it
+      `matvecs   decode over int8 activation levels (mvq): ${this.mvqDense ? 'every product over a norm or the routed SwiGLU' : this.mvq ? 'the routed experts only (Q36_VK_MVQ=experts)' : this.info.integerDot ? 'none (Q36_VK_MVQ=0)' : 'none (the device has no packed integer dot products)'}`,
       ...((this.options.batchRows ?? 1) > 1 ? [this.batchIssue ? `batched   not available: ${this.batchIssue} (sessions take turns)` : `batched   decode steps of up to ${this.batchRows} sessions`] : []),
     ].join('\n');
   }
