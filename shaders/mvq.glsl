@@ -1,15 +1,16 @@
 // Body of mvq.comp (TOKENS_N = 1) and mvq4.comp (4 activation rows a workgroup: batched decode
 // steps' dense products, each row summed exactly as mvq.comp sums it). A matvec (#17, #20) over
-// 32-weight units against the activation rows as three int8 levels per 32 values (rmsnorm's quant: x ≈ s0·a0 + s1·a1 + s2·a2, s1 = s0/254, s2 =
-// s1/254, so the representation error is about amax·2^-24 of the 32 values, f32's own rounding),
-// with packed 4×8-bit integer dot products (VK_KHR_shader_integer_dot_product): a unit's level
-// sums are exact integers, scaled once per level. The f32 matvec decodes, converts and multiplies
-// every weight (~9 instructions a weight, the H200's limit near 2·10¹² weights/s); here 8 weights
-// cost one dot product a level.
+// 32-weight units against the activation rows as three int8 levels per 32 values (levels.glsl:
+// x ≈ s0·a0 + s1·a1 + s2·a2, error about amax·2^-24 of the 32 values, f32's own rounding), with
+// packed 4×8-bit integer dot products (VK_KHR_shader_integer_dot_product): a unit's level sums are
+// exact integers, scaled once per level. The f32 matvec decodes, converts and multiplies every
+// weight (~9 instructions a weight, the H200's limit near 2·10¹² weights/s); here 8 weights cost
+// one dot product a level.
 // X: the levels as uvec4, [row][level][half][unit] (a warp's loads one contiguous run);
-// XS: per row and unit (s0, s1, s2, 0). Thread t takes units t, t+64, … of ROWS rows; the
-// reduction as matvec.glsl. Flags as matvec.glsl (bit 0 expert gather, bit 1 X row = j, bit 2 GLU).
-// A row's sum depends only on its levels and n: decode and batched steps give a row the same bits.
+// XS: per row and unit (s0, s1, s2, 0). L = min(64, n/32) lanes a row, lane t takes units t,
+// t+L, … of ROWS rows (main() below); the reduction as matvec.glsl for L = 64, in lane order
+// through shared memory below. Flags as matvec.glsl (bit 0 expert gather, bit 1 X row = j, bit 2
+// GLU). A row's sum depends only on its levels and n: decode and batched steps give it the same bits.
 #extension GL_GOOGLE_include_directive : enable
 #extension GL_EXT_spirv_intrinsics : require
 #extension GL_KHR_shader_subgroup_arithmetic : enable
