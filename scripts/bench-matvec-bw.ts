@@ -18,7 +18,7 @@ import { KERNELS, dispatch } from '../ts/engine/vulkan/kernels.js';
 import { GgmlType, rowBytes, typeName } from '../ts/gguf/index.js';
 import { Rng, fillRandom } from '../ts/model/synth.js';
 import { loadAddon } from '../ts/vk/addon.js';
-import { median } from './lib/stats.js';
+import { gpuTime } from './lib/gpu-time.js';
 
 const a = parseArgs({ options: {
   'vk-device': { type: 'string', default: '-1' }, reps: { type: 'string', default: '20' }, scale: { type: 'string', default: '1' },
@@ -57,28 +57,12 @@ const kernels = a.kernels!.split(',');
 for (const k of kernels) if (k !== 'matvec' && k !== 'mv') { console.error(`bench-matvec-bw: unknown kernel "${k}" (matvec, mv)`); process.exit(2); }
 const used = new Set<string>();
 
-/**
- * GPU seconds of one dispatch: `reps` copies recorded back to back in one command (a barrier
- * after each, so they do not overlap), each timed by timestamps; the median. One command keeps
- * the GPU busy the way a decode step does: dispatches run one at a time with the host waiting in
- * between leave the clocks low (the first H200 run of this script, 2026-12-01 15:42, did that:
- * SM clock 345 MHz after it, kernels 2-5× slower than inside a decode step).
- */
+// bench-matvec-bw's warm-up (lib/gpu-time.ts says why)
 const WARM_MS = 400;
 function time(build: (ops: OpList, rep: number) => void): number {
-  const ops = new OpList(pipes);
-  for (let i = 0; i < reps; i++) build(ops, i);
-  ops.names.forEach((n) => used.add(n));
-  const cmd = dev.record(ops.build(), true);
-  // warm-up: first touch, and clocks: the host filling a type's weights leaves the GPU idle for
-  // seconds, and two runs of a few ms were still ramping (the K-quant LM heads, 2026-12-01 23:11,
-  // 5-15× slower than Q8_0's per weight, about the 345 MHz / 1980 MHz of an idle H200)
-  const t0 = performance.now();
-  do dev.runSync(cmd); while (performance.now() - t0 < WARM_MS);
-  dev.runSync(cmd);
-  const t = Array.from(dev.timings(cmd), (ns) => ns / 1e9);
-  dev.freeCommand(cmd);
-  return median(t);
+  const r = gpuTime({ dev, pipes, reps, warmMs: WARM_MS }, build);
+  r.names.forEach((n) => used.add(n));
+  return r.seconds;
 }
 
 // copy bandwidth: 1 GiB (scaled) read + written

@@ -11,7 +11,7 @@ import { OpList, Pipelines, gridBlob, matvecOp } from '../ts/engine/vulkan/graph
 import { GgmlType, rowBytes } from '../ts/gguf/index.js';
 import { Rng, fillRandom } from '../ts/model/synth.js';
 import { loadAddon } from '../ts/vk/addon.js';
-import { median } from './lib/stats.js';
+import { gpuTime } from './lib/gpu-time.js';
 
 const a = parseArgs({ options: {
   reps: { type: 'string', default: '20' }, scale: { type: 'string', default: '1' },
@@ -45,17 +45,7 @@ function levels(x: Float32Array, n: number, rows: number): { q: Uint8Array; s: F
   return { q: new Uint8Array(q.buffer), s };
 }
 
-function time(build: (ops: OpList) => void): number {
-  const ops = new OpList(pipes);
-  for (let i = 0; i < reps; i++) build(ops);
-  const cmd = dev.record(ops.build(), true);
-  const t0 = performance.now();
-  do dev.runSync(cmd); while (performance.now() - t0 < 300);
-  dev.runSync(cmd);
-  const t = Array.from(dev.timings(cmd), (ns) => ns / 1e9);
-  dev.freeCommand(cmd);
-  return median(t);
-}
+const time = (build: (ops: OpList) => void) => gpuTime({ dev, pipes, reps, warmMs: 300 }, build).seconds;
 
 const NAMES: Record<string, GgmlType> = { q8_0: GgmlType.Q8_0, iq2_xxs: GgmlType.IQ2_XXS, q2_k: GgmlType.Q2_K };
 interface Shape { what: string; rows: number; n: number; pairs?: number; down?: boolean }

@@ -36,6 +36,9 @@ uint signed4(uint mag, uint m4) {
   return (mag ^ (b * 0xFFu)) + b;
 }
 uint xw(uvec4 x[6], uint k, uint w) { uvec4 v = x[2u * k + (w >> 2)]; uint c = w & 3u; return c == 0u ? v.x : c == 1u ? v.y : c == 2u ? v.z : v.w; }
+// Σ_k s_k·S_k: the integer sums against the three levels, scaled (one expression for every type,
+// so every kernel form sums a unit alike)
+float levelSum(vec4 s, int S0, int S1, int S2) { return (s.x * float(S0) + s.y * float(S1)) + s.z * float(S2); }
 
 #if defined(TYPE_Q8_0)
 // Q8_0: the block's 32 quant bytes as 8 words and its scale (loaded once for all of mvq4's
@@ -59,7 +62,7 @@ float q8Dot(uint qw[8], float db, uvec4 x[6], vec4 s) {
     S1 += sdot(qw[w], xw(x, 1u, w), 0);
     S2 += sdot(qw[w], xw(x, 2u, w), 0);
   }
-  return db * ((s.x * float(S0) + s.y * float(S1)) + s.z * float(S2));
+  return db * levelSum(s, S0, S1, S2);
 }
 #endif
 
@@ -99,12 +102,12 @@ float unitDot(uint o, uint u, uvec4 x[6], vec4 s, vec2 xh) {
     uint q = (W[qo + w] >> sh) & 0x03030303u;
     T0 += sdot(q, xw(x, 0u, w), 0); T1 += sdot(q, xw(x, 1u, w), 0); T2 += sdot(q, xw(x, 2u, w), 0);
   }
-  float lo = (s.x * float(S0) + s.y * float(S1)) + s.z * float(S2), hi = (s.x * float(T0) + s.y * float(T1)) + s.z * float(T2);
+  float lo = levelSum(s, S0, S1, S2), hi = levelSum(s, T0, T1, T2);
   return (dm.x * float(sc & 15u) * lo - dm.y * float((sc >> 4) & 15u) * xh.x) + (dm.x * float((sc >> 8) & 15u) * hi - dm.y * float(sc >> 12) * xh.y);
 #else
 #error "mvq.comp: IQ2_XXS, Q8_0 and Q2_K only"
 #endif
-  return db * ((s.x * float(S0) + s.y * float(S1)) + s.z * float(S2));
+  return db * levelSum(s, S0, S1, S2);
 }
 
 // L = min(64, n/32) threads a row (n/32 ≥ 64 or a power of two: the 512-value rows of the routed

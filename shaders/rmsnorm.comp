@@ -82,7 +82,12 @@ void main() {
   if (held) {
     [[unroll]] for (uint e = 0u; e < EPT; e++) {
       uint i = tid + e * NT;
-      if (i < pc.n) { float y = xv[e] * r * wv[e]; Y[yo + i] = y; ys[i] = y; }
+      if (i < pc.n) {
+        float y = xv[e] * r * wv[e];
+        Y[yo + i] = y;
+        // the row in shared memory for quantize() (only then: the norm runs 81 times a step)
+        if (pc.quant != 0u) ys[i] = y;
+      }
     }
     if (pc.quant != 0u) quantize(t);
   } else {

@@ -8,7 +8,7 @@
 import * as fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { evalBatch, batchedNatively } from '../ts/engine/batch.js';
-import { openEngine, type Engine, type SampleOptions, type Session } from '../ts/engine/index.js';
+import { openEngine, type Engine, type EngineOptions, type SampleOptions, type Session } from '../ts/engine/index.js';
 import type { VkEngine } from '../ts/engine/vulkan/vk-engine.js';
 import { fixture } from './helpers.js';
 
@@ -231,31 +231,41 @@ async function expectRowsAsAlone(e: Engine, which: number[], steps: number, solo
   r.sessions.forEach((s) => s.dispose());
 }
 
+/**
+ * tinyA q2 on an engine with `opts` (4 batch rows, profiled) against the f32 matvec engine
+ * (vkMvq: false): `look` checks the decode step's dispatch names; the first case's logits within
+ * 1e-3 of the f32 engine's over 4 steps; the cases `which` as one batched step each row
+ * bit-identical to alone.
+ */
+async function againstF32(opts: Partial<EngineOptions>, which: number[], look: (names: string[], e: Engine, base: Engine) => void): Promise<void> {
+  const model = fixture('tinyA/tinyA-q2.gguf'), common = { model, backend: 'vulkan' as const, ctx: 512, kvTypes: { k: 'f16' as const, v: 'f16' as const } };
+  const base = await openEngine({ ...common, vkMvq: false });
+  const e = await openEngine({ ...common, batchRows: 4, vkProfile: true, ...opts });
+  try {
+    const steps = 4;
+    const want = await alone(base, cases[which[0]].prompt_ids, steps);
+    const solo = await alone(e, cases[which[0]].prompt_ids, steps);
+    look((e as VkEngine).profile().map((p) => p.shader), e, base);
+    solo.rows.forEach((row, k) => expect(maxDiff(row, want.rows[k]), `step ${k}`).toBeLessThanOrEqual(1e-3));
+    await expectRowsAsAlone(e, which, steps, solo);
+  } finally {
+    base.dispose();
+    e.dispose();
+  }
+}
+
 // mv.comp in place of matvec.comp for the routed experts' types of the q2 model (Q36_VK_MV,
 // vkMvTypes): the decode agrees with the matvec engine's within the Vulkan tolerance, and a batched
 // row still gets the bits of its session decoded alone (the experts are one-row products in both).
 // (A dense weight's type on mv would not: a batched step runs dense weights through the matmuls,
 // which sum as matvec does.)
 describe('Vulkan batched decode with mv.comp (vkMvTypes)', () => {
-  const model = fixture('tinyA/tinyA-q2.gguf');
-  it('the decode steps run mv; logits within 1e-3 of matvec\'s; 3 batched rows bit-identical to alone', async () => {
-    const base = await openEngine({ model, backend: 'vulkan', ctx: 512, kvTypes: { k: 'f16', v: 'f16' }, vkMvq: false });
-    const mv = await openEngine({ model, backend: 'vulkan', ctx: 512, kvTypes: { k: 'f16', v: 'f16' }, batchRows: 4, vkMvTypes: ['q2_k', 'iq2_xxs'], vkMvq: false, vkProfile: true });
-    try {
-      const which = [0, 2, 3], steps = 4;
-      const want = await alone(base, cases[which[0]].prompt_ids, steps);
-      const solo = await alone(mv, cases[which[0]].prompt_ids, steps);
-      const names = (mv as VkEngine).profile().map((p) => p.shader);
+  it('the decode steps run mv; logits within 1e-3 of matvec\'s; 3 batched rows bit-identical to alone', () =>
+    againstF32({ vkMvTypes: ['q2_k', 'iq2_xxs'], vkMvq: false }, [0, 2, 3], (names) => {
       expect(names.some((n) => n.startsWith('mv_q2_k ffn_down_exps'))).toBe(true);
       expect(names.some((n) => n.startsWith('mv_iq2_xxs ffn_gate_up_exps'))).toBe(true);
       expect(names.filter((n) => /^matvec\d?_(q2_k|iq2_xxs) /.test(n))).toEqual([]);
-      solo.rows.forEach((row, k) => expect(maxDiff(row, want.rows[k]), `step ${k}`).toBeLessThanOrEqual(1e-3));
-      await expectRowsAsAlone(mv, which, steps, solo);
-    } finally {
-      base.dispose();
-      mv.dispose();
-    }
-  }, 600_000);
+    }), 600_000);
 });
 
 // mvq.comp (int8 activation levels, packed integer dot products; lavapipe has them): the q2 model's
@@ -264,15 +274,8 @@ describe('Vulkan batched decode with mv.comp (vkMvTypes)', () => {
 // batched row keeps the bits of its session decoded alone
 describe('Vulkan decode with mvq.comp (int8 activation levels)', () => {
   // (batched rows run the dense products through mvq4.comp: each row summed as mvq.comp sums it)
-  const model = fixture('tinyA/tinyA-q2.gguf');
-  it('the routed experts and dense products run mvq; logits within 1e-3 of the f32 matvec; 3 batched rows bit-identical to alone', async () => {
-    const base = await openEngine({ model, backend: 'vulkan', ctx: 512, kvTypes: { k: 'f16', v: 'f16' }, vkMvq: false });
-    const e = await openEngine({ model, backend: 'vulkan', ctx: 512, kvTypes: { k: 'f16', v: 'f16' }, batchRows: 4, vkProfile: true });
-    try {
-      const which = [1, 2, 3], steps = 4;
-      const want = await alone(base, cases[which[0]].prompt_ids, steps);
-      const solo = await alone(e, cases[which[0]].prompt_ids, steps);
-      const names = (e as VkEngine).profile().map((p) => p.shader);
+  it('the routed experts and dense products run mvq; logits within 1e-3 of the f32 matvec; 3 batched rows bit-identical to alone', () =>
+    againstF32({}, [1, 2, 3], (names, e, base) => {
       expect(e.describe()).toMatch(/matvecs   decode over int8 activation levels \(mvq\): every product/);
       expect(base.describe()).toMatch(/matvecs   decode over int8 activation levels \(mvq\): none \(Q36_VK_MVQ=0\)/);
       expect(names.some((n) => n.startsWith('mvq_iq2_xxs ffn_gate_up_exps'))).toBe(true);
@@ -280,13 +283,7 @@ describe('Vulkan decode with mvq.comp (int8 activation levels)', () => {
       expect(names.filter((n) => n.startsWith('quant')).length).toBe(names.filter((n) => n.startsWith('mvq_q2_k ffn_down_exps')).length);
       // the dense Q8_0 products over the norms (stacked projections, shared gate+up, LM head) too
       for (const w of ['ssm_in', 'attn_in', 'ffn_gate_up_shexp', 'output']) expect(names.some((n) => n.startsWith(`mvq_q8_0 ${w}`)), w).toBe(true);
-      solo.rows.forEach((row, k) => expect(maxDiff(row, want.rows[k]), `step ${k}`).toBeLessThanOrEqual(1e-3));
-      await expectRowsAsAlone(e, which, steps, solo);
-    } finally {
-      base.dispose();
-      e.dispose();
-    }
-  }, 600_000);
+    }), 600_000);
 });
 
 // bench-batch --check (the H200 record's evidence that batched rows decode what they decode alone):

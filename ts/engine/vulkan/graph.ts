@@ -134,6 +134,11 @@ export const MATMUL_TOKENS = 8;
  * (+2.1%); one session unchanged (the same dispatches). Bit-identical either way (matvec.glsl: a
  * row's sums do not depend on the rows a workgroup takes).
  */
+export const SPLIT8_TYPES = new Set(['q8_0']);
+/** Activation rows per matmul workgroup for nRows ≥ 2 rows: the fewest of 2, 4, 8 that cover them (a batched decode step's rows), 4 for SPLIT8_TYPES up to 8. */
+export function matmulTokens(type: string, nRows: number): number {
+  return nRows <= 2 ? 2 : nRows <= 4 || (nRows <= MATMUL_TOKENS && SPLIT8_TYPES.has(type)) ? 4 : MATMUL_TOKENS;
+}
 /**
  * Weight types with mvq.comp / mvq4.comp variants (32-weight units against int8 activation levels,
  * packed integer dot products; mvq4: 4 activation rows a workgroup, each summed as mvq sums it
@@ -144,15 +149,13 @@ export const MATMUL_TOKENS = 8;
  */
 export const MVQ_TYPES = new Set(['iq2_xxs', 'q8_0', 'q2_k']);
 export const MVQ_ROWS = 4;
-/** mvq.comp's rows: 32-value units, min(64, n/32) threads a row, so n/32 ≥ 64 or a divisor of 64. */
-export function mvqFits(n: number): boolean {
+/**
+ * Whether mvq.comp takes a weight's products: its type has the variants, and its rows (n values)
+ * are 32-value units, min(64, n/32) threads a row, so n/32 ≥ 64 or a divisor of 64.
+ */
+export function mvqTakes(type: string, n: number): boolean {
   const nu = n / 32;
-  return n % 32 === 0 && (nu >= 64 || 64 % nu === 0);
-}
-export const SPLIT8_TYPES = new Set(['q8_0']);
-/** Activation rows per matmul workgroup for nRows ≥ 2 rows: the fewest of 2, 4, 8 that cover them (a batched decode step's rows), 4 for SPLIT8_TYPES up to 8. */
-export function matmulTokens(type: string, nRows: number): number {
-  return nRows <= 2 ? 2 : nRows <= 4 || (nRows <= MATMUL_TOKENS && SPLIT8_TYPES.has(type)) ? 4 : MATMUL_TOKENS;
+  return MVQ_TYPES.has(type) && n % 32 === 0 && (nu >= 64 || 64 % nu === 0);
 }
 /** The tiled matmuls (mm.glsl): weight rows per tile, activation rows per tile (dense / experts), reduction step. */
 export const MM_ROWS = 64;
@@ -231,8 +234,9 @@ export interface MatvecDispatch {
   /** one activation row through mv.comp (32-weight units: true) or matvec.comp (false); default by type (MV_TYPES) */
   unit?: boolean;
   /**
-   * The activation rows also as int8 levels (q: XQ, s: XS; rmsnorm quant): a one-activation-row
-   * product of an MVQ_TYPES weight runs mvq.comp over them
+   * The activation rows also as int8 levels (q: XQ, s: XS; rmsnorm quant, quant.comp): a product
+   * mvq takes (mvqTakes) runs over them, mvq.comp for one activation row or routed pairs, mvq4.comp
+   * for several plain rows
    */
   levels?: { q: number; s: number };
   /**
@@ -276,7 +280,7 @@ export function matvecOp(ops: OpList, d: MatvecDispatch): void {
   const tokens = d.nRows > 1 && (flags & 1) === 0 ? matmulTokens(d.type, d.nRows) : 1;
   if (d.epilogue && (tokens > 1 || d.nRows !== 1)) throw new Error(`${d.epilogue.shader}: one activation row only`);
   const glu = (flags & 4) !== 0;
-  if (d.levels && MVQ_TYPES.has(d.type) && !d.epilogue && mvqFits(d.n)) {
+  if (d.levels && !d.epilogue && mvqTakes(d.type, d.n)) {
     // 64 / min(64, n/32) sets of rows a workgroup (mvq.glsl); several plain activation rows 4 a
     // workgroup (mvq4: each row summed as mvq sums it alone)
     const perWg = (64 / Math.min(64, d.n / 32)) * (glu ? MVQ_ROWS / 2 : MVQ_ROWS), t4 = (flags & 1) === 0 && d.nRows > 1;

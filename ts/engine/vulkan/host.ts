@@ -34,7 +34,7 @@ export interface VkHost {
   readonly mvq: boolean;
   /** and the dense products over the norms' outputs too (not only the routed experts) */
   readonly mvqDense: boolean;
-  /** whether mvq.comp takes this weight's one-row products (mvq on, its type in MVQ_TYPES, its rows fit) */
+  /** whether mvq.comp takes this weight's one-row products (mvq on and graph.ts mvqTakes) */
   levelsFor(name: string): boolean;
   /** engine-wide scratch buffers by name (scratch.ts) */
   readonly buf: Readonly<Record<string, number>>;

@@ -24,6 +24,8 @@ export interface ScratchOptions {
 
 export function scratchTable(s: ModelShape, o: ScratchOptions): ScratchBuffer[] {
   const { T, ctx } = o, st = stateSizes(s), K = s.nExpertUsed, batch = o.batch ?? 1, params = Math.max(4, batch * (o.paramWords ?? 4));
+  // rows of a decode (1) or batched decode step: the int8 levels' rows
+  const levelRows = Math.max(1, batch);
   // the decode output of every stack (weights.ts STACKS): the largest of their row totals
   const stackRows = Math.max(st.convCh + s.ssmInner + 2 * s.ssmVHeads, 2 * s.nHead * s.headDim + 2 * st.kvDim, s.nExpert + 1);
   return [
@@ -46,9 +48,9 @@ export function scratchTable(s: ModelShape, o: ScratchOptions): ScratchBuffer[] 
     { name: 'STK', floats: stackRows },
     // a decode or batched step's normed rows as int8 levels for mvq.comp (rmsnorm quant): three
     // bytes a value, and three scales (a vec4) per 32 values
-    { name: 'XQ', floats: Math.max(1, batch) * 3 * s.nEmbd / 4 }, { name: 'XS', floats: Math.max(1, batch) * s.nEmbd / 8 },
+    { name: 'XQ', floats: levelRows * 3 * s.nEmbd / 4 }, { name: 'XS', floats: levelRows * s.nEmbd / 8 },
     // and the routed experts' SwiGLU outputs (quant.comp), the down projections' input
-    { name: 'XQE', floats: Math.max(1, batch) * K * 3 * s.nFfExp / 4 }, { name: 'XSE', floats: Math.max(1, batch) * K * s.nFfExp / 8 },
+    { name: 'XQE', floats: levelRows * K * 3 * s.nFfExp / 4 }, { name: 'XSE', floats: levelRows * K * s.nFfExp / 8 },
     // host-visible only where that memory is the device's own (unified): on a discrete GPU the
     // output matvec would write it across PCIe every step, and most steps never read it
     { name: 'LOGITS', floats: o.logitsRows * s.nVocab, host: o.unified },

@@ -244,7 +244,7 @@ function moeFfn(c: StepContext, l: number): Pending {
  */
 function outputHead(c: StepContext, p: Pending, from: number): void {
   const { h, T } = c, s = h.shape, B = h.buf, n = T - from;
-  norm(c, h.w.buf('output_norm.weight'), p, from, n, levelsOn(c) && h.mvqDense);
+  norm(c, h.w.buf('output_norm.weight'), p, from, n, !!normLevels(c));
   h.matvec(c.ops, 'output.weight', B.A, B.LOGITS, n, { levels: normLevels(c) });
   // greedy decoding reads ARG instead of the logits row (see forward's deferLast)
   const g = groups(K.argmax, s.nVocab), bind = { LOGITS: B.LOGITS, TKA: B.TKA, TKB: B.TKB, ARG: B.ARG };
@@ -280,10 +280,10 @@ export function recordStep(c: StepContext, logitsFrom: number): void {
   dispatch(c.ops, K.step_in, { XIN: B.XIN, X: B.X, PIN: B.PIN, PARAMS: B.PARAMS }, { n: T * s.nEmbd, np }, [groups(K.step_in, Math.max(T * s.nEmbd, np))]);
   let pending = none(c);
   for (let l = 0; l < s.nLayer; l++) {
-    norm(c, wbuf(c, l, 'attn_norm.weight'), pending, 0, T, levelsOn(c) && h.mvqDense);
+    norm(c, wbuf(c, l, 'attn_norm.weight'), pending, 0, T, !!normLevels(c));
     pending = s.recurrent[l] ? deltanetMixer(c, l) : attentionMixer(c, l);
     if (steering && steering.attnScale !== 0) steer(c, l, B.A2, steering.attnScale);
-    norm(c, wbuf(c, l, 'post_attention_norm.weight'), pending, 0, T, levelsOn(c));
+    norm(c, wbuf(c, l, 'post_attention_norm.weight'), pending, 0, T, !!normLevels(c, false));
     pending = moeFfn(c, l);
   }
   // rows before logitsFrom are never read again, so their last residual update is skipped

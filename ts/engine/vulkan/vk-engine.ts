@@ -28,7 +28,7 @@ import { DEFAULT_KV, MAX_BATCH_ROWS, STREAMING, vulkanChunk } from '../defaults.
 import { BatchSteps, batchProblem } from './batch-step.js';
 import { scratchBytes, scratchTable, type ScratchBuffer } from './scratch.js';
 import { recordTopK } from './step.js';
-import { MM_MOE_PAIRS, MVQ_TYPES, OpList, Pipelines, TOPK_MAX, gridBlob, matvecOp, mvqFits } from './graph.js';
+import { MM_MOE_PAIRS, OpList, Pipelines, TOPK_MAX, gridBlob, matvecOp, mvqTakes } from './graph.js';
 import { MATVEC, VkWeights, copiedBytesEstimate, readBytes, type DevTensor, type WeightMode } from './weights.js';
 
 export { TOPK_MAX };
@@ -412,7 +412,7 @@ export class VkEngine implements Engine, VkHost {
 
   levelsFor(name: string): boolean {
     const w = this.w.t.get(name);
-    return this.mvq && !!w && MVQ_TYPES.has(MATVEC[w.type]) && mvqFits(w.ne0);
+    return this.mvq && !!w && mvqTakes(MATVEC[w.type], w.ne0);
   }
 
   /** Decode (one token): the stacked projections of `blk.L.key` as one matvec into STK; the part views, or undefined without a stack. */
