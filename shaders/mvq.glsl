@@ -1,5 +1,5 @@
-// Body of mvq.comp (TOKENS_N = 1) and mvq4.comp (4 activation rows a workgroup: batched decode
-// steps' dense products, each row summed exactly as mvq.comp sums it). A matvec (#17, #20) over
+// Body of mvq.comp (TOKENS_N = 1), mvq2.comp and mvq4.comp (2 or 4 activation rows a workgroup:
+// batched decode steps' dense products, each row summed exactly as mvq.comp sums it). A matvec (#17, #20) over
 // 32-weight units against the activation rows as three int8 levels per 32 values (levels.glsl:
 // x ≈ s0·a0 + s1·a1 + s2·a2, error about amax·2^-24 of the 32 values, f32's own rounding), with
 // packed 4×8-bit integer dot products (VK_KHR_shader_integer_dot_product): a unit's level sums are
@@ -7,9 +7,10 @@
 // weight (~9 instructions a weight, the H200's limit near 2·10¹² weights/s); here 8 weights cost
 // one dot product a level.
 // X: the levels as uvec4, [row][level][half][unit] (a warp's loads one contiguous run);
-// XS: per row and unit (s0, s1, s2, 0). L = min(64, n/32) lanes a row, lane t takes units t,
-// t+L, … of ROWS rows (main() below); the reduction as matvec.glsl for L = 64, in lane order
-// through shared memory below. Flags as matvec.glsl (bit 0 expert gather, bit 1 X row = j, bit 2
+// XS: per row and unit (s0, s1, s2, 0). L = min(pc.aux, n/32) lanes a row (pc.aux: 64, 32 or 16;
+// 0 reads as 64), lane t takes units t, t+L, … of ROWS rows (main() below); the reduction as
+// matvec.glsl for L = 64, in lane order through shared memory below. A row's bits depend on L:
+// the host gives every form of one product the same L (graph.ts mvqLanes). Flags as matvec.glsl (bit 0 expert gather, bit 1 X row = j, bit 2
 // GLU). A row's sum depends only on its levels and n: decode and batched steps give it the same bits.
 #extension GL_GOOGLE_include_directive : enable
 #extension GL_EXT_spirv_intrinsics : require
@@ -110,13 +111,13 @@ float unitDot(uint o, uint u, uvec4 x[6], vec4 s, vec2 xh) {
   return db * levelSum(s, S0, S1, S2);
 }
 
-// L = min(64, n/32) threads a row (n/32 ≥ 64 or a power of two: the 512-value rows of the routed
-// down projections take 16), 64/L sets of ROWS rows a workgroup; TOKENS activation rows (plain
+// L = min(pc.aux, n/32) threads a row (n/32 ≥ L or a power of two: the 512-value rows of the
+// routed down projections take 16), 64/L sets of ROWS rows a workgroup; TOKENS activation rows (plain
 // rows only: no gather) each summed exactly as a workgroup of one would
 const uint TOKENS = TOKENS_N;
 void main() {
   bool glu = (pc.flags & 4u) != 0u;
-  uint nu = pc.n / 32u, L = min(64u, nu), S = 64u / L;
+  uint nu = pc.n / 32u, L = min(pc.aux == 0u ? 64u : pc.aux, nu), S = 64u / L;
   uint outPerSet = glu ? ROWS / 2u : ROWS, tid = gl_LocalInvocationID.x, set = tid / L, lane = tid % L;
   uint r0 = (gl_WorkGroupID.x * S + set) * outPerSet, j0 = gl_WorkGroupID.y * TOKENS;
   uint wo[ROWS];

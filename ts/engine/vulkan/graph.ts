@@ -150,8 +150,27 @@ export function matmulTokens(type: string, nRows: number): number {
 export const MVQ_TYPES = new Set(['iq2_xxs', 'q8_0', 'q2_k']);
 export const MVQ_ROWS = 4;
 /**
+ * Activation rows a workgroup of the several-row mvq forms for nRows plain rows: mvq2 for 2 (a 4-row
+ * workgroup computes 2 spare rows: H200 19:22 UTC, Q8_0 LM head over 2 rows 297.0 → 177.9 µs),
+ * else mvq4 (an 8-row form, mvq8, was slower for 8 rows: 749.6 against 617.0 µs; not kept).
+ */
+export function mvqTokens(nRows: number): 2 | 4 {
+  return nRows <= 2 ? 2 : 4;
+}
+/**
+ * Lanes a row of an mvq dispatch (pc.aux; mvq.glsl caps it at the row's units). A row's sum depends
+ * on it, so it depends only on what the product is, never on how many rows it runs: plain
+ * activation rows (the dense products: decode and batched steps alike) 32, routed pairs 64.
+ * H200, 2026-12-02 19:35 UTC (docs/vulkan.md), Q8_0 µs at 64 → 32 lanes: LM head one row 145.5 →
+ * 142.1, 2 rows (mvq2) 177.6 → 156.9, 8 rows (mvq4) 593.1 → 434.6; in-projection one row 10.6 →
+ * 10.2, 8 rows 35.2 → 26.3; the routed IQ2_XXS gate+up over 8 pairs 9.6 → 10.0 (64 kept).
+ */
+export function mvqLanes(gather: boolean): number {
+  return gather ? 64 : 32;
+}
+/**
  * Whether mvq.comp takes a weight's products: its type has the variants, and its rows (n values)
- * are 32-value units, min(64, n/32) threads a row, so n/32 ≥ 64 or a divisor of 64.
+ * are 32-value units, min(L, n/32) threads a row, so n/32 ≥ 64 or a divisor of 64.
  */
 export function mvqTakes(type: string, n: number): boolean {
   const nu = n / 32;
@@ -239,6 +258,10 @@ export interface MatvecDispatch {
    * for several plain rows
    */
   levels?: { q: number; s: number };
+  /** several plain rows over levels: activation rows a workgroup pinned (bench-mvq); default mvqTokens() */
+  mvqTokens?: 2 | 4;
+  /** lanes a row pinned (bench-mvq); default mvqLanes() */
+  mvqLanes?: 16 | 32 | 64;
   /**
    * Routed experts with the pairs grouped by expert (moe_tiles.comp): buffers[3] is LIST and
    * this the TILES buffer and its capacity; the tiled mm_moe runs where the shape allows, else
@@ -281,10 +304,12 @@ export function matvecOp(ops: OpList, d: MatvecDispatch): void {
   if (d.epilogue && (tokens > 1 || d.nRows !== 1)) throw new Error(`${d.epilogue.shader}: one activation row only`);
   const glu = (flags & 4) !== 0;
   if (d.levels && !d.epilogue && mvqTakes(d.type, d.n)) {
-    // 64 / min(64, n/32) sets of rows a workgroup (mvq.glsl); several plain activation rows 4 a
-    // workgroup (mvq4: each row summed as mvq sums it alone)
-    const perWg = (64 / Math.min(64, d.n / 32)) * (glu ? MVQ_ROWS / 2 : MVQ_ROWS), t4 = (flags & 1) === 0 && d.nRows > 1;
-    ops.op(`${t4 ? 'mvq4' : 'mvq'}_${d.type}`, [d.buffers[0], d.levels.q, d.buffers[2], d.buffers[3], d.buffers[4], d.levels.s], push(), [Math.ceil(d.rows / perWg), t4 ? Math.ceil(d.nRows / 4) : d.nRows], d.barrier ?? true, d.label);
+    // L lanes a row, 64 / L sets of rows a workgroup (mvq.glsl); several plain activation rows 2
+    // or 4 a workgroup (mvq2, mvq4: each row summed as mvq sums it alone, at the same L)
+    const t = (flags & 1) === 0 && d.nRows > 1 ? d.mvqTokens ?? mvqTokens(d.nRows) : 1;
+    const lanes = d.mvqLanes ?? mvqLanes((flags & 1) !== 0), L = Math.min(lanes, d.n / 32);
+    const perWg = (64 / L) * (glu ? MVQ_ROWS / 2 : MVQ_ROWS);
+    ops.op(`${t > 1 ? `mvq${t}` : 'mvq'}_${d.type}`, [d.buffers[0], d.levels.q, d.buffers[2], d.buffers[3], d.buffers[4], d.levels.s], push(lanes), [Math.ceil(d.rows / perWg), Math.ceil(d.nRows / t)], d.barrier ?? true, d.label);
     return;
   }
   if ((d.unit ?? MV_TYPES.has(d.type)) && tokens === 1 && !d.epilogue && d.n % 32 === 0) {

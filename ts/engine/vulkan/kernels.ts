@@ -57,8 +57,10 @@ export const KERNELS = {
   matmul2: k({ name: 'matmul2', bindings: MATVEC_BIND, push: MATVEC_PUSH, local: 64 }),
   matmul4: k({ name: 'matmul4', bindings: MATVEC_BIND, push: MATVEC_PUSH, local: 64 }),
   mv: k({ name: 'mv', bindings: MATVEC_BIND, push: MATVEC_PUSH, local: 64 }),
-  // one activation row as int8 levels (XQ) and their scales (XS), packed integer dot products
+  // one activation row as int8 levels (XQ) and their scales (XS), packed integer dot products;
+  // mvq2, mvq4: 2 or 4 activation rows a workgroup
   mvq: k({ name: 'mvq', bindings: [...MATVEC_BIND, 'XS'], push: MATVEC_PUSH, local: 64 }),
+  mvq2: k({ name: 'mvq2', bindings: [...MATVEC_BIND, 'XS'], push: MATVEC_PUSH, local: 64 }),
   mvq4: k({ name: 'mvq4', bindings: [...MATVEC_BIND, 'XS'], push: MATVEC_PUSH, local: 64 }),
   matvec_router: k({ name: 'matvec_router', bindings: [...MATVEC_BIND, 'RIDS', 'RWTS', 'CNT'], push: MATVEC_PUSH, local: 64 }),
   matvec_router1: k({ name: 'matvec_router1', bindings: [...MATVEC_BIND, 'RIDS', 'RWTS', 'CNT'], push: MATVEC_PUSH, local: 64 }),

@@ -195,7 +195,10 @@ function moeFfn(c: StepContext, l: number): Pending {
   if (!rv) {
     mv(c, l, 'ffn_gate_inp.weight', B.A, R, T, { barrier: false });
     // the shared-expert gate is a 1-row F32 matvec over the same normed input
-    mv(c, l, 'ffn_gate_inp_shexp.weight', B.A, SG, T, { yStride: 1, barrier: false });
+    mv(c, l, 'ffn_gate_inp_shexp.weight', B.A, SG, T, { yStride: 1 });
+    // routing (several rows: no matvec epilogue) alongside the shared expert's gate+up below, which
+    // only needs the normed input: one level less than routing after it
+    dispatch(c.ops, K.router, { R, IDS: B.IDS, WTS: B.WTS }, { nExpert: s.nExpert, K: Kx }, [T], { barrier: false });
   }
   if (has('ffn_gate_up_shexp.weight')) {
     mv(c, l, 'ffn_gate_up_shexp.weight', B.A, B.GS, T, { levels: normLevels(c) });
@@ -204,8 +207,8 @@ function moeFfn(c: StepContext, l: number): Pending {
     mv(c, l, 'ffn_up_shexp.weight', B.A, B.US, T);
     dispatch(c.ops, K.swiglu, { G: B.GS, U: B.US }, { n: T * s.nFfShexp }, [groups(K.swiglu, T * s.nFfShexp)], { barrier: false });
   }
-  // routing: done by the decode router matvec's last workgroup (stacked() says so), else here
-  if (!(rv && h.routesInMatvec(l))) dispatch(c.ops, K.router, { R, IDS: B.IDS, WTS: B.WTS }, { nExpert: s.nExpert, K: Kx }, [T]);
+  // one row's routing: done by the router matvec's last workgroup (stacked() says so), else here
+  if (rv && !h.routesInMatvec(l)) dispatch(c.ops, K.router, { R, IDS: B.IDS, WTS: B.WTS }, { nExpert: s.nExpert, K: Kx }, [T]);
   // SSD streaming: the step stops here; the host loads the routed experts into slots and
   // rewrites IDS (and LIST/TILES) as slot ids before the rest runs (expert-stream.ts)
   const streamed = h.streams(l);
