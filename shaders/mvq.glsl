@@ -1,6 +1,6 @@
 // Body of mvq.comp (TOKENS_N = 1), mvq2.comp and mvq4.comp (2 or 4 activation rows a workgroup:
-// batched decode steps' dense products, each row summed exactly as mvq.comp sums it). A matvec (#17, #20) over
-// 32-weight units against the activation rows as three int8 levels per 32 values (levels.glsl:
+// batched decode steps' dense products, each row summed exactly as mvq.comp sums it). A matvec
+// (#17, #20) over 32-weight units against the activation rows as three int8 levels per 32 values (levels.glsl:
 // x ≈ s0·a0 + s1·a1 + s2·a2, error about amax·2^-24 of the 32 values, f32's own rounding), with
 // packed 4×8-bit integer dot products (VK_KHR_shader_integer_dot_product): a unit's level sums are
 // exact integers, scaled once per level. The f32 matvec decodes, converts and multiplies every
@@ -9,9 +9,10 @@
 // X: the levels as uvec4, [row][level][half][unit] (a warp's loads one contiguous run);
 // XS: per row and unit (s0, s1, s2, 0). L = min(pc.aux, n/32) lanes a row (pc.aux: 64, 32 or 16;
 // 0 reads as 64), lane t takes units t, t+L, … of ROWS rows (main() below); the reduction as
-// matvec.glsl for L = 64, in lane order through shared memory below. A row's bits depend on L:
-// the host gives every form of one product the same L (graph.ts mvqLanes). Flags as matvec.glsl (bit 0 expert gather, bit 1 X row = j, bit 2
-// GLU). A row's sum depends only on its levels and n: decode and batched steps give it the same bits.
+// matvec.glsl for L = 64, in lane order through shared memory below. A row's bits depend on L: the
+// host gives every form of one product the same L (graph.ts mvqLanes). Flags as matvec.glsl (bit 0
+// expert gather, bit 1 X row = j, bit 2 GLU), bit 3 the workgroup grid transposed (main()). A row's
+// sum depends only on its levels, n and L: decode and batched steps give it the same bits.
 #extension GL_GOOGLE_include_directive : enable
 #extension GL_EXT_spirv_intrinsics : require
 #extension GL_KHR_shader_subgroup_arithmetic : enable
@@ -119,7 +120,11 @@ void main() {
   bool glu = (pc.flags & 4u) != 0u;
   uint nu = pc.n / 32u, L = min(pc.aux == 0u ? 64u : pc.aux, nu), S = 64u / L;
   uint outPerSet = glu ? ROWS / 2u : ROWS, tid = gl_LocalInvocationID.x, set = tid / L, lane = tid % L;
-  uint r0 = (gl_WorkGroupID.x * S + set) * outPerSet, j0 = gl_WorkGroupID.y * TOKENS;
+  // flags bit 3: the activation-row groups along x (several-row forms): the workgroups that read
+  // the same weight rows run next to each other, so a weight larger than the L2 cache (the LM
+  // head) is read from memory once, not once per group
+  uvec2 wg = (pc.flags & 8u) != 0u ? gl_WorkGroupID.yx : gl_WorkGroupID.xy;
+  uint r0 = (wg.x * S + set) * outPerSet, j0 = wg.y * TOKENS;
   uint wo[ROWS];
   [[unroll]] for (uint r = 0u; r < ROWS; r++) {
     uint wr = min(r0 + (glu ? r % (ROWS / 2u) : r), pc.rows - 1u);
@@ -194,7 +199,7 @@ void main() {
     // (up to 32 sets × 4 rows × TOKENS outputs: a thread may write several)
     for (uint o = tid; o < S * outPerSet * TOKENS; o += 64u) {
       uint st = o / (outPerSet * TOKENS), rr = (o / TOKENS) % outPerSet, t = o % TOKENS;
-      uint r = (gl_WorkGroupID.x * S + st) * outPerSet + rr, j = j0 + t;
+      uint r = (wg.x * S + st) * outPerSet + rr, j = j0 + t;
       float y = 0.0, yu = 0.0;
       for (uint l = 0u; l < L; l++) { y += red[rr * TOKENS + t][st * L + l]; if (glu) yu += red[(rr + ROWS / 2u) * TOKENS + t][st * L + l]; }
       if (glu) y = siluf(y) * yu;

@@ -282,8 +282,8 @@ export function matvecOp(ops: OpList, d: MatvecDispatch): void {
   if (WORD_ALIGNED.has(d.type) && [d.rowBytes, d.wOffset ?? 0, d.expertBytes ?? 0, d.upBytes ?? 0].some((x) => x % 4 !== 0)) throw new Error(`matvec_${d.type}: rows and offsets must be multiples of 4 bytes`);
   // the shaders read activations 8 floats at a time from group boundaries
   if (d.n % 8 !== 0 || (d.xOffset ?? 0) % 8 !== 0 || (d.xStride ?? d.n) % 8 !== 0) throw new Error(`matvec_${d.type}: n, xOffset and xStride must be multiples of 8`);
-  const push = (aux = d.epilogue?.aux ?? 0) => pushWords(KERNELS.matvec, {
-    rows: d.rows, n: d.n, rowBytes: d.rowBytes, xStride: d.xStride ?? d.n, yStride: d.yStride ?? d.rows, flags, K: d.K ?? 1, expertBytes: d.expertBytes ?? 0,
+  const push = (aux = d.epilogue?.aux ?? 0, more = 0) => pushWords(KERNELS.matvec, {
+    rows: d.rows, n: d.n, rowBytes: d.rowBytes, xStride: d.xStride ?? d.n, yStride: d.yStride ?? d.rows, flags: flags | more, K: d.K ?? 1, expertBytes: d.expertBytes ?? 0,
     wOffset: d.wOffset ?? 0, xOffset: d.xOffset ?? 0, yOffset: d.yOffset ?? 0, nRows: d.nRows, upBytes: d.upBytes ?? 0, e0: d.e0 ?? 0, ne: d.ne ?? 0xffffffff, aux,
   });
   // the tiled matmuls step through rows 32 values at a time
@@ -308,8 +308,11 @@ export function matvecOp(ops: OpList, d: MatvecDispatch): void {
     // or 4 a workgroup (mvq2, mvq4: each row summed as mvq sums it alone, at the same L)
     const t = (flags & 1) === 0 && d.nRows > 1 ? d.mvqTokens ?? mvqTokens(d.nRows) : 1;
     const lanes = d.mvqLanes ?? mvqLanes((flags & 1) !== 0), L = Math.min(lanes, d.n / 32);
-    const perWg = (64 / L) * (glu ? MVQ_ROWS / 2 : MVQ_ROWS);
-    ops.op(`${t > 1 ? `mvq${t}` : 'mvq'}_${d.type}`, [d.buffers[0], d.levels.q, d.buffers[2], d.buffers[3], d.buffers[4], d.levels.s], push(lanes), [Math.ceil(d.rows / perWg), Math.ceil(d.nRows / t)], d.barrier ?? true, d.label);
+    const perWg = (64 / L) * (glu ? MVQ_ROWS / 2 : MVQ_ROWS), grid: [number, number] = [Math.ceil(d.rows / perWg), Math.ceil(d.nRows / t)];
+    // several groups of activation rows: the groups along x (flags bit 3), so that the workgroups
+    // reading one weight row run together (the 8-row LM head read its 540 MB twice)
+    const across = t > 1 && grid[1] > 1 && grid[0] <= 65535;
+    ops.op(`${t > 1 ? `mvq${t}` : 'mvq'}_${d.type}`, [d.buffers[0], d.levels.q, d.buffers[2], d.buffers[3], d.buffers[4], d.levels.s], push(lanes, across ? 8 : 0), across ? [grid[1], grid[0]] : grid, d.barrier ?? true, d.label);
     return;
   }
   if ((d.unit ?? MV_TYPES.has(d.type)) && tokens === 1 && !d.epilogue && d.n % 32 === 0) {
