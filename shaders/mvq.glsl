@@ -7,8 +7,8 @@
 // weight (~9 instructions a weight, the H200's limit near 2·10¹² weights/s); here 8 weights cost
 // one dot product a level.
 // X: the levels as uvec4, [row][level][half][unit] (a warp's loads one contiguous run);
-// XS: per row and unit (s0, s1, s2, 0). L = min(pc.aux, n/32) lanes a row (pc.aux: 64, 32 or 16;
-// 0 reads as 64), lane t takes units t, t+L, … of ROWS rows (main() below); the reduction as
+// XS: per row and unit (s0, s1, s2, 0). L = pc.aux lanes a row (graph.ts matvecOp: min(64 or 32,
+// n/32)), lane t takes units t, t+L, … of ROWS rows (main() below); the reduction as
 // matvec.glsl for L = 64, in lane order through shared memory below. A row's bits depend on L: the
 // host gives every form of one product the same L (graph.ts mvqLanes). Flags as matvec.glsl (bit 0
 // expert gather, bit 1 X row = j, bit 2 GLU), bit 3 the workgroup grid transposed (main()). A row's
@@ -43,8 +43,8 @@ uint xw(uvec4 x[6], uint k, uint w) { uvec4 v = x[2u * k + (w >> 2)]; uint c = w
 float levelSum(vec4 s, int S0, int S1, int S2) { return (s.x * float(S0) + s.y * float(S1)) + s.z * float(S2); }
 
 #if defined(TYPE_Q8_0)
-// Q8_0: the block's 32 quant bytes as 8 words and its scale (loaded once for all of mvq4's
-// activation rows), and their dot product with a unit's levels
+// Q8_0: the block's 32 quant bytes as 8 words and its scale (loaded once for all of mvq2's or
+// mvq4's activation rows), and their dot product with a unit's levels
 float q8Words(uint o, uint u, out uint qw[8]) {
   uint bo = o + 34u * u, i = (bo + 2u) >> 2;
   // the quant bytes start 2 bytes into a word when the block does
@@ -112,13 +112,13 @@ float unitDot(uint o, uint u, uvec4 x[6], vec4 s, vec2 xh) {
   return db * levelSum(s, S0, S1, S2);
 }
 
-// L = min(pc.aux, n/32) threads a row (n/32 ≥ L or a power of two: the 512-value rows of the
-// routed down projections take 16), 64/L sets of ROWS rows a workgroup; TOKENS activation rows (plain
+// L = pc.aux threads a row (a divisor of 64, at most n/32: the 512-value rows of the routed down
+// projections take 16), 64/L sets of ROWS rows a workgroup; TOKENS activation rows (plain
 // rows only: no gather) each summed exactly as a workgroup of one would
 const uint TOKENS = TOKENS_N;
 void main() {
   bool glu = (pc.flags & 4u) != 0u;
-  uint nu = pc.n / 32u, L = min(pc.aux == 0u ? 64u : pc.aux, nu), S = 64u / L;
+  uint nu = pc.n / 32u, L = pc.aux, S = 64u / L;
   uint outPerSet = glu ? ROWS / 2u : ROWS, tid = gl_LocalInvocationID.x, set = tid / L, lane = tid % L;
   // flags bit 3: the activation-row groups along x (several-row forms): the workgroups that read
   // the same weight rows run next to each other, so a weight larger than the L2 cache (the LM

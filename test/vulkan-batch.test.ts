@@ -273,7 +273,7 @@ describe('Vulkan batched decode with mv.comp (vkMvTypes)', () => {
 // logits agree with the f32 matvec engine's (vkMvq: false) within the Vulkan tolerance, and a
 // batched row keeps the bits of its session decoded alone
 describe('Vulkan decode with mvq.comp (int8 activation levels)', () => {
-  // (batched rows run the dense products through mvq4.comp: each row summed as mvq.comp sums it)
+  // (batched rows run the dense products through mvq2/mvq4.comp: each row summed as mvq.comp sums it)
   it('the routed experts and dense products run mvq; logits within 1e-3 of the f32 matvec; 3 batched rows bit-identical to alone', () =>
     againstF32({}, [1, 2, 3], (names, e, base) => {
       expect(e.describe()).toMatch(/matvecs   decode over int8 activation levels \(mvq\): every product/);

@@ -140,9 +140,9 @@ export function matmulTokens(type: string, nRows: number): number {
   return nRows <= 2 ? 2 : nRows <= 4 || (nRows <= MATMUL_TOKENS && SPLIT8_TYPES.has(type)) ? 4 : MATMUL_TOKENS;
 }
 /**
- * Weight types with mvq.comp / mvq4.comp variants (32-weight units against int8 activation levels,
- * packed integer dot products; mvq4: 4 activation rows a workgroup, each summed as mvq sums it
- * alone) and their output rows per workgroup set. H200, bench-mvq (2026-12-02 16:55 UTC), µs
+ * Weight types with mvq.comp / mvq2.comp / mvq4.comp variants (32-weight units against int8
+ * activation levels, packed integer dot products; mvq2, mvq4: 2 or 4 activation rows a workgroup,
+ * each summed as mvq sums it alone) and their output rows per workgroup set. H200, bench-mvq (2026-12-02 16:55 UTC), µs
  * matvec → mvq: IQ2_XXS routed gate+up over 8 pairs 14.5 → 9.7, over 64 pairs 72.4 → 41.6; Q2_K
  * routed down 8 pairs 9.2 → 7.2, 64 pairs 41.5 → 22.8; Q8_0 LM head 199.0 → 148.0; outputs within
  * 3·10⁻⁷ of the largest. Decode (bench-vk, 17:34 UTC) 230.8 t/s at 2K against 207.4 without.
@@ -158,7 +158,7 @@ export function mvqTokens(nRows: number): 2 | 4 {
   return nRows <= 2 ? 2 : 4;
 }
 /**
- * Lanes a row of an mvq dispatch (pc.aux; mvq.glsl caps it at the row's units). A row's sum depends
+ * Lanes a row of an mvq dispatch (matvecOp caps it at the row's units and passes it as pc.aux). A row's sum depends
  * on it, so it depends only on what the product is, never on how many rows it runs: plain
  * activation rows (the dense products: decode and batched steps alike) 32, routed pairs 64.
  * H200, 2026-12-02 19:35 UTC (docs/vulkan.md), Q8_0 µs at 64 → 32 lanes: LM head one row 145.5 →
@@ -254,8 +254,8 @@ export interface MatvecDispatch {
   unit?: boolean;
   /**
    * The activation rows also as int8 levels (q: XQ, s: XS; rmsnorm quant, quant.comp): a product
-   * mvq takes (mvqTakes) runs over them, mvq.comp for one activation row or routed pairs, mvq4.comp
-   * for several plain rows
+   * mvq takes (mvqTakes) runs over them, mvq.comp for one activation row or routed pairs, mvq2.comp or
+   * mvq4.comp for several plain rows (mvqTokens)
    */
   levels?: { q: number; s: number };
   /** several plain rows over levels: activation rows a workgroup pinned (bench-mvq); default mvqTokens() */
@@ -307,12 +307,12 @@ export function matvecOp(ops: OpList, d: MatvecDispatch): void {
     // L lanes a row, 64 / L sets of rows a workgroup (mvq.glsl); several plain activation rows 2
     // or 4 a workgroup (mvq2, mvq4: each row summed as mvq sums it alone, at the same L)
     const t = (flags & 1) === 0 && d.nRows > 1 ? d.mvqTokens ?? mvqTokens(d.nRows) : 1;
-    const lanes = d.mvqLanes ?? mvqLanes((flags & 1) !== 0), L = Math.min(lanes, d.n / 32);
+    const L = Math.min(d.mvqLanes ?? mvqLanes((flags & 1) !== 0), d.n / 32);
     const perWg = (64 / L) * (glu ? MVQ_ROWS / 2 : MVQ_ROWS), grid: [number, number] = [Math.ceil(d.rows / perWg), Math.ceil(d.nRows / t)];
     // several groups of activation rows: the groups along x (flags bit 3), so that the workgroups
     // reading one weight row run together (the 8-row LM head read its 540 MB twice)
     const across = t > 1 && grid[1] > 1 && grid[0] <= 65535;
-    ops.op(`${t > 1 ? `mvq${t}` : 'mvq'}_${d.type}`, [d.buffers[0], d.levels.q, d.buffers[2], d.buffers[3], d.buffers[4], d.levels.s], push(lanes, across ? 8 : 0), across ? [grid[1], grid[0]] : grid, d.barrier ?? true, d.label);
+    ops.op(`${t > 1 ? `mvq${t}` : 'mvq'}_${d.type}`, [d.buffers[0], d.levels.q, d.buffers[2], d.buffers[3], d.buffers[4], d.levels.s], push(L, across ? 8 : 0), across ? [grid[1], grid[0]] : grid, d.barrier ?? true, d.label);
     return;
   }
   if ((d.unit ?? MV_TYPES.has(d.type)) && tokens === 1 && !d.epilogue && d.n % 32 === 0) {

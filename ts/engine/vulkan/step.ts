@@ -67,7 +67,7 @@ function norm(c: StepContext, weight: number, p: Pending, row0: number, rows: nu
 
 /**
  * Whether the norms also write their rows as int8 levels (XQ/XS) for the products over them
- * (mvq.comp, mvq4.comp: the projections, the shared and routed gate+up, the LM head): decode and
+ * (mvq.comp, mvq2/mvq4.comp: the projections, the shared and routed gate+up, the LM head): decode and
  * batched decode steps (rows fit XQ), where the device has packed integer dot products. Decode and
  * batched steps decide alike, so a batched row keeps its bits alone.
  */
@@ -192,13 +192,14 @@ function moeFfn(c: StepContext, l: number): Pending {
   // shared expert and router logits only need the normed input: issued back to back
   const rv = T === 1 ? h.stacked(c.ops, l, 'router_in', B.A, false) : undefined;
   const [R, SG] = rv ?? [B.R, B.SG];
+  const route = (barrier: boolean) => dispatch(c.ops, K.router, { R, IDS: B.IDS, WTS: B.WTS }, { nExpert: s.nExpert, K: Kx }, [T], { barrier });
   if (!rv) {
     mv(c, l, 'ffn_gate_inp.weight', B.A, R, T, { barrier: false });
     // the shared-expert gate is a 1-row F32 matvec over the same normed input
     mv(c, l, 'ffn_gate_inp_shexp.weight', B.A, SG, T, { yStride: 1 });
     // routing (several rows: no matvec epilogue) alongside the shared expert's gate+up below, which
     // only needs the normed input: one level less than routing after it
-    dispatch(c.ops, K.router, { R, IDS: B.IDS, WTS: B.WTS }, { nExpert: s.nExpert, K: Kx }, [T], { barrier: false });
+    route(false);
   }
   if (has('ffn_gate_up_shexp.weight')) {
     mv(c, l, 'ffn_gate_up_shexp.weight', B.A, B.GS, T, { levels: normLevels(c) });
@@ -208,7 +209,7 @@ function moeFfn(c: StepContext, l: number): Pending {
     dispatch(c.ops, K.swiglu, { G: B.GS, U: B.US }, { n: T * s.nFfShexp }, [groups(K.swiglu, T * s.nFfShexp)], { barrier: false });
   }
   // one row's routing: done by the router matvec's last workgroup (stacked() says so), else here
-  if (rv && !h.routesInMatvec(l)) dispatch(c.ops, K.router, { R, IDS: B.IDS, WTS: B.WTS }, { nExpert: s.nExpert, K: Kx }, [T]);
+  if (rv && !h.routesInMatvec(l)) route(true);
   // SSD streaming: the step stops here; the host loads the routed experts into slots and
   // rewrites IDS (and LIST/TILES) as slot ids before the rest runs (expert-stream.ts)
   const streamed = h.streams(l);

@@ -82,7 +82,7 @@ export class VkEngine implements Engine, VkHost {
   private readonly streaming: boolean;
   /** the weight types whose one-row products run on mv.comp (options.vkMvTypes), or undefined: graph.ts's default */
   private readonly mvTypes?: Set<string>;
-  /** int8 activation levels for the routed gate+up (VkHost.mvq) */
+  /** int8 activation levels for the routed experts, and for the dense products too (VkHost.mvq, mvqDense) */
   readonly mvq: boolean;
   readonly mvqDense: boolean;
   private streamPlan?: { slots: number[]; fullLayers: number; layout: SlotLayout; budget?: number };
