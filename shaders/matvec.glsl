@@ -46,13 +46,16 @@ layout(std430, binding = 4) readonly buffer GB { uvec2 GRID[]; };
 shared float red[ROWS * TOKENS][64];
 
 #ifdef EPILOGUE_ROUTER
-// Epilogue: Y rows [0, nExpert) are the token's router logits (pc.aux: nExpert). Every workgroup
-// publishes its rows and counts itself in CNT[0]; the last one routes (router.glsl) and resets
-// the counter for the next layer.
+// Epilogue: Y rows [0, nExpert) of activation row j are row j's router logits (pc.aux: nExpert).
+// Every workgroup of row j (workgroup y = j: one activation row a workgroup) publishes its rows
+// and counts itself in CNT[j]; the last one routes row j (router.glsl) and resets the counter for
+// the next layer. A batched decode step's rows are routed by one dispatch, each exactly as a row
+// alone (its logits summed alike, the same routing code).
 layout(std430, binding = 5) writeonly buffer IDB { uint RIDS[]; };
 layout(std430, binding = 6) buffer WTB { float RWTS[]; };
 layout(std430, binding = 7) coherent buffer CB { uint CNT[]; };
-#define ROUTER_LOGIT(e) Y[pc.yOffset + (e)]
+// (expanded inside route(t, …): t is the row being routed)
+#define ROUTER_LOGIT(e) Y[pc.yOffset + t * pc.yStride + (e)]
 #define OUT_IDS RIDS
 #define OUT_WTS RWTS
 #include "router.glsl"
@@ -60,12 +63,13 @@ shared bool isLast;
 void epilogue() {
   memoryBarrierBuffer();
   barrier();
-  if (gl_LocalInvocationID.x == 0u) isLast = atomicAdd(CNT[0], 1u) == gl_NumWorkGroups.x * gl_NumWorkGroups.y - 1u;
+  uint j = gl_WorkGroupID.y;
+  if (gl_LocalInvocationID.x == 0u) isLast = atomicAdd(CNT[j], 1u) == gl_NumWorkGroups.x - 1u;
   barrier();
   if (isLast) {
     memoryBarrierBuffer();
-    if (gl_LocalInvocationID.x == 0u) CNT[0] = 0u;
-    route(0u, pc.aux, pc.K);
+    if (gl_LocalInvocationID.x == 0u) CNT[j] = 0u;
+    route(j, pc.aux, pc.K);
   }
 }
 #endif

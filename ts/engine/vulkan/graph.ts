@@ -236,8 +236,9 @@ export interface MatvecDispatch {
   /** routed experts: the experts [e0, e0 + ne) this binding holds (a window); default all */
   e0?: number; ne?: number;
   /**
-   * A matvec with an epilogue run by its last workgroup (matvec_router: routing, needs extra =
-   * [IDS, WTS, CNT] and aux = nExpert); decode only (one activation row).
+   * A matvec with an epilogue run by the last workgroup of each activation row (matvec_router:
+   * routing, needs extra = [IDS, WTS, CNT] with a CNT word per row, and aux = nExpert): decode and
+   * batched decode steps (one activation row a workgroup, whatever nRows; no expert gather).
    */
   epilogue?: { shader: 'matvec_router'; extra: number[]; aux: number };
   barrier?: boolean;
@@ -300,8 +301,8 @@ export function matvecOp(ops: OpList, d: MatvecDispatch): void {
   }
   // activation rows per workgroup: matmulTokens() (each row's sums are the same whichever, the
   // order over groups is fixed)
-  const tokens = d.nRows > 1 && (flags & 1) === 0 ? matmulTokens(d.type, d.nRows) : 1;
-  if (d.epilogue && (tokens > 1 || d.nRows !== 1)) throw new Error(`${d.epilogue.shader}: one activation row only`);
+  const tokens = d.nRows > 1 && (flags & 1) === 0 && !d.epilogue ? matmulTokens(d.type, d.nRows) : 1;
+  if (d.epilogue && (flags & 1) !== 0) throw new Error(`${d.epilogue.shader}: no expert gather`);
   const glu = (flags & 4) !== 0;
   if (d.levels && !d.epilogue && mvqTakes(d.type, d.n)) {
     // L lanes a row, 64 / L sets of rows a workgroup (mvq.glsl); several plain activation rows 2

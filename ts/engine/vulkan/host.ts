@@ -50,6 +50,13 @@ export interface VkHost {
   /** decode: the stacked projections of `blk.L.key` as one matvec; the part views, or undefined */
   stacked(ops: OpList, l: number, key: string, x: number, barrier?: boolean, levels?: MatvecOpts['levels']): number[] | undefined;
   routesInMatvec(l: number): boolean;
+  /**
+   * A batched decode step's rows: layer l's router logits of all rows into R, each row routed by
+   * the last workgroup of its row (matvec_router), summed and routed exactly as the row alone is
+   * (a row's matvec sums do not depend on the rows stacked with it; the routing is router.glsl's
+   * either way). False, recording nothing, without an F32 router weight in one binding.
+   */
+  routeRows(ops: OpList, l: number, x: number, nRows: number, barrier?: boolean): boolean;
   /** SSD streaming: whether layer l's routed experts stream (its step segment ends after routing) */
   streams(l: number): boolean;
   /** runs a recorded step (its segments, with the streamed layers' expert loads between them) */

@@ -41,8 +41,8 @@ export function scratchTable(s: ModelShape, o: ScratchOptions): ScratchBuffer[] 
     { name: 'R', floats: T * s.nExpert }, { name: 'IDS', floats: T * K, host: o.streaming }, { name: 'WTS', floats: T * K },
     // the pairs grouped by expert and their tiles (moe_tiles.comp), for multi-token steps
     { name: 'LIST', floats: T * K, host: o.streaming }, { name: 'TILES', floats: 4 * (1 + moeMaxTiles(T * K, s.nExpert)), host: o.streaming },
-    // the workgroup counter of matvec epilogues (each resets it when done)
-    { name: 'CNT', floats: 1 },
+    // the workgroup counters of matvec epilogues, one per activation row (each resets its own when done)
+    { name: 'CNT', floats: levelRows },
     { name: 'GE', floats: T * K * s.nFfExp }, { name: 'UE', floats: T * K * s.nFfExp }, { name: 'DE', floats: T * K * s.nEmbd },
     { name: 'GS', floats: T * s.nFfShexp }, { name: 'US', floats: T * s.nFfShexp }, { name: 'DS', floats: T * s.nEmbd }, { name: 'SG', floats: T },
     { name: 'STK', floats: stackRows },

@@ -194,12 +194,14 @@ function moeFfn(c: StepContext, l: number): Pending {
   const [R, SG] = rv ?? [B.R, B.SG];
   const route = (barrier: boolean) => dispatch(c.ops, K.router, { R, IDS: B.IDS, WTS: B.WTS }, { nExpert: s.nExpert, K: Kx }, [T], { barrier });
   if (!rv) {
-    mv(c, l, 'ffn_gate_inp.weight', B.A, R, T, { barrier: false });
+    // a batched decode step's rows: each routed by its router matvec row's last workgroup, as a
+    // row alone is (no level of its own); prefill chunks: the router logits' matmul, then routing
+    // alongside the shared expert's gate+up below, which only needs the normed input
+    const routed = c.rows !== undefined && h.routeRows(c.ops, l, B.A, T, false);
+    if (!routed) mv(c, l, 'ffn_gate_inp.weight', B.A, R, T, { barrier: false });
     // the shared-expert gate is a 1-row F32 matvec over the same normed input
-    mv(c, l, 'ffn_gate_inp_shexp.weight', B.A, SG, T, { yStride: 1 });
-    // routing (several rows: no matvec epilogue) alongside the shared expert's gate+up below, which
-    // only needs the normed input: one level less than routing after it
-    route(false);
+    mv(c, l, 'ffn_gate_inp_shexp.weight', B.A, SG, T, { yStride: 1, barrier: !routed });
+    if (!routed) route(false);
   }
   if (has('ffn_gate_up_shexp.weight')) {
     mv(c, l, 'ffn_gate_up_shexp.weight', B.A, B.GS, T, { levels: normLevels(c) });

@@ -352,8 +352,8 @@ export class VkEngine implements Engine, VkHost {
       this.buf[b.name] = this.dev.createBuffer(Math.max(4, b.floats * 4), b.host === true);
       this.scratchBytes += Math.max(4, b.floats * 4);
     }
-    // the matvec epilogues' workgroup counter starts at zero
-    this.dev.write(this.buf.CNT, 0, new Uint8Array(4));
+    // the matvec epilogues' workgroup counters start at zero
+    this.dev.write(this.buf.CNT, 0, new Uint8Array(4 * table.find((b) => b.name === 'CNT')!.floats));
     // views of STK at each stack part's rows (one view per distinct range: the layers' stacks of
     // one kind share theirs)
     const views = new Map<string, number>();
@@ -420,9 +420,19 @@ export class VkEngine implements Engine, VkHost {
     const st = this.w.stacks.get(`blk.${l}.${key}`);
     if (!st) return undefined;
     const route = key === 'router_in' && this.routesInMatvec(l);
-    const epilogue = route ? { shader: 'matvec_router' as const, extra: [this.buf.IDS, this.buf.WTS, this.buf.CNT], aux: this.shape.nExpert } : undefined;
-    this.matvecOf(ops, st.w, route ? 'router_in+route' : key, x, this.buf.STK, 1, { barrier, epilogue, levels });
+    this.matvecOf(ops, st.w, route ? 'router_in+route' : key, x, this.buf.STK, 1, { barrier, epilogue: route ? this.routerEpilogue() : undefined, levels });
     return st.views;
+  }
+
+  private routerEpilogue(): MatvecOpts['epilogue'] {
+    return { shader: 'matvec_router', extra: [this.buf.IDS, this.buf.WTS, this.buf.CNT], aux: this.shape.nExpert };
+  }
+
+  routeRows(ops: OpList, l: number, x: number, nRows: number, barrier = true): boolean {
+    const w = this.w.t.get(`blk.${l}.ffn_gate_inp.weight`);
+    if (!w || w.type !== GgmlType.F32 || w.windows.length !== 1 || w.rows !== this.shape.nExpert) return false;
+    this.matvecOf(ops, w, 'router+route', x, this.buf.R, nRows, { barrier, epilogue: this.routerEpilogue() });
+    return true;
   }
 
   /**
