@@ -19,7 +19,7 @@ import { gpuTime } from './lib/gpu-time.js';
 const a = parseArgs({ options: {
   reps: { type: 'string', default: '20' }, scale: { type: 'string', default: '1' },
   types: { type: 'string', default: 'iq2_xxs,q8_0,q2_k' }, pairs: { type: 'string', default: '8,64' },
-  tokens: { type: 'string', default: '' }, lanes: { type: 'string' }, rows: { type: 'string', default: '' },
+  tokens: { type: 'string', default: '' }, lanes: { type: 'string' },
 } }).values;
 const reps = Number(a.reps), scale = Number(a.scale);
 const dev = new (loadAddon().Device)(-1);
@@ -52,15 +52,12 @@ function levels(x: Float32Array, n: number, rows: number): { q: Uint8Array; s: F
 const time = (build: (ops: OpList) => void) => gpuTime({ dev, pipes, reps, warmMs: 300 }, build).seconds;
 
 const NAMES: Record<string, GgmlType> = { q8_0: GgmlType.Q8_0, iq2_xxs: GgmlType.IQ2_XXS, q2_k: GgmlType.Q2_K };
-interface Shape { what: string; rows: number; n: number; pairs?: number; down?: boolean; tokens?: number; glu?: boolean }
+interface Shape { what: string; rows: number; n: number; pairs?: number; down?: boolean; tokens?: number }
 const DENSE: Shape[] = [
   { what: 'LM head', rows: round(248320 * scale, 64), n: 2048 },
   { what: 'in-projection', rows: round(12352 * scale, 64), n: 2048 },
   { what: 'out-projection', rows: round(2048 * scale, 64), n: 4096 },
-  { what: 'shexp gate+up GLU', rows: round(512 * scale, 8), n: 2048, glu: true },
-  { what: 'shexp down', rows: round(2048 * scale, 64), n: 512 },
 ];
-const ROWSV = a.rows ? a.rows.split(',').map(Number) as (2 | 4)[] : [];
 const TOKENS = a.tokens ? a.tokens.split(',').map(Number) : [];
 const FORMS = [2, 4] as const;
 const lanes = a.lanes ? Number(a.lanes) as 16 | 32 | 64 : undefined;
@@ -79,7 +76,7 @@ console.log(`type,shape,matvec_us,mvq_us,max_abs_diff/max_abs${TOKENS.length ? F
 for (const name of a.types!.split(',')) {
   const type = NAMES[name];
   for (const sh of SHAPES) {
-    const rb = rowBytes(type, sh.n), nExp = sh.pairs ? 256 : 1, glu = sh.glu ?? (!!sh.pairs && !sh.down);
+    const rb = rowBytes(type, sh.n), nExp = sh.pairs ? 256 : 1, glu = !!sh.pairs && !sh.down;
     const expertBytes = rb * sh.rows * (glu ? 2 : 1), wBytes = expertBytes * nExp, nRows = sh.pairs ?? sh.tokens ?? 1;
     const w = dev.createBuffer(wBytes, false);
     const chunkRows = Math.max(1, Math.floor(Math.min(wBytes, 64 << 20) / rb)), chunk = new Uint8Array(chunkRows * rb);
@@ -92,7 +89,7 @@ for (const name of a.types!.split(',')) {
     const ids = dev.createBuffer(4 * Math.max(16, nRows), false);
     dev.write(ids, 0, new Uint8Array(Uint32Array.from({ length: Math.max(16, nRows) }, (_, i) => (i * 37) % nExp).buffer));
     const yBytes = sh.rows * nRows * 4, y1 = dev.createBuffer(yBytes, false), y2 = dev.createBuffer(yBytes, false);
-    const flags = sh.pairs ? (sh.down ? 1 | 2 : 1 | 2 | 4) : glu ? 4 : 0, upBytes = glu ? rb * sh.rows : 0;
+    const flags = sh.pairs ? (sh.down ? 1 | 2 : 1 | 2 | 4) : 0, upBytes = glu ? rb * sh.rows : 0;
     const mv = (ops: OpList) => matvecOp(ops, { type: name, rowBytes: rb, buffers: [w, x, y1, ids, grid], rows: sh.rows, n: sh.n, nRows, flags, K: 8, expertBytes, upBytes });
     const q = (ops: OpList) => matvecOp(ops, { type: name, rowBytes: rb, buffers: [w, x, y2, ids, grid], rows: sh.rows, n: sh.n, nRows, flags, K: 8, expertBytes, upBytes, levels: { q: xq, s: xs }, mvqLanes: lanes });
     const tm = time(mv), tq = sh.tokens ? 0 : time(q);
@@ -100,22 +97,12 @@ for (const name of a.types!.split(',')) {
     // compared with the f32 kernel's below are mvq4's)
     let first: Uint8Array | undefined, same = true;
     const forms = !sh.tokens ? [] : FORMS.map((t) => {
-      const s = time((ops) => matvecOp(ops, { type: name, rowBytes: rb, buffers: [w, x, y2, ids, grid], rows: sh.rows, n: sh.n, nRows, flags, upBytes, levels: { q: xq, s: xs }, mvqTokens: t, mvqLanes: lanes }));
+      const s = time((ops) => matvecOp(ops, { type: name, rowBytes: rb, buffers: [w, x, y2, ids, grid], rows: sh.rows, n: sh.n, nRows, levels: { q: xq, s: xs }, mvqTokens: t, mvqLanes: lanes }));
       const out = new Uint8Array(dev.read(y2, 0, yBytes));
       if (!first) first = out; else same &&= Buffer.compare(first, out) === 0;
       return s;
     });
     const r1 = new Float32Array(dev.read(y1, 0, yBytes)), r2 = new Float32Array(dev.read(y2, 0, yBytes));
-    // weight rows a set: each variant against the engine's 4, every form, bits compared
-    const ref = new Uint8Array(r2.buffer.slice(0));
-    for (const R of ROWSV) for (const t of sh.tokens ? [] : [1]) {
-      try {
-        const tv = time((ops) => matvecOp(ops, { type: name, rowBytes: rb, buffers: [w, x, y2, ids, grid], rows: sh.rows, n: sh.n, nRows, flags, K: 8, expertBytes, upBytes, levels: { q: xq, s: xs }, mvqLanes: lanes, mvqTokens: t > 1 ? (t as 2 | 4) : undefined, mvqRows: R }));
-        const same = Buffer.compare(ref, new Uint8Array(dev.read(y2, 0, yBytes))) === 0;
-        console.log(`rows ${R},${name},${sh.what},mvq${t > 1 ? t : ''},${(tv * 1e6).toFixed(1)},${same ? 'bit-identical' : 'DIFFERS'}`);
-      } catch { /* no such variant */ }
-    }
-    dev.write(y2, 0, ref);
     let md = 0, mx = 0;
     for (let i = 0; i < r1.length; i++) { md = Math.max(md, Math.abs(r1[i] - r2[i])); mx = Math.max(mx, Math.abs(r1[i])); }
     const us = (t: number) => (t * 1e6).toFixed(1);

@@ -19,12 +19,7 @@
 #include "common.glsl"
 spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4450)
 int sdot(uint a, uint b, spirv_literal int fmt);
-// weight rows a set (a GLU: half gate, half up): 4, or 2 for more workgroups (mvq_*_r2, one
-// activation row: graph.ts mvqRows); a row's sum does not depend on the rows beside it
-#ifndef ROWS_N
-#define ROWS_N 4u
-#endif
-#define ROWS ROWS_N
+#define ROWS 4u
 layout(local_size_x = 64) in;
 layout(std430, binding = 0) readonly buffer WB { uint W[]; };
 layout(std430, binding = 1) readonly buffer XB { uvec4 XQ[]; };

@@ -9,7 +9,7 @@ import type { VkDevice } from '../../vk/addon.js';
 import { KERNELS, pushWords, type KernelDecl } from './kernels.js';
 
 /** A weight- or cache-type suffix of a shader variant's name (matvec_q8_0, attn_flash_q8_0_q4_0). */
-const TYPE_SUFFIX = /_(f32|f16|bf16|q\d_[01k]|iq\d_(?:xxs|xs|s|m|nl))(?:_r\d)?$/;
+const TYPE_SUFFIX = /_(f32|f16|bf16|q\d_[01k]|iq\d_(?:xxs|xs|s|m|nl))$/;
 
 /** The declaration of a shader variant: its base name's, type suffixes (one, or K and V types) stripped. */
 export function declOf(name: string): KernelDecl {
@@ -150,29 +150,12 @@ export function matmulTokens(type: string, nRows: number): number {
 export const MVQ_TYPES = new Set(['iq2_xxs', 'q8_0', 'q2_k']);
 export const MVQ_ROWS = 4;
 /**
- * Workgroups below which an mvq dispatch is latency-bound on a large GPU: a one-row dispatch then
- * takes 2 weight rows a set (mvq_*_r2) instead of 4, a several-row one mvq2 instead of mvq4 (more,
- * shorter workgroups; a row's sum depends on neither). H200, bench-mvq --rows 1,2 --tokens 8
- * (2026-12-02 22:09 UTC), Q8_0 µs, 4 → 2 weight rows a set for one row: the shared expert's
- * gate+up (128 workgroups at 4) 7.6 → 5.7, its down 5.9 → 4.8, the out-projection 11.0 → 7.7, but
- * the in-projection (1544) 10.3 → 12.0 and 8 routed pairs (1024) 9.8 → 10.2; mvq4 → mvq2 for 8
- * rows: the shared expert's gate+up (256) 10.6 → 7.5, the out-projection (512) 18.6 → 13.2, but
- * the in-projection (3088) 29.8 → 31.2 and the LM head 434.9 → 549.8.
- */
-export const MVQ_MIN_GROUPS = 1024;
-/**
  * Activation rows a workgroup of the several-row mvq forms for nRows plain rows: mvq2 for 2 (a 4-row
- * workgroup computes 2 spare rows: H200 19:22 UTC, Q8_0 LM head over 2 rows 297.0 → 177.9 µs) or
- * where mvq4 would run fewer than MVQ_MIN_GROUPS workgroups (rowGroups: its workgroups per
- * activation-row group), else mvq4 (an 8-row form, mvq8, was slower for 8 rows: 749.6 against
- * 617.0 µs; not kept).
+ * workgroup computes 2 spare rows: H200 19:22 UTC, Q8_0 LM head over 2 rows 297.0 → 177.9 µs),
+ * else mvq4 (an 8-row form, mvq8, was slower for 8 rows: 749.6 against 617.0 µs; not kept).
  */
-export function mvqTokens(nRows: number, rowGroups = Infinity): 2 | 4 {
-  return nRows <= 2 || rowGroups * Math.ceil(nRows / 4) < MVQ_MIN_GROUPS ? 2 : 4;
-}
-/** Weight rows a set of a one-activation-row mvq dispatch (routed pairs too): 2 where 4 would give fewer than MVQ_MIN_GROUPS workgroups (groups4), else 4. */
-export function mvqRows(groups4: number): 2 | 4 {
-  return groups4 < MVQ_MIN_GROUPS ? 2 : 4;
+export function mvqTokens(nRows: number): 2 | 4 {
+  return nRows <= 2 ? 2 : 4;
 }
 /**
  * Lanes a row of an mvq dispatch (matvecOp caps it at the row's units and passes it as pc.aux). A row's sum depends
@@ -280,8 +263,6 @@ export interface MatvecDispatch {
   mvqTokens?: 2 | 4;
   /** lanes a row pinned (bench-mvq); default mvqLanes() */
   mvqLanes?: 16 | 32 | 64;
-  /** weight rows a set of a one-row form pinned (bench-mvq); default mvqRows() */
-  mvqRows?: 2 | 4;
   /**
    * Routed experts with the pairs grouped by expert (moe_tiles.comp): buffers[3] is LIST and
    * this the TILES buffer and its capacity; the tiled mm_moe runs where the shape allows, else
@@ -326,17 +307,13 @@ export function matvecOp(ops: OpList, d: MatvecDispatch): void {
   if (d.levels && !d.epilogue && mvqTakes(d.type, d.n)) {
     // L lanes a row, 64 / L sets of rows a workgroup (mvq.glsl); several plain activation rows 2
     // or 4 a workgroup (mvq2, mvq4: each row summed as mvq sums it alone, at the same L)
+    const t = (flags & 1) === 0 && d.nRows > 1 ? d.mvqTokens ?? mvqTokens(d.nRows) : 1;
     const L = Math.min(d.mvqLanes ?? mvqLanes((flags & 1) !== 0), d.n / 32);
-    // workgroups along the weight rows at R weight rows a set
-    const rowGroups = (R: number) => Math.ceil(d.rows / ((64 / L) * (glu ? R / 2 : R)));
-    const t = (flags & 1) === 0 && d.nRows > 1 ? d.mvqTokens ?? mvqTokens(d.nRows, rowGroups(MVQ_ROWS)) : 1;
-    // several-row forms: 4 weight rows a set (2 were slower for every 8-row shape measured)
-    const R = t > 1 ? MVQ_ROWS : d.mvqRows ?? mvqRows(rowGroups(MVQ_ROWS) * d.nRows);
-    const grid: [number, number] = [rowGroups(R), Math.ceil(d.nRows / t)];
+    const perWg = (64 / L) * (glu ? MVQ_ROWS / 2 : MVQ_ROWS), grid: [number, number] = [Math.ceil(d.rows / perWg), Math.ceil(d.nRows / t)];
     // several groups of activation rows: the groups along x (flags bit 3), so that the workgroups
     // reading one weight row run together (the 8-row LM head read its 540 MB twice)
     const across = t > 1 && grid[1] > 1 && grid[0] <= 65535;
-    ops.op(`${t > 1 ? `mvq${t}` : 'mvq'}_${d.type}${R !== MVQ_ROWS ? `_r${R}` : ''}`, [d.buffers[0], d.levels.q, d.buffers[2], d.buffers[3], d.buffers[4], d.levels.s], push(L, across ? 8 : 0), across ? [grid[1], grid[0]] : grid, d.barrier ?? true, d.label);
+    ops.op(`${t > 1 ? `mvq${t}` : 'mvq'}_${d.type}`, [d.buffers[0], d.levels.q, d.buffers[2], d.buffers[3], d.buffers[4], d.levels.s], push(L, across ? 8 : 0), across ? [grid[1], grid[0]] : grid, d.barrier ?? true, d.label);
     return;
   }
   if ((d.unit ?? MV_TYPES.has(d.type)) && tokens === 1 && !d.epilogue && d.n % 32 === 0) {
