@@ -328,28 +328,32 @@ describe('matvec shaders vs the WASM reference (random blocks of every Vulkan ty
   });
 
   // decode's router matvec whose last workgroup routes the token: 1 row per workgroup on a GPU
-  // (matvec_router1), 4 on a CPU device; logits, ids and renormalised weights against plain math
-  it.each([[undefined, 'matvec_router1'], [0, 'matvec_router']] as const)('router matvec with routing epilogue (minGroups %s: %s)', (minGroups, shader) => {
-    const rng = new Rng(43), nExp = 40, K = 4, n = 128;
-    const w = new Float32Array(nExp * n).map(() => rng.normal()), x = new Float32Array(n).map(() => rng.normal());
-    const logits = q.matmul(GgmlType.F32, new Uint8Array(w.buffer), nExp, n, x);
-    const wb = dev.createBuffer(w.byteLength, false), xb = dev.createBuffer(x.byteLength, false), yb = dev.createBuffer(nExp * 4, true);
-    const ib = dev.createBuffer(K * 4, true), wtb = dev.createBuffer(K * 4, true), cnt = dev.createBuffer(4, false);
-    dev.write(wb, 0, new Uint8Array(w.buffer)); dev.write(xb, 0, new Uint8Array(x.buffer)); dev.write(cnt, 0, new Uint8Array(4));
+  // (matvec_router1), 4 on a CPU device; and a batched step's 3 rows in one dispatch, each routed
+  // by its own last workgroup (a counter word per row); logits, ids and renormalised weights of
+  // every row against plain math
+  it.each([[undefined, 'matvec_router1', 1], [0, 'matvec_router', 1], [undefined, 'matvec_router1', 3], [0, 'matvec_router', 3]] as const)('router matvec with routing epilogue (minGroups %s: %s, %i rows)', (minGroups, shader, T) => {
+    const rng = new Rng(43 + T), nExp = 40, K = 4, n = 128;
+    const w = new Float32Array(nExp * n).map(() => rng.normal()), x = new Float32Array(T * n).map(() => rng.normal());
+    const wb = dev.createBuffer(w.byteLength, false), xb = dev.createBuffer(x.byteLength, false), yb = dev.createBuffer(T * nExp * 4, true);
+    const ib = dev.createBuffer(T * K * 4, true), wtb = dev.createBuffer(T * K * 4, true), cnt = dev.createBuffer(T * 4, false);
+    dev.write(wb, 0, new Uint8Array(w.buffer)); dev.write(xb, 0, new Uint8Array(x.buffer)); dev.write(cnt, 0, new Uint8Array(T * 4));
     const ops = new OpList(pipes);
-    const d = { type: 'f32', buffers: [wb, xb, yb, ib, grid] as [number, number, number, number, number], rows: nExp, n, rowBytes: n * 4, nRows: 1, K, minGroups, epilogue: { shader: 'matvec_router' as const, extra: [ib, wtb, cnt], aux: nExp } };
+    const d = { type: 'f32', buffers: [wb, xb, yb, ib, grid] as [number, number, number, number, number], rows: nExp, n, rowBytes: n * 4, nRows: T, K, minGroups, epilogue: { shader: 'matvec_router' as const, extra: [ib, wtb, cnt], aux: nExp } };
     matvecOp(ops, d);
-    matvecOp(ops, d); // twice: the last workgroup resets the counter for the next use
+    matvecOp(ops, d); // twice: the last workgroups reset the counters for the next use
     expect(ops.names[0]).toBe(`${shader}_f32`);
     const cmd = dev.record(ops.build(), false);
     dev.runSync(cmd);
-    const y = new Float32Array(dev.read(yb, 0, nExp * 4)), ids = new Uint32Array(dev.read(ib, 0, K * 4)), wts = new Float32Array(dev.read(wtb, 0, K * 4));
-    for (let e = 0; e < nExp; e++) expect(Math.abs(y[e] - logits[e])).toBeLessThan(1e-4 * (Math.abs(logits[e]) + 1));
-    const order = Array.from(logits.keys()).sort((a, b) => logits[b] - logits[a]).slice(0, K);
-    expect(Array.from(ids)).toEqual(order);
-    const ex = order.map((e) => Math.exp(logits[e] - logits[order[0]])), tot = ex.reduce((a, b) => a + b, 0);
-    order.forEach((_, k) => expect(Math.abs(wts[k] - ex[k] / tot)).toBeLessThan(1e-5));
-    expect(new Uint32Array(dev.read(cnt, 0, 4))[0]).toBe(0);
+    const y = new Float32Array(dev.read(yb, 0, T * nExp * 4)), ids = new Uint32Array(dev.read(ib, 0, T * K * 4)), wts = new Float32Array(dev.read(wtb, 0, T * K * 4));
+    for (let t = 0; t < T; t++) {
+      const logits = q.matmul(GgmlType.F32, new Uint8Array(w.buffer), nExp, n, x.subarray(t * n, (t + 1) * n));
+      for (let e = 0; e < nExp; e++) expect(Math.abs(y[t * nExp + e] - logits[e])).toBeLessThan(1e-4 * (Math.abs(logits[e]) + 1));
+      const order = Array.from(logits.keys()).sort((a, b) => logits[b] - logits[a]).slice(0, K);
+      expect(Array.from(ids.subarray(t * K, (t + 1) * K))).toEqual(order);
+      const ex = order.map((e) => Math.exp(logits[e] - logits[order[0]])), tot = ex.reduce((a, b) => a + b, 0);
+      order.forEach((_, k) => expect(Math.abs(wts[t * K + k] - ex[k] / tot)).toBeLessThan(1e-5));
+    }
+    expect(Array.from(new Uint32Array(dev.read(cnt, 0, T * 4)))).toEqual(new Array(T).fill(0));
     dev.freeCommand(cmd);
     [wb, xb, yb, ib, wtb, cnt].forEach((b) => dev.freeBuffer(b));
   });
