@@ -430,7 +430,7 @@ export class VkEngine implements Engine, VkHost {
 
   routeRows(ops: OpList, l: number, x: number, nRows: number, barrier = true): boolean {
     const w = this.w.t.get(`blk.${l}.ffn_gate_inp.weight`);
-    if (!w || w.type !== GgmlType.F32 || w.windows.length !== 1 || w.rows !== this.shape.nExpert) return false;
+    if (!w || !this.routerEpilogueTakes(w) || w.rows !== this.shape.nExpert) return false;
     this.matvecOf(ops, w, 'router+route', x, this.buf.R, nRows, { barrier, epilogue: this.routerEpilogue() });
     return true;
   }
@@ -442,7 +442,12 @@ export class VkEngine implements Engine, VkHost {
    */
   routesInMatvec(l: number): boolean {
     const st = this.w.stacks.get(`blk.${l}.router_in`);
-    return !!st && st.w.type === GgmlType.F32 && st.w.windows.length === 1 && st.parts[0] === this.shape.nExpert;
+    return !!st && this.routerEpilogueTakes(st.w) && st.parts[0] === this.shape.nExpert;
+  }
+
+  /** matvec_router's weight: F32 rows in one binding (its epilogue counts one dispatch's workgroups) */
+  private routerEpilogueTakes(w: DevTensor): boolean {
+    return w.type === GgmlType.F32 && w.windows.length === 1;
   }
 
   /**
