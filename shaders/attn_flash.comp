@@ -11,17 +11,23 @@
 // G·blk ≤ 2048, checked by the engine). Blocks: 64 positions for one token (a short context still
 // spreads over many workgroups), up to 512 for prefill (bounds the partials).
 // Dispatch: (tokens, nHeadKv, ⌈ctx / blk⌉) for the chunk's tokens t0 … (prefill runs a long chunk
-// as several such dispatches, so the partials stay the size of one). Variant per K × V cache type.
+// as several such dispatches, so the partials stay the size of one); attn_flash_rows: (rows,
+// nHeadKv, ⌈ctx / blk⌉) (rows.glsl). Variant per K × V cache type.
 #extension GL_GOOGLE_include_directive : enable
 #extension GL_KHR_shader_subgroup_arithmetic : enable
 #include "common.glsl"
+#include "rows.glsl"
 layout(local_size_x = 256) in;
+#define ROW ROW_AT(gl_WorkGroupID.x)
 layout(std430, binding = 0) readonly buffer QB { float QG[]; };
-layout(std430, binding = 1) readonly buffer KB { uint KC[]; };
-layout(std430, binding = 2) readonly buffer VB { uint VC[]; };
+layout(std430, binding = 1) readonly buffer KB { uint KC_[]; } kb_r[BATCH];
+#define KC kb_r[ROW].KC_
+layout(std430, binding = 2) readonly buffer VB { uint VC_[]; } vb_r[BATCH];
+#define VC vb_r[ROW].VC_
 layout(std430, binding = 3) writeonly buffer PPB { float P[]; };
 layout(std430, binding = 4) writeonly buffer MLB { vec2 ML[]; };
-layout(std430, binding = 5) readonly buffer PB { uint PARAMS[]; };
+layout(std430, binding = 5) readonly buffer PB { uint PARAMS_[]; } pb_r[BATCH];
+#define PARAMS pb_r[ROW].PARAMS_
 layout(push_constant) uniform PC {
   uint nHead; uint nHeadKv; uint hd; uint kRowBytes;
   uint vRowBytes; uint qStride; float scale; uint nBlk;
@@ -45,7 +51,7 @@ shared float sc[2048];
 void main() {
   uint tl = gl_WorkGroupID.x, t = pc.t0 + tl, kvh = gl_WorkGroupID.y, b = gl_WorkGroupID.z, tid = gl_LocalInvocationID.x;
   uint G = pc.nHead / pc.nHeadKv, hd = pc.hd;
-  uint p = PARAMS[0] + t;
+  uint p = POS(t);
   uint u0 = b * pc.blk;
   if (u0 > p) return;  // the whole block is in the future (attn_merge skips it)
   uint n = min(p + 1u, u0 + pc.blk) - u0;

@@ -13,17 +13,20 @@
 // 128-long dependent FMA chains per token; the quarters' partial sums of r and o meet in shared
 // memory. q and k are staged in shared memory. The gated norm of the output is fused in:
 // o_h ← rms(o_h) ⊙ w ⊙ silu(z_h) (the head's outputs are all in this workgroup).
-// Dispatch: (hv, 1, 1). dk ≤ 128.
+// Dispatch: (hv, 1, 1); deltanet_rows: (hv, rows, 1), the row's one token (rows.glsl). dk ≤ 128.
 #extension GL_GOOGLE_include_directive : enable
 #extension GL_KHR_shader_subgroup_arithmetic : enable
 #include "common.glsl"
+#include "rows.glsl"
 layout(local_size_x = 512) in;
+#define ROW ROW_AT(gl_WorkGroupID.y)
 layout(std430, binding = 0) readonly buffer UB { float U[]; };
 layout(std430, binding = 1) readonly buffer BB { float Bt[]; };
 layout(std430, binding = 2) readonly buffer AB { float AL[]; };
 layout(std430, binding = 3) readonly buffer DB { float DT[]; };
 layout(std430, binding = 4) readonly buffer EB { float A[]; };
-layout(std430, binding = 5) buffer SB { float S[]; };
+layout(std430, binding = 5) buffer SB { float S_[]; } sb_r[BATCH];
+#define S sb_r[ROW].S_
 layout(std430, binding = 6) buffer OB { float O[]; };
 layout(std430, binding = 7) readonly buffer ZB { float Z[]; };
 layout(std430, binding = 8) readonly buffer NB { float NW[]; };
@@ -46,7 +49,7 @@ void main() {
   float col[32];
   // constant, unrolled bounds keep col[] in registers (a dynamic index would spill it)
   [[unroll]] for (uint i = 0u; i < 32u; i++) col[i] = (j < pc.dk && i0 + i < pc.dk) ? S[base + (i0 + i) * pc.dk] : 0.0;
-  for (uint t = 0u; t < pc.T; t++) {
+  for (uint t = ROW; t < ROW + pc.T; t++) {
     uint ub = t * pc.convCh;
     // q, k ← x / sqrt(Σx² + 1e-6), q also × 1/sqrt(dk): the L2 norm is fused in (both value heads
     // of a key head normalise the same q/k; cheaper than a dispatch and a barrier level)

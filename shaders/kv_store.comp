@@ -3,15 +3,20 @@
 // position pos+t with the reference quantizers (Q8_0: d = amax/127, q = roundf(x/d); Q4_0:
 // d = max/−8, q = min(15, trunc(x/d + 8.5))). Thread per 32-value block; blocks share bytes of a
 // word (34- and 18-byte blocks), so the row is assembled in shared memory with atomicOr and then
-// written out word by word. Dispatch: (T, 1, 1); kvDim ≤ 2048.
+// written out word by word. Dispatch: (T, 1, 1); kv_store_rows: (rows, 1, 1) (rows.glsl); kvDim ≤ 2048.
 #extension GL_GOOGLE_include_directive : enable
 #include "common.glsl"
+#include "rows.glsl"
 layout(local_size_x = 64) in;
+#define ROW ROW_AT(gl_WorkGroupID.x)
 layout(std430, binding = 0) readonly buffer KB { float K[]; };
 layout(std430, binding = 1) readonly buffer VB { float V[]; };
-layout(std430, binding = 2) buffer KCB { uint KC[]; };
-layout(std430, binding = 3) buffer VCB { uint VC[]; };
-layout(std430, binding = 4) readonly buffer PB { uint PARAMS[]; };
+layout(std430, binding = 2) buffer KCB { uint KC_[]; } kcb_r[BATCH];
+#define KC kcb_r[ROW].KC_
+layout(std430, binding = 3) buffer VCB { uint VC_[]; } vcb_r[BATCH];
+#define VC vcb_r[ROW].VC_
+layout(std430, binding = 4) readonly buffer PB { uint PARAMS_[]; } pb_r[BATCH];
+#define PARAMS pb_r[ROW].PARAMS_
 layout(push_constant) uniform PC { uint kvDim; uint rowBytes; } pc;
 shared uint row[2048];
 
@@ -22,7 +27,7 @@ void main() {
   uint t = gl_WorkGroupID.x, tid = gl_LocalInvocationID.x;
   uint base = t * pc.kvDim;
   uint words = pc.rowBytes / 4u;
-  uint ro = (PARAMS[0] + t) * words;
+  uint ro = POS(t) * words;
   for (uint w = tid; w < words; w += 64u) row[w] = 0u;
   barrier();
   for (uint b = tid; b < pc.kvDim / 32u; b += 64u) {

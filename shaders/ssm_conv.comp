@@ -5,13 +5,17 @@
 // lanes. Tokens go in tiles of 64: the tile's inputs (and the w−1 before it) are staged in shared
 // memory, so the in-place outputs cannot clobber an input another lane still needs, and the 4
 // lanes split the tile's tokens (a thread per channel walking all T tokens in order made a
-// 512-token chunk 0.37 ms a layer on the H200). Dispatch: (⌈convCh / 64⌉, 1, 1).
+// 512-token chunk 0.37 ms a layer on the H200). Dispatch: (⌈convCh / 64⌉, 1, 1); ssm_conv_rows:
+// (⌈convCh / 64⌉, rows, 1), the row's one token (rows.glsl).
 #extension GL_GOOGLE_include_directive : enable
 #include "common.glsl"
+#include "rows.glsl"
 layout(local_size_x = 256) in;
+#define ROW ROW_AT(gl_WorkGroupID.y)
 layout(std430, binding = 0) buffer UB { float U[]; };
 layout(std430, binding = 1) readonly buffer CB { float CW[]; };
-layout(std430, binding = 2) buffer HB { float HIST[]; };
+layout(std430, binding = 2) buffer HB { float HIST_[]; } hb_r[BATCH];
+#define HIST hb_r[ROW].HIST_
 layout(push_constant) uniform PC { uint convCh; uint T; uint width; uint pad; } pc;
 const uint TT = 64u, MAXW = 8u;
 shared float xs[TT + MAXW - 1u][64];
@@ -25,13 +29,13 @@ void main() {
   if (lane == 0u) for (uint j = 0u; j < hn; j++) xs[j][c] = on ? HIST[ch * hn + j] : 0.0;
   for (uint t0 = 0u; t0 < pc.T; t0 += TT) {
     uint n = min(TT, pc.T - t0);
-    for (uint i = lane; i < n; i += 4u) xs[hn + i][c] = on ? U[(t0 + i) * pc.convCh + ch] : 0.0;
+    for (uint i = lane; i < n; i += 4u) xs[hn + i][c] = on ? U[(ROW + t0 + i) * pc.convCh + ch] : 0.0;
     barrier();
     for (uint i = lane; i < n; i += 4u) {
       // output t0 + i reads inputs t0 + i − hn … t0 + i: rows i … i + hn
       float acc = 0.0;
       [[unroll]] for (uint j = 0u; j < MAXW; j++) if (j < w) acc += cw[j] * xs[i + j][c];
-      if (on) U[(t0 + i) * pc.convCh + ch] = siluf(acc);
+      if (on) U[(ROW + t0 + i) * pc.convCh + ch] = siluf(acc);
     }
     barrier();
     // the last hn inputs (rows n … n + hn − 1) become the next tile's history rows

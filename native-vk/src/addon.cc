@@ -55,7 +55,8 @@ Napi::Value ShaderNames(const Napi::CallbackInfo& info) {
   return out;
 }
 
-// shaders() → [{name, bindings, push, local: [x, y, z]}]: each module's reflected interface
+// shaders() → [{name, bindings, push, local: [x, y, z], counts}]: each module's reflected
+// interface (counts: buffers of each binding, 0 where the optimizer dropped it)
 Napi::Value Shaders(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Napi::Array out = Napi::Array::New(env, kEmbeddedShaderCount);
@@ -68,6 +69,9 @@ Napi::Value Shaders(const Napi::CallbackInfo& info) {
     Napi::Array l = Napi::Array::New(env, 3);
     for (uint32_t k = 0; k < 3; k++) l.Set(k, s.local[k]);
     o.Set("local", l);
+    Napi::Array c = Napi::Array::New(env, s.bindings);
+    for (uint32_t k = 0; k < s.bindings; k++) c.Set(k, s.counts[k]);
+    o.Set("counts", c);
     out.Set(i, o);
   }
   return out;

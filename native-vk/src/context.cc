@@ -105,6 +105,8 @@ DeviceInfo describe(VkPhysicalDevice pd, uint32_t index) {
   d.float16 = f12.shaderFloat16;
   d.int8 = f12.shaderInt8;
   d.integerDot = false;
+  d.bufferArrays = f2.features.shaderStorageBufferArrayDynamicIndexing;
+  d.maxStageStorageBuffers = std::min(p.limits.maxPerStageDescriptorStorageBuffers, p.limits.maxDescriptorSetStorageBuffers);
   if (hasExtension(pd, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME)) {
     VkPhysicalDeviceShaderIntegerDotProductFeaturesKHR idot{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES_KHR};
     VkPhysicalDeviceFeatures2 fi{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
@@ -226,6 +228,10 @@ Context::Context(int deviceIndex) {
       idot.pNext = const_cast<void*>(dci.pNext);
       dci.pNext = &idot;
     }
+    // binding arrays indexed by a workgroup's row (the batched step's _rows kernels)
+    VkPhysicalDeviceFeatures core{};
+    core.shaderStorageBufferArrayDynamicIndexing = info_.bufferArrays;
+    dci.pEnabledFeatures = &core;
     dci.enabledExtensionCount = static_cast<uint32_t>(ext.size());
     dci.ppEnabledExtensionNames = ext.empty() ? nullptr : ext.data();
     VK_CALL(vkCreateDevice(phys_, &dci, nullptr, &device_));

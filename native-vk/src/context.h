@@ -32,6 +32,8 @@ struct DeviceInfo {
   uint64_t importAlignment;    // minImportedHostPointerAlignment (0 without the extension)
   bool storage8bit, storage16bit, float16, int8;
   bool integerDot;             // VK_KHR_shader_integer_dot_product (mvq.comp's packed 4×8-bit dot products)
+  bool bufferArrays;           // shaderStorageBufferArrayDynamicIndexing (the batched step's per-row binding arrays)
+  uint32_t maxStageStorageBuffers;  // storage-buffer descriptors one compute pipeline may bind (per stage and per set, the lower)
   float timestampPeriod;  // nanoseconds per timestamp tick
   std::vector<HeapInfo> heaps;
 };

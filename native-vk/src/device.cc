@@ -88,6 +88,8 @@ Napi::Value Device::Info(const Napi::CallbackInfo& info) {
   o.Set("minStorageBufferOffsetAlignment", static_cast<double>(d.minStorageBufferOffsetAlignment));
   o.Set("externalMemoryHost", d.externalMemoryHost);
   o.Set("integerDot", d.integerDot);
+  o.Set("bufferArrays", d.bufferArrays);
+  o.Set("maxStageStorageBuffers", d.maxStageStorageBuffers);
   o.Set("importAlignment", static_cast<double>(d.importAlignment));
   uint64_t local = 0;
   for (auto& h : d.heaps) if (h.deviceLocal) local += h.size;
@@ -270,27 +272,38 @@ Napi::Value Device::Read(const Napi::CallbackInfo& info) {
   return out;
 }
 
-// createPipeline(shaderName, bindings, pushBytes) → id
+// the counts argument of createPipeline / pipelineStats: buffers of each binding (an array
+// binding's length, else 1); 1 each when left out
+static std::vector<uint32_t> countsArg(const Napi::CallbackInfo& info) {
+  std::vector<uint32_t> out;
+  if (info.Length() <= 3 || info[3].IsUndefined()) return out;
+  if (!info[3].IsArray()) throw Napi::TypeError::New(info.Env(), "counts: array of numbers expected");
+  auto a = info[3].As<Napi::Array>();
+  for (uint32_t i = 0; i < a.Length(); i++) out.push_back(u32(a.Get(i), "counts[i]"));
+  return out;
+}
+
+// createPipeline(shaderName, bindings, pushBytes[, counts]) → id
 Napi::Value Device::CreatePipeline(const Napi::CallbackInfo& info) {
   Context& c = ctx(info.Env());
   if (!info[0].IsString()) throw Napi::TypeError::New(info.Env(), "createPipeline(name): string expected");
   try {
     uint32_t id = next_++;
-    pipelines_[id] = std::make_unique<Pipeline>(c, info[0].As<Napi::String>().Utf8Value(), u32(info[1], "bindings"), u32(info[2], "pushBytes"));
+    pipelines_[id] = std::make_unique<Pipeline>(c, info[0].As<Napi::String>().Utf8Value(), u32(info[1], "bindings"), countsArg(info), u32(info[2], "pushBytes"));
     return Napi::Number::New(info.Env(), id);
   } catch (const std::exception& e) {
     throw Napi::Error::New(info.Env(), e.what());
   }
 }
 
-// pipelineStats(shaderName, bindings, pushBytes) → [[statistic, value], …]: the driver's compiler
+// pipelineStats(shaderName, bindings, pushBytes[, counts]) → [[statistic, value], …]: the driver's compiler
 // statistics for the shader (registers, instructions, spills: whatever it reports), from a
 // throwaway pipeline built with VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR (kernel tuning).
 Napi::Value Device::PipelineStats(const Napi::CallbackInfo& info) {
   Context& c = ctx(info.Env());
   if (!info[0].IsString()) throw Napi::TypeError::New(info.Env(), "pipelineStats(name): string expected");
   try {
-    Pipeline p(c, info[0].As<Napi::String>().Utf8Value(), u32(info[1], "bindings"), u32(info[2], "pushBytes"), true);
+    Pipeline p(c, info[0].As<Napi::String>().Utf8Value(), u32(info[1], "bindings"), countsArg(info), u32(info[2], "pushBytes"), true);
     auto st = p.statistics();
     Napi::Array out = Napi::Array::New(info.Env(), st.size());
     for (uint32_t i = 0; i < st.size(); i++) {
@@ -312,16 +325,17 @@ Napi::Value Device::Record(const Napi::CallbackInfo& info) {
   if (!info[0].IsTypedArray()) throw Napi::TypeError::New(info.Env(), "record(ops): Uint32Array expected");
   auto ta = info[0].As<Napi::Uint32Array>();
   const uint32_t* w = ta.Data();
-  size_t n = ta.ElementLength(), i = 0, dispatches = 0;
+  size_t n = ta.ElementLength(), i = 0, dispatches = 0, descriptors = 0;
   for (size_t j = 0; j < n; dispatches++) {  // count to size the descriptor pool
     if (j + 2 > n) throw Napi::Error::New(info.Env(), "record: truncated op list");
+    descriptors += w[j + 1];
     j += 2 + w[j + 1];
     if (j >= n) throw Napi::Error::New(info.Env(), "record: truncated op list");
     j += 1 + w[j] + 4;
   }
   try {
     bool profile = info.Length() > 1 && info[1].ToBoolean();
-    auto rec = std::make_unique<Recorder>(c, static_cast<uint32_t>(dispatches + 1), profile);
+    auto rec = std::make_unique<Recorder>(c, static_cast<uint32_t>(dispatches + 1), static_cast<uint32_t>(descriptors + 1), profile);
     std::vector<Binding> bufs;
     while (i < n) {
       auto pit = pipelines_.find(w[i]);

@@ -112,8 +112,8 @@ static const EmbeddedShader& findShader(const std::string& name) {
   throw std::runtime_error("shader '" + name + "' is not embedded in the addon (rebuild with npm run build)");
 }
 
-Pipeline::Pipeline(Context& ctx, const std::string& shader, uint32_t bindings, uint32_t pushBytes, bool captureStats)
-    : ctx_(ctx), name_(shader), bindings_(bindings), pushBytes_(pushBytes) {
+Pipeline::Pipeline(Context& ctx, const std::string& shader, uint32_t bindings, std::vector<uint32_t> counts, uint32_t pushBytes, bool captureStats)
+    : ctx_(ctx), name_(shader), bindings_(bindings), descriptors_(0), pushBytes_(pushBytes), counts_(std::move(counts)) {
   if (pushBytes > ctx.info().maxPushConstantsSize)
     throw std::runtime_error(shader + ": push constants of " + std::to_string(pushBytes) + " bytes exceed the device limit");
   const auto& s = findShader(shader);
@@ -122,6 +122,20 @@ Pipeline::Pipeline(Context& ctx, const std::string& shader, uint32_t bindings, u
     throw std::runtime_error(shader + ": " + std::to_string(bindings) + " bindings declared, the shader uses " + std::to_string(s.bindings));
   if (pushBytes != s.push)
     throw std::runtime_error(shader + ": " + std::to_string(pushBytes) + " push-constant bytes declared, the shader's block has " + std::to_string(s.push));
+  // an array binding (the batched step's per-row buffers) takes as many descriptors as it has
+  // elements: the caller's count of each binding the module uses must be the module's
+  if (counts_.empty()) counts_.assign(bindings, 1u);
+  if (counts_.size() != bindings)
+    throw std::runtime_error(shader + ": " + std::to_string(counts_.size()) + " binding counts for " + std::to_string(bindings) + " bindings");
+  for (uint32_t i = 0; i < s.bindings; i++)
+    if (s.counts[i] != 0 && s.counts[i] != counts_[i])
+      throw std::runtime_error(shader + ": binding " + std::to_string(i) + " declared with " + std::to_string(counts_[i]) + " buffers, the shader's has " + std::to_string(s.counts[i]));
+  for (uint32_t c : counts_) {
+    if (c == 0) throw std::runtime_error(shader + ": a binding of 0 buffers");
+    descriptors_ += c;
+  }
+  if (descriptors_ > ctx.info().maxStageStorageBuffers)
+    throw std::runtime_error(shader + ": " + std::to_string(descriptors_) + " storage buffers, more than the device's " + std::to_string(ctx.info().maxStageStorageBuffers) + " a pipeline");
   try {
     VkShaderModuleCreateInfo mi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
     mi.codeSize = s.size;
@@ -132,7 +146,7 @@ Pipeline::Pipeline(Context& ctx, const std::string& shader, uint32_t bindings, u
       b[i] = {};
       b[i].binding = i;
       b[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-      b[i].descriptorCount = 1;
+      b[i].descriptorCount = counts_[i];
       b[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
     }
     VkDescriptorSetLayoutCreateInfo li{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
@@ -212,7 +226,7 @@ void Pipeline::release() {
   module_ = VK_NULL_HANDLE;
 }
 
-Recorder::Recorder(Context& ctx, uint32_t maxSets, bool profile) : ctx_(ctx) {
+Recorder::Recorder(Context& ctx, uint32_t maxSets, uint32_t maxDescriptors, bool profile) : ctx_(ctx) {
   try {
     if (profile) {
       maxQueries_ = maxSets + 1;
@@ -221,7 +235,7 @@ Recorder::Recorder(Context& ctx, uint32_t maxSets, bool profile) : ctx_(ctx) {
       qi.queryCount = maxQueries_;
       VK_CALL(vkCreateQueryPool(ctx.device(), &qi, nullptr, &queries_));
     }
-    VkDescriptorPoolSize ps{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, maxSets * 8};
+    VkDescriptorPoolSize ps{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, maxDescriptors};
     VkDescriptorPoolCreateInfo pi{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
     pi.maxSets = maxSets;
     pi.poolSizeCount = 1;
@@ -267,8 +281,8 @@ Recorder::~Recorder() {
 void Recorder::dispatch(const Pipeline& p, const std::vector<Binding>& buffers, const void* push,
                         uint32_t pushBytes, uint32_t gx, uint32_t gy, uint32_t gz) {
   // The choke point: a mismatch here is a programming error that would otherwise read garbage.
-  if (buffers.size() != p.bindings())
-    throw std::logic_error(p.name() + ": " + std::to_string(buffers.size()) + " buffers bound, pipeline declares " + std::to_string(p.bindings()));
+  if (buffers.size() != p.descriptors())
+    throw std::logic_error(p.name() + ": " + std::to_string(buffers.size()) + " buffers bound, pipeline declares " + std::to_string(p.descriptors()));
   if (pushBytes != p.pushBytes())
     throw std::logic_error(p.name() + ": " + std::to_string(pushBytes) + " push-constant bytes, pipeline declares " + std::to_string(p.pushBytes()));
   for (size_t i = 0; i < buffers.size(); i++) {
@@ -287,15 +301,16 @@ void Recorder::dispatch(const Pipeline& p, const std::vector<Binding>& buffers, 
   VkDescriptorSet set;
   VK_CALL(vkAllocateDescriptorSets(ctx_.device(), &ai, &set));
   std::vector<VkDescriptorBufferInfo> bi(buffers.size());
-  std::vector<VkWriteDescriptorSet> w(buffers.size());
-  for (size_t i = 0; i < buffers.size(); i++) {
-    bi[i] = {buffers[i].buf->handle(), buffers[i].offset, buffers[i].range};
+  for (size_t i = 0; i < buffers.size(); i++) bi[i] = {buffers[i].buf->handle(), buffers[i].offset, buffers[i].range};
+  // one write per binding: an array binding's elements are consecutive in `buffers`
+  std::vector<VkWriteDescriptorSet> w(p.bindings());
+  for (uint32_t i = 0, at = 0; i < p.bindings(); at += p.count(i), i++) {
     w[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
     w[i].dstSet = set;
-    w[i].dstBinding = static_cast<uint32_t>(i);
-    w[i].descriptorCount = 1;
+    w[i].dstBinding = i;
+    w[i].descriptorCount = p.count(i);
     w[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-    w[i].pBufferInfo = &bi[i];
+    w[i].pBufferInfo = &bi[at];
   }
   vkUpdateDescriptorSets(ctx_.device(), static_cast<uint32_t>(w.size()), w.data(), 0, nullptr);
   vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, p.handle());

@@ -48,13 +48,18 @@ struct Binding {
 
 class Pipeline {
  public:
-  // captureStats: keep the compiler's statistics for statistics() (needs ctx.executableStats())
-  Pipeline(Context& ctx, const std::string& shader, uint32_t bindings, uint32_t pushBytes, bool captureStats = false);
+  // counts: descriptors of each binding (an array of buffers: its length, else 1; empty: 1 each),
+  // checked against the module's own for the bindings it uses; captureStats: keep the compiler's
+  // statistics for statistics() (needs ctx.executableStats())
+  Pipeline(Context& ctx, const std::string& shader, uint32_t bindings, std::vector<uint32_t> counts, uint32_t pushBytes, bool captureStats = false);
   ~Pipeline();
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
   const std::string& name() const { return name_; }
   uint32_t bindings() const { return bindings_; }
+  uint32_t descriptors() const { return descriptors_; }
+  // descriptors of binding i (an array binding's length, else 1)
+  uint32_t count(uint32_t i) const { return counts_[i]; }
   uint32_t pushBytes() const { return pushBytes_; }
   VkPipeline handle() const { return pipe_; }
   VkPipelineLayout layout() const { return layout_; }
@@ -66,7 +71,8 @@ class Pipeline {
   void release();
   Context& ctx_;
   std::string name_;
-  uint32_t bindings_, pushBytes_;
+  uint32_t bindings_, descriptors_, pushBytes_;
+  std::vector<uint32_t> counts_;
   VkShaderModule module_ = VK_NULL_HANDLE;
   VkDescriptorSetLayout setLayout_ = VK_NULL_HANDLE;
   VkPipelineLayout layout_ = VK_NULL_HANDLE;
@@ -77,8 +83,9 @@ class Pipeline {
 // step is recorded once per shape and replayed, its per-step inputs living in buffers.
 class Recorder {
  public:
-  // With `profile`, a timestamp is written after every dispatch (see timings()).
-  Recorder(Context& ctx, uint32_t maxSets, bool profile = false);
+  // With `profile`, a timestamp is written after every dispatch (see timings()). maxDescriptors:
+  // buffers all the dispatches bind together (the descriptor pool's size).
+  Recorder(Context& ctx, uint32_t maxSets, uint32_t maxDescriptors, bool profile = false);
   // GPU nanoseconds of each dispatch in the last run (profiled recorders only).
   std::vector<double> timings();
   // Finishes recording (adds the final host-visibility barrier).

@@ -14,8 +14,8 @@ SelfTestResult runSelfTest(int deviceIndex, uint32_t n) {
   auto* yp = static_cast<float*>(y.mapped());
   for (uint32_t i = 0; i < n; i++) { xp[i] = 0.5f * i; yp[i] = 1.0f - i; }
   struct { uint32_t n; float a; } pc{n, 3.0f};
-  Pipeline p(ctx, "selftest_axpy", 2, sizeof(pc));
-  Recorder rec(ctx, 4);
+  Pipeline p(ctx, "selftest_axpy", 2, {}, sizeof(pc));
+  Recorder rec(ctx, 4, 8);
   rec.dispatch(p, {{&x, 0, VK_WHOLE_SIZE}, {&y, 0, VK_WHOLE_SIZE}}, &pc, sizeof(pc), (n + 63) / 64);
   rec.submitAndWait();
   double maxErr = 0;

@@ -1,4 +1,4 @@
-// Minimal SPIR-V reflection for build-shaders.mjs: the descriptor bindings (set 0), the push-
+// Minimal SPIR-V reflection for build-shaders.mjs: the descriptor bindings (set 0) and their array lengths, the push-
 // constant block's size and the workgroup size a compute module declares, read from the module
 // itself so the addon can check what the TypeScript side binds and pushes against the shader.
 // Handles what our shaders use: 32-bit scalars, vectors and arrays in the push block.
@@ -21,7 +21,7 @@ export function reflect(words) {
       case OP.MemberDecorate: if (a[2] === DEC.Offset) { const m = offsets.get(a[0]) ?? []; m[a[1]] = a[3]; offsets.set(a[0], m); } break;
       case OP.TypeInt: case OP.TypeFloat: types.set(a[0], { bytes: a[1] / 8 }); break;
       case OP.TypeVector: types.set(a[0], { bytes: types.get(a[1]).bytes * a[2] }); break;
-      case OP.TypeArray: types.set(a[0], { bytes: types.get(a[1]).bytes * consts.get(a[2]) }); break;
+      case OP.TypeArray: types.set(a[0], { bytes: types.get(a[1]).bytes * consts.get(a[2]), count: consts.get(a[2]) }); break;
       case OP.TypeStruct: types.set(a[0], { members: Array.from(a.subarray(1)) }); break;
       case OP.Constant: consts.set(a[1], a[2]); break;
       case OP.TypePointer: pointers.set(a[0], { sc: a[1], type: a[2] }); break;
@@ -36,5 +36,10 @@ export function reflect(words) {
     t.members.forEach((m, k) => { push = Math.max(push, (offs[k] ?? 0) + types.get(m).bytes); });
   }
   const ids = [...binding.values()];
-  return { bindings: ids.length ? Math.max(...ids) + 1 : 0, push, local };
+  const bindings = ids.length ? Math.max(...ids) + 1 : 0;
+  // descriptors of each binding: an array of buffers (the batched step's per-row bindings) has
+  // its length, anything else 1; 0 for a binding below the highest that the optimizer dropped
+  const counts = Array.from({ length: bindings }, () => 0);
+  for (const v of vars) if (binding.has(v.id)) counts[binding.get(v.id)] = types.get(pointers.get(v.ptr).type)?.count ?? 1;
+  return { bindings, push, local, counts };
 }

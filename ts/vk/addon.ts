@@ -37,6 +37,8 @@ export interface VkDevice {
     externalMemoryHost: boolean; importAlignment: number;
     /** VK_KHR_shader_integer_dot_product enabled (mvq.comp) */
     integerDot: boolean;
+    /** arrays of storage buffers indexed by a workgroup's row (the batched step's _rows kernels), and the storage buffers one pipeline may bind */
+    bufferArrays: boolean; maxStageStorageBuffers: number;
   };
   createBuffer(bytes: number, hostVisible: boolean): number;
   /** a byte range of a buffer (offset a multiple of minStorageBufferOffsetAlignment), bindable like a buffer */
@@ -53,13 +55,14 @@ export interface VkDevice {
   /** (dstOffset, srcOffset, bytes) triples from one buffer into another, one submission */
   copyRegions(dst: number, src: number, regions: Float64Array): void;
   read(id: number, offset: number, length: number): ArrayBuffer;
-  createPipeline(shader: string, bindings: number, pushBytes: number): number;
+  /** counts: buffers of each binding (an array binding's length, else 1; default 1 each) */
+  createPipeline(shader: string, bindings: number, pushBytes: number, counts?: number[]): number;
   /**
    * The driver's compiler statistics for a shader ([name, value] pairs: registers, instruction
    * counts, spills, whatever the driver reports; VK_KHR_pipeline_executable_properties). Throws
    * on a device without the extension. For kernel tuning (bench-matvec-bw --stats).
    */
-  pipelineStats(shader: string, bindings: number, pushBytes: number): [string, string][];
+  pipelineStats(shader: string, bindings: number, pushBytes: number, counts?: number[]): [string, string][];
   /** ops: per dispatch [pipeline, nBuffers, buffers…, nPushWords, push…, gx, gy, gz, flags(bit0 barrier)] */
   record(ops: Uint32Array, profile?: boolean): number;
   /** GPU nanoseconds per dispatch of the last run of a command recorded with profile = true */
@@ -75,7 +78,8 @@ export interface VkAddon {
   listDevices(): VkDeviceInfo[];
   shaderNames(): string[];
   /** each embedded module's interface as its SPIR-V declares it (reflected at build time) */
-  shaders(): { name: string; bindings: number; push: number; local: [number, number, number] }[];
+  /** counts: buffers of each binding the module uses (an array binding's length), 0 where the optimizer dropped it */
+  shaders(): { name: string; bindings: number; push: number; local: [number, number, number]; counts: number[] }[];
   selfTest(deviceIndex: number, n: number): Promise<{ device: string; maxError: number; n: number }>;
 }
 

@@ -2,55 +2,41 @@
  * Batched decode steps (q36-server --batched-session): one token for each of 2..batchRows
  * sessions in one model step. step.ts records it with `rows`: the weights are multiplied over all
  * rows at once (read once per step), while each row's conv, recurrence, q/k prep, KV store and
- * attention run as that session's own one-token step on views of its scratch rows and its own
- * state buffers. A step is recorded once per list of sessions and replayed (positions live in
- * PARAMS rows); the last few lists are kept.
+ * attention run as that session's own one-token step on its state buffers, all rows in one
+ * dispatch of each (kernels.ts ROW_KERNELS, shaders/rows.glsl). A step is recorded once per list
+ * of sessions and replayed (positions live in PARAMS rows); the last few lists are kept.
  */
-import { stateSizes } from '../payload.js';
-import { OpList, attnBlock } from './graph.js';
+import { OpList } from './graph.js';
 import type { VkHost } from './host.js';
+import { ROW_KERNELS, descriptorCount } from './kernels.js';
 import type { VkSessionState } from './session-state.js';
-import { recordStep, type RowViews } from './step.js';
+import { recordStep } from './step.js';
 
 /** Recorded batched steps kept (lists of sessions): a server's slots make few distinct lists. */
 const KEEP_RECORDED = 16;
 
-/** Floats of each row's part of the scratch buffers a batched step's per-row kernels use. */
-function rowFloats(h: VkHost): Record<keyof RowViews, number> & { PARAMS: number } {
-  const s = h.shape, st = stateSizes(s), slots = s.nHead * Math.ceil(h.options.ctx / attnBlock(s, 1));
-  return {
-    U: st.convCh, Z: s.ssmInner, B: s.ssmVHeads, AL: s.ssmVHeads, Ossm: s.ssmInner, Oattn: s.nHead * s.headDim,
-    QG: 2 * s.nHead * s.headDim, Kb: st.kvDim, Vb: st.kvDim, P: slots * s.headDim, ML: slots * 2, PARAMS: h.paramWords,
-  };
-}
-
 /**
- * Why this device cannot run batched steps, or undefined: a row's views must start at multiples
- * of the device's storage-buffer offset alignment (tiny models have 16-byte rows).
+ * Why this device cannot run batched steps, or undefined: the _rows kernels index arrays of
+ * buffers by row (rows.glsl), up to descriptorCount() buffers a pipeline.
  */
-export function batchProblem(h: VkHost, align: number): string | undefined {
-  const bad = Object.entries(rowFloats(h)).filter(([, f]) => (f * 4) % align !== 0).map(([n, f]) => `${n} (${f * 4} B)`);
-  return bad.length ? `rows of ${bad.join(', ')} are not multiples of the device's ${align}-byte binding alignment` : undefined;
+export function batchProblem(dev: { bufferArrays: boolean; maxStageStorageBuffers: number }): string | undefined {
+  if (!dev.bufferArrays) return 'the device cannot index arrays of storage buffers (shaderStorageBufferArrayDynamicIndexing)';
+  const most = Math.max(...Object.values(ROW_KERNELS).map(descriptorCount));
+  return dev.maxStageStorageBuffers < most ? `the device binds at most ${dev.maxStageStorageBuffers} storage buffers a pipeline, the batched step's kernels ${most}` : undefined;
 }
-
-const VIEWED = { U: 'U', Z: 'Z', B: 'B', AL: 'AL', Ossm: 'O', Oattn: 'O', QG: 'QG', Kb: 'Kb', Vb: 'Vb', P: 'P', ML: 'ML' } as const;
 
 export class BatchSteps {
-  /** row i's views (created on first use) */
-  private views: (RowViews & { params: number })[] = [];
+  /** row i's PARAMS row (views paramWords apart, created on first use) */
+  private params: number[] = [];
   /** recorded steps by session list, oldest use first */
   private cmds = new Map<string, { cmd: number; names: string[]; ids: number[] }>();
 
   constructor(private readonly h: VkHost) {}
 
-  private rowViews(i: number): RowViews & { params: number } {
-    while (this.views.length <= i) {
-      const b = this.views.length, f = rowFloats(this.h), dev = this.h.dev, buf = this.h.buf;
-      const view = (name: string, floats: number) => dev.createView(buf[name], b * floats * 4, floats * 4);
-      const v = Object.fromEntries(Object.entries(VIEWED).map(([k, name]) => [k, view(name, f[k as keyof RowViews])])) as unknown as RowViews;
-      this.views.push({ ...v, params: view('PARAMS', f.PARAMS) });
-    }
-    return this.views[i];
+  private paramsRow(i: number): number {
+    const h = this.h, bytes = 4 * h.paramWords;
+    while (this.params.length <= i) this.params.push(h.dev.createView(h.buf.PARAMS, this.params.length * bytes, bytes));
+    return this.params[i];
   }
 
   private command(states: VkSessionState[]): { cmd: number; names: string[] } {
@@ -60,7 +46,7 @@ export class BatchSteps {
       this.cmds.delete(key);
     } else {
       const h = this.h, ops = new OpList(h.pipes);
-      const rows = states.map((s, i) => { const v = this.rowViews(i); return { layers: s.layers, params: v.params, v }; });
+      const rows = states.map((s, i) => ({ layers: s.layers, params: this.paramsRow(i) }));
       recordStep({ h, ops, T: states.length, rows, layers: [], kvTypes: h.kv, ctx: h.options.ctx, paramWords: h.paramWords }, 0);
       rec = { cmd: h.dev.record(ops.build(), h.options.vkProfile === true), names: ops.names, ids: states.map((s) => s.id) };
       while (this.cmds.size >= KEEP_RECORDED) this.drop(this.cmds.keys().next().value!);

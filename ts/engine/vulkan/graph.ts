@@ -6,16 +6,19 @@
 import type { Core } from '../../core/wasm.js';
 import type { ModelShape } from '../../model/shape.js';
 import type { VkDevice } from '../../vk/addon.js';
-import { KERNELS, pushWords, type KernelDecl } from './kernels.js';
+import { KERNELS, ROW_KERNELS, bindingCounts, pushWords, type KernelDecl } from './kernels.js';
 
 /** A weight- or cache-type suffix of a shader variant's name (matvec_q8_0, attn_flash_q8_0_q4_0). */
 const TYPE_SUFFIX = /_(f32|f16|bf16|q\d_[01k]|iq\d_(?:xxs|xs|s|m|nl))$/;
 
+/** Every declaration by shader base name (the _rows kernels by theirs: deltanet_rows). */
+const DECLS: Record<string, KernelDecl> = { ...KERNELS, ...Object.fromEntries(Object.values(ROW_KERNELS).map((d) => [d.name, d])) };
+
 /** The declaration of a shader variant: its base name's, type suffixes (one, or K and V types) stripped. */
 export function declOf(name: string): KernelDecl {
   let base = name;
-  while (!(base in KERNELS) && TYPE_SUFFIX.test(base)) base = base.replace(TYPE_SUFFIX, '');
-  const d = (KERNELS as Record<string, KernelDecl>)[base];
+  while (!(base in DECLS) && TYPE_SUFFIX.test(base)) base = base.replace(TYPE_SUFFIX, '');
+  const d = DECLS[base];
   if (!d) throw new Error(`no kernel declaration for shader ${name}`);
   return d;
 }
@@ -29,7 +32,7 @@ export class Pipelines {
     if (id === undefined) {
       const d = declOf(name);
       // the addon refuses a declaration that disagrees with the module's own (SPIR-V reflection)
-      id = this.dev.createPipeline(name, d.bindings.length, 4 * d.push.length);
+      id = this.dev.createPipeline(name, d.bindings.length, 4 * d.push.length, bindingCounts(d));
       this.ids.set(name, id);
     }
     return id;

@@ -16,11 +16,33 @@ export interface KernelDecl<B extends string = string, P extends string = string
   local: number;
   /** items (elements, channels, rows, …) one workgroup covers along x, for groups() */
   per?: number;
+  /**
+   * The _rows kernels (shaders/rows.glsl): bindings that are arrays of ROW_ARRAY buffers, element
+   * r row r's (its session's state or cache, its PARAMS row)
+   */
+  rows?: readonly B[];
 }
+
+/** Elements of a _rows kernel's per-row binding arrays: the most rows a batched step takes (shaders/variants.json BATCH). */
+export const ROW_ARRAY = 8;
+
+/** Buffers of each binding of the kernel (a per-row binding array ROW_ARRAY, else 1). */
+export function bindingCounts(kd: KernelDecl): number[] {
+  return kd.bindings.map((b) => (kd.rows?.includes(b) ? ROW_ARRAY : 1));
+}
+
+/** Buffers a dispatch of the kernel binds. */
+export function descriptorCount(kd: KernelDecl): number {
+  return bindingCounts(kd).reduce((a, b) => a + b, 0);
+}
+
+/** A batched step's kernel: the plain kernel's interface, with the named bindings one buffer per row (rows.glsl). */
+const rowsOf = <B extends string, P extends string>(d: KernelDecl<B, P>, rows: readonly B[]): KernelDecl<B, P> => ({ ...d, name: `${d.name}_rows`, rows });
 
 type Field<P> = P extends `${infer N}:f32` ? N : P extends '_' ? never : P;
 export type PushOf<K> = K extends KernelDecl<string, infer P> ? { [F in Field<P>]: number } : never;
-export type BindOf<K> = K extends KernelDecl<infer B, string> ? Record<B, number> : never;
+/** Buffer ids by binding name; a _rows kernel's per-row bindings take one id per row. */
+export type BindOf<K> = K extends KernelDecl<infer B, string> ? Record<B, number | readonly number[]> : never;
 
 const k = <B extends string, P extends string>(d: KernelDecl<B, P>) => d;
 
@@ -68,6 +90,20 @@ export const KERNELS = {
   mm_moe: k({ name: 'mm_moe', bindings: [...MATVEC_BIND, 'TILES'], push: MATVEC_PUSH, local: 128 }),
 } as const;
 
+/**
+ * A batched decode step's per-row kernels, each one dispatch for all rows (rows.glsl): the plain
+ * kernel's code and push block; the scratch bound whole (row r = token r), the session's own
+ * buffers (state, cache, PARAMS row) as arrays, at most 27 buffers (lavapipe binds 32).
+ */
+export const ROW_KERNELS = {
+  ssm_conv: rowsOf(KERNELS.ssm_conv, ['state']),
+  deltanet: rowsOf(KERNELS.deltanet, ['state']),
+  qk_prep: rowsOf(KERNELS.qk_prep, ['PARAMS']),
+  kv_store: rowsOf(KERNELS.kv_store, ['cache', 'cache2', 'PARAMS']),
+  attn_flash: rowsOf(KERNELS.attn_flash, ['Kc', 'Vc', 'PARAMS']),
+  attn_merge: rowsOf(KERNELS.attn_merge, ['PARAMS']),
+} as const;
+
 export type KernelName = keyof typeof KERNELS;
 
 /** Workgroups for n items along x (the kernel's `per`). */
@@ -95,12 +131,23 @@ export function pushWords<K extends KernelDecl>(kd: K, values: PushOf<K>): numbe
   });
 }
 
-/** The buffers of a kernel in binding order. */
+/**
+ * The buffers of a kernel in binding order: a per-row binding array as its rows' buffers, the
+ * elements past the last row repeating row 0's (bound, never read: the grid has no such rows).
+ */
 export function bindingList<K extends KernelDecl>(kd: K, b: BindOf<K>): number[] {
-  const r = b as Record<string, number>;
-  return kd.bindings.map((n) => {
-    if (r[n] === undefined) throw new Error(`${kd.name}: binding ${n} not given`);
-    return r[n];
+  const r = b as Record<string, number | readonly number[]>;
+  return kd.bindings.flatMap((n) => {
+    const v = r[n];
+    if (v === undefined) throw new Error(`${kd.name}: binding ${n} not given`);
+    const perRow = kd.rows?.includes(n) ?? false;
+    if (typeof v === 'number') {
+      if (perRow) throw new Error(`${kd.name}: binding ${n} takes one buffer per row`);
+      return [v];
+    }
+    if (!perRow) throw new Error(`${kd.name}: binding ${n} takes one buffer`);
+    if (v.length < 1 || v.length > ROW_ARRAY) throw new Error(`${kd.name}: binding ${n} takes 1..${ROW_ARRAY} rows (got ${v.length})`);
+    return Array.from({ length: ROW_ARRAY }, (_, i) => v[i] ?? v[0]);
   });
 }
 

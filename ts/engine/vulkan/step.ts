@@ -10,7 +10,7 @@ import { stateSizes } from '../payload.js';
 import type { KvType } from '../types.js';
 import { MM_MOE_PAIRS, OpList, TOPK_ITEMS, attnBlock, attnTileFits, attnTileTokens, attnTokens, moeMaxTiles } from './graph.js';
 import type { MatvecOpts, VkHost } from './host.js';
-import { KERNELS as K, dispatch, groups } from './kernels.js';
+import { KERNELS as K, ROW_KERNELS as KR, dispatch, groups } from './kernels.js';
 import type { LayerTensorKey } from '../../model/schema.js';
 
 /**
@@ -24,20 +24,16 @@ export interface Pending { mode: 0 | 1 | 2; r: number; sg: number }
 export interface LayerState { a: number; b: number }
 
 /**
- * One session's row of a batched decode step: its layer states, its step parameters (a view of
- * PARAMS holding {pos, 1}) and views of the scratch rows its per-session kernels read and write.
- * Everything that only multiplies weights runs over all rows at once; what touches a session's
- * own state (conv, recurrence, q/k prep, KV store, attention) runs once per row as a one-token
- * step on these views, so each row sees exactly what a decode step of its session alone sees.
+ * One session's row of a batched decode step: its layer states and its step parameters (a view of
+ * PARAMS holding {pos, 1}). Everything that only multiplies weights runs over all rows at once;
+ * what touches a session's own state (conv, recurrence, q/k prep, KV store, attention) runs as a
+ * one-token step of each row, all rows in one dispatch (the _rows kernels: row r is token r of
+ * the scratch buffers), so each row sees exactly what a decode step of its session alone sees.
  */
 export interface BatchRow {
   layers: LayerState[];
   params: number;
-  v: RowViews;
 }
-
-/** A row's views of the scratch buffers (O twice: DeltaNet's and attention's row widths differ). */
-export interface RowViews { U: number; Z: number; B: number; AL: number; Ossm: number; Oattn: number; QG: number; Kb: number; Vb: number; P: number; ML: number }
 
 export interface StepContext {
   h: VkHost;
@@ -97,11 +93,12 @@ function deltanetMixer(c: StepContext, l: number): Pending {
   const dn = { T, dk: s.ssmHeadDim, hk: s.ssmKHeads, hv: s.ssmVHeads, convCh: st.convCh, eps: s.eps, qScale: 1 / Math.sqrt(s.ssmHeadDim) };
   const cw = wbuf(c, l, 'ssm_conv1d.weight'), dtBias = wbuf(c, l, 'ssm_dt.bias'), Aw = wbuf(c, l, 'ssm_a'), normWeight = wbuf(c, l, 'ssm_norm.weight');
   if (c.rows) {
-    // a batched step: each row's conv and recurrence on its own state, as its one-token step
-    // (the rows are independent: one barrier after each kind)
-    const last = c.rows.length - 1;
-    c.rows.forEach((r, i) => dispatch(c.ops, K.ssm_conv, { U: r.v.U, weight: cw, state: r.layers[l].a }, { convCh: st.convCh, T: 1, width: s.ssmConv }, [groups(K.ssm_conv, st.convCh)], { barrier: i === last }));
-    c.rows.forEach((r, i) => dispatch(c.ops, K.deltanet, { U: r.v.U, B: r.v.B, AL: r.v.AL, dtBias, A: Aw, state: r.layers[l].b, O: r.v.Ossm, Z: r.v.Z, normWeight }, { ...dn, T: 1 }, [s.ssmVHeads], { barrier: i === last }));
+    // a batched step: every row's conv and recurrence on its own state, as its one-token step, in
+    // one dispatch each (the _rows kernels: row r along y is token r of the scratch, its state
+    // element r of an array)
+    const rows = c.rows;
+    dispatch(c.ops, KR.ssm_conv, { U, weight: cw, state: rows.map((r) => r.layers[l].a) }, { convCh: st.convCh, T: 1, width: s.ssmConv }, [groups(K.ssm_conv, st.convCh), rows.length]);
+    dispatch(c.ops, KR.deltanet, { U, B: Bt, AL, dtBias, A: Aw, state: rows.map((r) => r.layers[l].b), O: B.O, Z, normWeight }, { ...dn, T: 1 }, [s.ssmVHeads, rows.length]);
     mv(c, l, 'ssm_out.weight', B.O, B.A2, T);
     return { mode: 1, r: B.A2, sg: B.A2 };
   }
@@ -139,18 +136,16 @@ function attentionMixer(c: StepContext, l: number): Pending {
   // attn_flash/attn_tile's push block for blocks of blk keys, tokens from t0
   const attnPush = (blk: number, nBlk: number, t0: number) => ({ nHead: s.nHead, nHeadKv: s.nHeadKv, hd: s.headDim, kRowBytes: kRow, vRowBytes: vRow, qStride, scale: 1 / Math.sqrt(s.headDim), nBlk, blk, t0 });
   if (c.rows) {
-    // a batched step: every row attends over its own cache at its own position (its PARAMS
-    // view), exactly as its one-token step; the rows are independent (one barrier per kind)
-    const rows = c.rows, last = rows.length - 1, blk = attnBlock(s, 1), nBlk = Math.ceil(c.ctx / blk);
-    const ob = (i: number) => ({ barrier: i === last });
-    rows.forEach((r, i) => dispatch(c.ops, K.qk_prep, { QG: r.v.QG, K: r.v.Kb, ...norms, PARAMS: r.params }, prep, [1, s.nHead + s.nHeadKv], ob(i)));
-    rows.forEach((r, i) => {
-      dispatch(c.ops, K.kv_store, { src: r.v.Kb, src2: r.v.Kb, cache: r.layers[l].a, cache2: r.layers[l].a, PARAMS: r.params }, { kvDim: st.kvDim, rowBytes: kRow }, [1, 1], { variant: c.kvTypes.k, barrier: false });
-      dispatch(c.ops, K.kv_store, { src: r.v.Vb, src2: r.v.Vb, cache: r.layers[l].b, cache2: r.layers[l].b, PARAMS: r.params }, { kvDim: st.kvDim, rowBytes: vRow }, [1, 1], { variant: c.kvTypes.v, ...ob(i) });
-    });
-    const push = attnPush(blk, nBlk, 0);
-    rows.forEach((r, i) => dispatch(c.ops, K.attn_flash, { QG: r.v.QG, Kc: r.layers[l].a, Vc: r.layers[l].b, P: r.v.P, ML: r.v.ML, PARAMS: r.params }, push, [1, s.nHeadKv, nBlk], { variant, ...ob(i) }));
-    rows.forEach((r, i) => dispatch(c.ops, K.attn_merge, { P: r.v.P, ML: r.v.ML, QG: r.v.QG, O: r.v.Oattn, PARAMS: r.params }, { nHead: s.nHead, hd: s.headDim, nBlk, qStride, blk, t0: 0 }, [1, s.nHead], ob(i)));
+    // a batched step: every row attends over its own cache at its own position (its PARAMS row),
+    // exactly as its one-token step; one dispatch of each kind for all rows (the _rows kernels:
+    // row r along x is token r of the scratch, its cache and PARAMS row elements r of arrays)
+    const rows = c.rows, n = rows.length, blk = attnBlock(s, 1), nBlk = Math.ceil(c.ctx / blk);
+    const params = rows.map((r) => r.params), kc = rows.map((r) => r.layers[l].a), vc = rows.map((r) => r.layers[l].b);
+    dispatch(c.ops, KR.qk_prep, { QG, K: Kb, ...norms, PARAMS: params }, prep, [n, s.nHead + s.nHeadKv]);
+    dispatch(c.ops, KR.kv_store, { src: Kb, src2: Kb, cache: kc, cache2: kc, PARAMS: params }, { kvDim: st.kvDim, rowBytes: kRow }, [n, 1], { variant: c.kvTypes.k, barrier: false });
+    dispatch(c.ops, KR.kv_store, { src: Vb, src2: Vb, cache: vc, cache2: vc, PARAMS: params }, { kvDim: st.kvDim, rowBytes: vRow }, [n, 1], { variant: c.kvTypes.v });
+    dispatch(c.ops, KR.attn_flash, { QG, Kc: kc, Vc: vc, P: B.P, ML: B.ML, PARAMS: params }, attnPush(blk, nBlk, 0), [n, s.nHeadKv, nBlk], { variant });
+    dispatch(c.ops, KR.attn_merge, { P: B.P, ML: B.ML, QG, O: B.O, PARAMS: params }, { nHead: s.nHead, hd: s.headDim, nBlk, qStride, blk, t0: 0 }, [n, s.nHead]);
     mv(c, l, 'attn_output.weight', B.O, B.A2, T);
     return { mode: 1, r: B.A2, sg: B.A2 };
   }
