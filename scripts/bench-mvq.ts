@@ -5,8 +5,9 @@
  * on the host the way rmsnorm.comp's quant makes them. --tokens: the dense shapes also over that
  * many plain activation rows (a batched step's), the f32 kernel graph.ts picks (matmul) against
  * each several-row mvq form (mvq2, mvq4), one column each. --lanes: every mvq dispatch at that many
- * lanes a row (16, 32, 64) instead of the engine's choice (graph.ts mvqLanes).
- *   node dist/scripts/bench-mvq.js [--scale 1] [--reps 20] [--types iq2_xxs,q8_0] [--pairs 8,64] [--tokens 2,8] [--lanes 32]
+ * lanes a row (16, 32, 64) instead of the engine's choice (graph.ts mvqLanes). --wide: each one-row
+ * shape also at 64- and 256-thread workgroups (mvq, mvqw), checked bit-identical.
+ *   node dist/scripts/bench-mvq.js [--scale 1] [--reps 20] [--types iq2_xxs,q8_0] [--pairs 8,64] [--tokens 2,8] [--lanes 32] [--wide]
  */
 import { parseArgs } from 'node:util';
 import { Core } from '../ts/core/wasm.js';
@@ -19,7 +20,7 @@ import { gpuTime } from './lib/gpu-time.js';
 const a = parseArgs({ options: {
   reps: { type: 'string', default: '20' }, scale: { type: 'string', default: '1' },
   types: { type: 'string', default: 'iq2_xxs,q8_0,q2_k' }, pairs: { type: 'string', default: '8,64' },
-  tokens: { type: 'string', default: '' }, lanes: { type: 'string' },
+  tokens: { type: 'string', default: '' }, lanes: { type: 'string' }, wide: { type: 'boolean' },
 } }).values;
 const reps = Number(a.reps), scale = Number(a.scale);
 const dev = new (loadAddon().Device)(-1);
@@ -72,7 +73,7 @@ const SHAPES: Shape[] = [
 ];
 const rng = new Rng(7);
 console.log(`# bench-mvq ${new Date().toISOString()} ${dev.info().name} reps ${reps} scale ${scale} lanes ${lanes ?? 'the engine\'s'}`);
-console.log(`type,shape,matvec_us,mvq_us,max_abs_diff/max_abs${TOKENS.length ? FORMS.map((t) => `,mvq${t}_us`).join('') : ''}`);
+console.log(`type,shape,matvec_us,mvq_us,max_abs_diff/max_abs${TOKENS.length ? FORMS.map((t) => `,mvq${t}_us`).join('') : ''}${a.wide ? ',mvq_64_us,mvqw_256_us' : ''}`);
 for (const name of a.types!.split(',')) {
   const type = NAMES[name];
   for (const sh of SHAPES) {
@@ -102,11 +103,21 @@ for (const name of a.types!.split(',')) {
       if (!first) first = out; else same &&= Buffer.compare(first, out) === 0;
       return s;
     });
+    // --wide: the one-row form at 64- and 256-thread workgroups, outputs bit-identical
+    let wide = '';
+    if (a.wide && !sh.tokens) {
+      const ref = new Uint8Array(dev.read(y2, 0, yBytes));
+      const tw = [false, true].map((wd) => {
+        const s = time((ops) => matvecOp(ops, { type: name, rowBytes: rb, buffers: [w, x, y2, ids, grid], rows: sh.rows, n: sh.n, nRows, flags, K: 8, expertBytes, upBytes, levels: { q: xq, s: xs }, mvqLanes: lanes, mvqWide: wd }));
+        return `${(s * 1e6).toFixed(1)}${Buffer.compare(ref, new Uint8Array(dev.read(y2, 0, yBytes))) === 0 ? '' : ' DIFFERS'}`;
+      });
+      wide = `,${tw.join(',')}`;
+    }
     const r1 = new Float32Array(dev.read(y1, 0, yBytes)), r2 = new Float32Array(dev.read(y2, 0, yBytes));
     let md = 0, mx = 0;
     for (let i = 0; i < r1.length; i++) { md = Math.max(md, Math.abs(r1[i] - r2[i])); mx = Math.max(mx, Math.abs(r1[i])); }
     const us = (t: number) => (t * 1e6).toFixed(1);
-    console.log(`${name},${sh.what} ${sh.rows}x${sh.n},${us(tm)},${sh.tokens ? '' : us(tq)},${(md / mx).toExponential(2)}${forms.map((t) => `,${us(t)}`).join('')}${sh.tokens ? (same ? ',forms bit-identical' : ',FORMS DIFFER') : ''}`);
+    console.log(`${name},${sh.what} ${sh.rows}x${sh.n},${us(tm)},${sh.tokens ? '' : us(tq)},${(md / mx).toExponential(2)}${forms.map((t) => `,${us(t)}`).join('')}${sh.tokens ? (same ? ',forms bit-identical' : ',FORMS DIFFER') : ''}${wide}`);
     [w, x, xq, xs, ids, y1, y2].forEach((b) => dev.freeBuffer(b));
   }
 }

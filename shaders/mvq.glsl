@@ -20,7 +20,14 @@
 spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4450)
 int sdot(uint a, uint b, spirv_literal int fmt);
 #define ROWS 4u
-layout(local_size_x = 64) in;
+// threads a workgroup (WG_N: 64, or 256 in mvqw.comp for the routed pairs: four sets of rows
+// where mvq has one, a quarter of the workgroups; each set's reduction is its own, so a row's sum
+// is the same)
+#ifndef WG_N
+#define WG_N 64
+#endif
+const uint WG = WG_N;
+layout(local_size_x = WG_N) in;
 layout(std430, binding = 0) readonly buffer WB { uint W[]; };
 layout(std430, binding = 1) readonly buffer XB { uvec4 XQ[]; };
 layout(std430, binding = 2) buffer YB { float Y[]; };
@@ -29,7 +36,7 @@ layout(std430, binding = 4) readonly buffer GB { uvec2 GRID[]; };
 layout(std430, binding = 5) readonly buffer SB { vec4 XS[]; };
 #include "matvec_push.glsl"
 #include "decode.glsl"
-shared float red[ROWS * TOKENS_N][64];
+shared float red[ROWS * TOKENS_N][WG_N];
 
 // 4 magnitude bytes with the signs of 4 mask bits applied (two's complement per byte; no carries:
 // a negated byte is ~m + 1 with m >= 1)
@@ -118,7 +125,7 @@ float unitDot(uint o, uint u, uvec4 x[6], vec4 s, vec2 xh) {
 const uint TOKENS = TOKENS_N;
 void main() {
   bool glu = (pc.flags & 4u) != 0u;
-  uint nu = pc.n / 32u, L = pc.aux, S = 64u / L;
+  uint nu = pc.n / 32u, L = pc.aux, S = WG / L;
   uint outPerSet = glu ? ROWS / 2u : ROWS, tid = gl_LocalInvocationID.x, set = tid / L, lane = tid % L;
   // flags bit 3: the activation-row groups along x (several-row forms): the workgroups that read
   // the same weight rows run next to each other, so a weight larger than the L2 cache (the LM
@@ -185,10 +192,12 @@ void main() {
       if (subgroupElect()) red[r * TOKENS + t][gl_SubgroupID] = v;
     }
     barrier();
-    if (tid < outPerSet * TOKENS) {
-      uint rr = tid / TOKENS, t = tid % TOKENS, r = r0 + rr, j = j0 + t;
+    // the set's own subgroups (64 threads each set), in order
+    uint nsg = gl_NumSubgroups / S, sg0 = set * nsg;
+    if (lane < outPerSet * TOKENS) {
+      uint rr = lane / TOKENS, t = lane % TOKENS, r = r0 + rr, j = j0 + t;
       float y = 0.0, yu = 0.0;
-      for (uint sg = 0u; sg < gl_NumSubgroups; sg++) { y += red[rr * TOKENS + t][sg]; if (glu) yu += red[(rr + ROWS / 2u) * TOKENS + t][sg]; }
+      for (uint sg = sg0; sg < sg0 + nsg; sg++) { y += red[rr * TOKENS + t][sg]; if (glu) yu += red[(rr + ROWS / 2u) * TOKENS + t][sg]; }
       if (glu) y = siluf(y) * yu;
       if (r < pc.rows && j < pc.nRows) Y[pc.yOffset + j * pc.yStride + r] = y;
     }
@@ -197,7 +206,7 @@ void main() {
     [[unroll]] for (uint r = 0u; r < ROWS; r++) [[unroll]] for (uint t = 0u; t < TOKENS; t++) red[r * TOKENS + t][tid] = acc[r][t];
     barrier();
     // (up to 32 sets × 4 rows × TOKENS outputs: a thread may write several)
-    for (uint o = tid; o < S * outPerSet * TOKENS; o += 64u) {
+    for (uint o = tid; o < S * outPerSet * TOKENS; o += WG) {
       uint st = o / (outPerSet * TOKENS), rr = (o / TOKENS) % outPerSet, t = o % TOKENS;
       uint r = (wg.x * S + st) * outPerSet + rr, j = j0 + t;
       float y = 0.0, yu = 0.0;

@@ -266,8 +266,9 @@ describe('matvec shaders vs the WASM reference (random blocks of every Vulkan ty
   // mvq.comp: the FFN norm's rows as int8 levels (rmsnorm quant) against routed gate+up pairs
   // (GLU, gather) and plain rows, within f32 rounding of the WASM reference over the same normed
   // rows; n = 64 takes 2 threads a row (32 sets of rows a workgroup), 512 16 (4 sets), 2048 32 (plain
-  // rows) or 64 (routed pairs); 6 plain activation rows (mvq4: two workgroup rows, the second partly
-  // empty) and 2 (mvq2) bit-identical to each row alone at the same lanes a row
+  // rows) or 64 (routed pairs); the routed pairs in 256-thread workgroups (mvqw, the engine's form)
+  // bit-identical to 64-thread ones (mvq); 6 plain activation rows (mvq4: two workgroup rows, the
+  // second partly empty) and 2 (mvq2) bit-identical to each row alone at the same lanes a row
   it.each([['q8_0', GgmlType.Q8_0, 64], ...[['iq2_xxs', GgmlType.IQ2_XXS], ['q8_0', GgmlType.Q8_0], ['q2_k', GgmlType.Q2_K]].flatMap(([name, t]) => [512, 2048].map((n) => [name, t, n]))] as [string, number, number][])('mvq (%s, type %i, n = %i) over rmsnorm levels = the f32 products', (name, t, n) => {
     expect(dev.info().integerDot).toBe(true);
     const rng = new Rng(53 + n), nExp = 3, rows = 6, K = 2, T = 6, rb = rowBytes(t, n);
@@ -277,22 +278,24 @@ describe('matvec shaders vs the WASM reference (random blocks of every Vulkan ty
     const ids = Uint32Array.of(2, 0, 1, 2);
     const buf = (a: ArrayBufferView | number, host = false) => { const b = dev.createBuffer(typeof a === 'number' ? a : a.byteLength, host); if (typeof a !== 'number') dev.write(b, 0, new Uint8Array(a.buffer, a.byteOffset, a.byteLength)); return b; };
     const wb = buf(w), xb = buf(x0), ab = buf(T * n * 4, true), nb = buf(nw), ib = buf(ids), iz = buf(new Uint32Array(T)), xq = buf(T * 3 * n, true), xs = buf(T * (n / 32) * 16, true);
-    const yg = buf(4 * rows * 4, true), yp = buf(T * rows * 4, true), y6 = buf(T * rows * 4, true), y2 = buf(2 * rows * 4, true), zero = buf(T * K * n * 4);
+    const yg = buf(4 * rows * 4, true), yg64 = buf(4 * rows * 4, true), yp = buf(T * rows * 4, true), y6 = buf(T * rows * 4, true), y2 = buf(2 * rows * 4, true), zero = buf(T * K * n * 4);
     const ops = new OpList(pipes);
     dispatch(ops, KERNELS.rmsnorm, { X: xb, A: ab, weight: nb, R: zero, DE: zero, WTS: zero, DS: zero, SG: zero, XQ: xq, XS: xs }, { n, row0: 0, eps: 1e-6, mode: 0, K: 1, quant: 1 }, [T]);
     const levels = { q: xq, s: xs };
     matvecOp(ops, { type: name, buffers: [wb, ab, yg, ib, grid], rows, n, rowBytes: rb, nRows: 4, K, flags: 1 | 4, expertBytes: 2 * rows * rb, upBytes: rows * rb, levels });
+    matvecOp(ops, { type: name, buffers: [wb, ab, yg64, ib, grid], rows, n, rowBytes: rb, nRows: 4, K, flags: 1 | 4, expertBytes: 2 * rows * rb, upBytes: rows * rb, levels, mvqWide: false });
     // each row alone: the one-row kernel a workgroup row each (the gather form over expert 0, at
     // the plain rows' lanes)
     matvecOp(ops, { type: name, buffers: [wb, ab, yp, iz, grid], rows, n, rowBytes: rb, nRows: T, levels, flags: 1 | 2, K: 1, expertBytes: 0, mvqLanes: mvqLanes(false) });
     matvecOp(ops, { type: name, buffers: [wb, ab, y6, iz, grid], rows, n, rowBytes: rb, nRows: T, levels });
     matvecOp(ops, { type: name, buffers: [wb, ab, y2, iz, grid], rows, n, rowBytes: rb, nRows: 2, levels });
-    expect(ops.names).toEqual(['rmsnorm', `mvq_${name}`, `mvq_${name}`, `mvq4_${name}`, `mvq2_${name}`]);
+    expect(ops.names).toEqual(['rmsnorm', `mvqw_${name}`, `mvq_${name}`, `mvqw_${name}`, `mvq4_${name}`, `mvq2_${name}`]);
     const cmd = dev.record(ops.build(), false);
     dev.runSync(cmd);
     const a = new Float32Array(dev.read(ab, 0, T * n * 4));
     checkLevels(a, new Int8Array(dev.read(xq, 0, T * 3 * n)), new Float32Array(dev.read(xs, 0, T * (n / 32) * 16)), T, n);
     const g4 = new Float32Array(dev.read(yg, 0, 4 * rows * 4)), p1 = new Float32Array(dev.read(yp, 0, T * rows * 4));
+    expect(Array.from(new Float32Array(dev.read(yg64, 0, 4 * rows * 4)))).toEqual(Array.from(g4));
     expect(Array.from(new Float32Array(dev.read(y6, 0, T * rows * 4)))).toEqual(Array.from(p1));
     expect(Array.from(new Float32Array(dev.read(y2, 0, 2 * rows * 4)))).toEqual(Array.from(p1.subarray(0, 2 * rows)));
     for (let j = 0; j < 4; j++) {
@@ -303,7 +306,7 @@ describe('matvec shaders vs the WASM reference (random blocks of every Vulkan ty
     const plain = q.matmul(t, w.subarray(0, rows * rb), rows, n, a);
     for (let i = 0; i < T * rows; i++) expect(Math.abs(p1[i] - plain[i])).toBeLessThan(1e-4 * (Math.abs(plain[i]) + 1));
     dev.freeCommand(cmd);
-    [wb, xb, ab, nb, ib, iz, xq, xs, yg, yp, y6, y2, zero].forEach((b) => dev.freeBuffer(b));
+    [wb, xb, ab, nb, ib, iz, xq, xs, yg, yg64, yp, y6, y2, zero].forEach((b) => dev.freeBuffer(b));
   });
 
   // decode's fused SwiGLU (gate row, up row upBytes later): 2 rows per workgroup on a GPU

@@ -161,6 +161,17 @@ export function mvqTokens(nRows: number): 2 | 4 {
   return nRows <= 2 ? 2 : 4;
 }
 /**
+ * Whether one-activation-row mvq dispatches take 256-thread workgroups (mvqw: four sets of rows a
+ * workgroup, each row summed as mvq sums it): the routed pairs. H200, 2026-12-03 (bench-mvq
+ * --wide, µs, 64 → 256 threads): Q2_K down 64 pairs 23.8 → 22.1, 8 pairs 7.2 → 6.8; IQ2_XXS
+ * gate+up 64 pairs 43.0 → 43.3, 8 pairs 10.1 → 9.6. End to end 8 sessions 8.67 / 8.72 ms a step
+ * against 8.82 / 8.73 / 8.82 with 64 threads; decode (bench-vk at 2K) 227.1 / 227.0 t/s against
+ * 220.7 / 226.6 with 256 threads for batched steps only (docs/vulkan.md, 2026-12-03).
+ */
+export function mvqWide(gather: boolean): boolean {
+  return gather;
+}
+/**
  * Lanes a row of an mvq dispatch (matvecOp caps it at the row's units and passes it as pc.aux). A row's sum depends
  * on it, so it depends only on what the product is, never on how many rows it runs: plain
  * activation rows (the dense products: decode and batched steps alike) 32, routed pairs 64.
@@ -258,14 +269,16 @@ export interface MatvecDispatch {
   unit?: boolean;
   /**
    * The activation rows also as int8 levels (q: XQ, s: XS; rmsnorm quant, quant.comp): a product
-   * mvq takes (mvqTakes) runs over them, mvq.comp for one activation row or routed pairs, mvq2.comp or
-   * mvq4.comp for several plain rows (mvqTokens)
+   * mvq takes (mvqTakes) runs over them, mvq.comp for one activation row, mvqw.comp for routed
+   * pairs (mvqWide), mvq2.comp or mvq4.comp for several plain rows (mvqTokens)
    */
   levels?: { q: number; s: number };
   /** several plain rows over levels: activation rows a workgroup pinned (bench-mvq); default mvqTokens() */
   mvqTokens?: 2 | 4;
   /** lanes a row pinned (bench-mvq); default mvqLanes() */
   mvqLanes?: 16 | 32 | 64;
+  /** one activation row a workgroup: 256-thread workgroups (mvqw) pinned on or off (bench-mvq); default mvqWide() */
+  mvqWide?: boolean;
   /**
    * Routed experts with the pairs grouped by expert (moe_tiles.comp): buffers[3] is LIST and
    * this the TILES buffer and its capacity; the tiled mm_moe runs where the shape allows, else
@@ -312,11 +325,12 @@ export function matvecOp(ops: OpList, d: MatvecDispatch): void {
     // or 4 a workgroup (mvq2, mvq4: each row summed as mvq sums it alone, at the same L)
     const t = (flags & 1) === 0 && d.nRows > 1 ? d.mvqTokens ?? mvqTokens(d.nRows) : 1;
     const L = Math.min(d.mvqLanes ?? mvqLanes((flags & 1) !== 0), d.n / 32);
-    const perWg = (64 / L) * (glu ? MVQ_ROWS / 2 : MVQ_ROWS), grid: [number, number] = [Math.ceil(d.rows / perWg), Math.ceil(d.nRows / t)];
+    const wide = t === 1 && (d.mvqWide ?? mvqWide((flags & 1) !== 0));
+    const perWg = ((wide ? 256 : 64) / L) * (glu ? MVQ_ROWS / 2 : MVQ_ROWS), grid: [number, number] = [Math.ceil(d.rows / perWg), Math.ceil(d.nRows / t)];
     // several groups of activation rows: the groups along x (flags bit 3), so that the workgroups
     // reading one weight row run together (the 8-row LM head read its 540 MB twice)
     const across = t > 1 && grid[1] > 1 && grid[0] <= 65535;
-    ops.op(`${t > 1 ? `mvq${t}` : 'mvq'}_${d.type}`, [d.buffers[0], d.levels.q, d.buffers[2], d.buffers[3], d.buffers[4], d.levels.s], push(L, across ? 8 : 0), across ? [grid[1], grid[0]] : grid, d.barrier ?? true, d.label);
+    ops.op(`${t > 1 ? `mvq${t}` : wide ? 'mvqw' : 'mvq'}_${d.type}`, [d.buffers[0], d.levels.q, d.buffers[2], d.buffers[3], d.buffers[4], d.levels.s], push(L, across ? 8 : 0), across ? [grid[1], grid[0]] : grid, d.barrier ?? true, d.label);
     return;
   }
   if ((d.unit ?? MV_TYPES.has(d.type)) && tokens === 1 && !d.epilogue && d.n % 32 === 0) {

@@ -84,6 +84,8 @@ export const KERNELS = {
   mvq: k({ name: 'mvq', bindings: [...MATVEC_BIND, 'XS'], push: MATVEC_PUSH, local: 64 }),
   mvq2: k({ name: 'mvq2', bindings: [...MATVEC_BIND, 'XS'], push: MATVEC_PUSH, local: 64 }),
   mvq4: k({ name: 'mvq4', bindings: [...MATVEC_BIND, 'XS'], push: MATVEC_PUSH, local: 64 }),
+  // mvq with four sets of rows a workgroup (the routed pairs)
+  mvqw: k({ name: 'mvqw', bindings: [...MATVEC_BIND, 'XS'], push: MATVEC_PUSH, local: 256 }),
   matvec_router: k({ name: 'matvec_router', bindings: [...MATVEC_BIND, 'RIDS', 'RWTS', 'CNT'], push: MATVEC_PUSH, local: 64 }),
   matvec_router1: k({ name: 'matvec_router1', bindings: [...MATVEC_BIND, 'RIDS', 'RWTS', 'CNT'], push: MATVEC_PUSH, local: 64 }),
   mm: k({ name: 'mm', bindings: MATVEC_BIND, push: MATVEC_PUSH, local: 256 }),
