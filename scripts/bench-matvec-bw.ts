@@ -14,7 +14,7 @@
 import { parseArgs } from 'node:util';
 import { Core } from '../ts/core/wasm.js';
 import { OpList, Pipelines, declOf, gridBlob, matvecOp } from '../ts/engine/vulkan/graph.js';
-import { KERNELS, dispatch } from '../ts/engine/vulkan/kernels.js';
+import { KERNELS, bindingCounts, dispatch } from '../ts/engine/vulkan/kernels.js';
 import { GgmlType, rowBytes, typeName } from '../ts/gguf/index.js';
 import { Rng, fillRandom } from '../ts/model/synth.js';
 import { loadAddon } from '../ts/vk/addon.js';
@@ -131,7 +131,7 @@ if (a.stats) {
   for (const name of [...used].map((n) => n.split(' ')[0]).filter((n, i, all) => all.indexOf(n) === i)) {
     try {
       const d = declOf(name);
-      const st = dev.pipelineStats(name, d.bindings.length, 4 * d.push.length);
+      const st = dev.pipelineStats(name, d.bindings.length, 4 * d.push.length, bindingCounts(d));
       console.log(`stats ${name}: ${st.map(([k, v]) => `${k}=${v}`).join('; ')}`);
     } catch (e) {
       console.log(`stats ${name}: ${(e as Error).message}`);

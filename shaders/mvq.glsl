@@ -120,7 +120,7 @@ float unitDot(uint o, uint u, uvec4 x[6], vec4 s, vec2 xh) {
 }
 
 // L = pc.aux threads a row (a divisor of 64, at most n/32: the 512-value rows of the routed down
-// projections take 16), 64/L sets of ROWS rows a workgroup; TOKENS activation rows (plain
+// projections take 16), WG/L sets of ROWS rows a workgroup; TOKENS activation rows (plain
 // rows only: no gather) each summed exactly as a workgroup of one would
 const uint TOKENS = TOKENS_N;
 void main() {

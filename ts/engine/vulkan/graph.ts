@@ -163,10 +163,11 @@ export function mvqTokens(nRows: number): 2 | 4 {
 /**
  * Whether one-activation-row mvq dispatches take 256-thread workgroups (mvqw: four sets of rows a
  * workgroup, each row summed as mvq sums it): the routed pairs. H200, 2026-12-03 (bench-mvq
- * --wide, µs, 64 → 256 threads): Q2_K down 64 pairs 23.8 → 22.1, 8 pairs 7.2 → 6.8; IQ2_XXS
- * gate+up 64 pairs 43.0 → 43.3, 8 pairs 10.1 → 9.6. End to end 8 sessions 8.67 / 8.72 ms a step
- * against 8.82 / 8.73 / 8.82 with 64 threads; decode (bench-vk at 2K) 227.1 / 227.0 t/s against
- * 220.7 / 226.6 with 256 threads for batched steps only (docs/vulkan.md, 2026-12-03).
+ * --wide, µs, 64 → 256 threads): Q2_K down 64 pairs 23.0 → 21.8, 8 pairs 7.2 → 6.8; IQ2_XXS
+ * gate+up 64 pairs 43.0 → 43.3, 8 pairs 10.1 → 9.6. End to end, interleaved: with 256 threads for
+ * batched steps only, 8 sessions 8.70-8.73 ms a step against 8.73-8.82 with 64 threads; with 256
+ * for every routed product against that, decode (bench-vk at 2K) 227.1 / 227.0 t/s against 220.7
+ * / 226.6 (docs/vulkan.md, 2026-12-03).
  */
 export function mvqWide(gather: boolean): boolean {
   return gather;
@@ -321,12 +322,12 @@ export function matvecOp(ops: OpList, d: MatvecDispatch): void {
   if (d.epilogue && (flags & 1) !== 0) throw new Error(`${d.epilogue.shader}: no expert gather`);
   const glu = (flags & 4) !== 0;
   if (d.levels && !d.epilogue && mvqTakes(d.type, d.n)) {
-    // L lanes a row, 64 / L sets of rows a workgroup (mvq.glsl); several plain activation rows 2
+    // L lanes a row, (workgroup size) / L sets of rows a workgroup (mvq.glsl); several plain activation rows 2
     // or 4 a workgroup (mvq2, mvq4: each row summed as mvq sums it alone, at the same L)
     const t = (flags & 1) === 0 && d.nRows > 1 ? d.mvqTokens ?? mvqTokens(d.nRows) : 1;
     const L = Math.min(d.mvqLanes ?? mvqLanes((flags & 1) !== 0), d.n / 32);
     const wide = t === 1 && (d.mvqWide ?? mvqWide((flags & 1) !== 0));
-    const perWg = ((wide ? 256 : 64) / L) * (glu ? MVQ_ROWS / 2 : MVQ_ROWS), grid: [number, number] = [Math.ceil(d.rows / perWg), Math.ceil(d.nRows / t)];
+    const perWg = (KERNELS[wide ? 'mvqw' : 'mvq'].local / L) * (glu ? MVQ_ROWS / 2 : MVQ_ROWS), grid: [number, number] = [Math.ceil(d.rows / perWg), Math.ceil(d.nRows / t)];
     // several groups of activation rows: the groups along x (flags bit 3), so that the workgroups
     // reading one weight row run together (the 8-row LM head read its 540 MB twice)
     const across = t > 1 && grid[1] > 1 && grid[0] <= 65535;

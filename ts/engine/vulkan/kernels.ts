@@ -7,6 +7,8 @@
  * test/vulkan-kernels.test.ts checks every declaration against every variant.
  */
 
+import { MAX_BATCH_ROWS } from '../defaults.js';
+
 export interface KernelDecl<B extends string = string, P extends string = string> {
   /** shader base name (variants add a type suffix: matvec_q8_0, kv_store_f16, …) */
   name: string;
@@ -23,8 +25,8 @@ export interface KernelDecl<B extends string = string, P extends string = string
   rows?: readonly B[];
 }
 
-/** Elements of a _rows kernel's per-row binding arrays: the most rows a batched step takes (shaders/variants.json BATCH). */
-export const ROW_ARRAY = 8;
+/** Elements of a _rows kernel's per-row binding arrays: the most rows a batched step takes (shaders/variants.json BATCH, checked by test/vulkan-kernels.test.ts). */
+export const ROW_ARRAY = MAX_BATCH_ROWS;
 
 /** Buffers of each binding of the kernel (a per-row binding array ROW_ARRAY, else 1). */
 export function bindingCounts(kd: KernelDecl): number[] {

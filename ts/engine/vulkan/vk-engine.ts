@@ -26,7 +26,6 @@ import { modelIdentity } from '../../model/fingerprint.js';
 import { deviceProblem, shapeProblem } from './limits.js';
 import { DEFAULT_KV, MAX_BATCH_ROWS, STREAMING, vulkanChunk } from '../defaults.js';
 import { BatchSteps, batchProblem } from './batch-step.js';
-import { ROW_ARRAY } from './kernels.js';
 import { scratchBytes, scratchTable, type ScratchBuffer } from './scratch.js';
 import { recordTopK } from './step.js';
 import { MM_MOE_PAIRS, OpList, Pipelines, TOPK_MAX, gridBlob, matvecOp, mvqTakes } from './graph.js';
@@ -147,8 +146,7 @@ export class VkEngine implements Engine, VkHost {
     this.paramWords = Math.max(4, this.info.minStorageBufferOffsetAlignment / 4);
     const want = Math.floor(options.batchRows ?? 1);
     if (!(want >= 1)) throw new Error(`batchRows must be a positive integer (got ${options.batchRows})`);
-    // (the _rows kernels' binding arrays hold ROW_ARRAY rows)
-    const rows = Math.min(want, MAX_BATCH_ROWS, ROW_ARRAY, this.chunk, this.logitsRows);
+    const rows = Math.min(want, MAX_BATCH_ROWS, this.chunk, this.logitsRows);
     this.streaming = options.streamExperts === true;
     this.batchIssue = rows > 1 ? (this.streaming ? 'SSD streaming loads each session\'s experts per step' : batchProblem(this.info)) : undefined;
     this.batchRows = this.batchIssue ? 1 : rows;
