@@ -4,19 +4,34 @@
 // (causal: u ≤ pos + t), each head's block max m and l = Σ e^(s_u − m), and P = Σ e^(s_u − m) v_u;
 // attn_merge combines the blocks. One workgroup per KV head, not per query head: each K and V
 // element is decoded once for all G heads sharing it (GQA), instead of G times.
-// Thread mapping: scores: one subgroup per position (lanes over dimensions: a K row is read as
-// coalesced lines; G partial dots per lane, subgroupAdd each); softmax: one subgroup per head
-// (no barriers); values: one thread per dimension (V rows read as coalesced lines), G sums each.
-// Shared memory: the G query rows and the G·blk scores (≤ 2048 floats each: G ≤ 8, G·hd ≤ 2048,
-// G·blk ≤ 2048, checked by the engine). Blocks: 64 positions for one token (a short context still
-// spreads over many workgroups), up to 512 for prefill (bounds the partials).
+//
+// A decode step runs this ten times on its critical path, one block of 64 positions per
+// workgroup, so what counts is one workgroup's chain of memory round trips and the shared-memory
+// instructions per position (the H200 profile of 2026-12-02: 37 µs a call at 2K, 116 µs at 32K).
+// Hence:
+// - scores: 8 lanes per position, each over hd/8 consecutive dimensions, 4 elements a load
+//   (k_get4), the G heads' query values read as two vec4 (heads 0-3, 4-7; missing heads are
+//   zero) broadcast to the lanes of the other positions; the 8 lanes' sums meet by three
+//   shuffle-xor steps (8 lanes are consecutive invocations: subgroups hold ≥ 8, the engine's
+//   limit). 32 positions a pass, where one subgroup per position took 8 passes of 8 reductions.
+// - values: a thread per (dimension pair, position group), positions strided over the groups,
+//   two dimensions a load (v_get2), the heads' weights as two broadcast vec4; the groups' sums
+//   meet in shared memory in a fixed order.
+// - blocks of 64 positions to a 4K context, longer beyond (attn_span.glsl: per-block costs paid
+//   fewer times where there are blocks enough).
+// Scores are stored [position][8 heads] (2 vec4); the softmax (one subgroup per head) turns
+// them into weights in place. Shared memory: the query rows (≤ 2048 values + padding) and the
+// scores (blk × 8 heads ≤ 4096 values: blk ≤ 512), reused for
+// the position groups' partial sums.
 // Dispatch: (tokens, nHeadKv, ⌈ctx / blk⌉) for the chunk's tokens t0 … (prefill runs a long chunk
 // as several such dispatches, so the partials stay the size of one); attn_flash_rows: (rows,
-// nHeadKv, ⌈ctx / blk⌉) (rows.glsl). Variant per K × V cache type.
+// nHeadKv, ⌈ctx / blk⌉) (rows.glsl). Variant per K × V cache type. hd a multiple of 32, ≤ 256.
 #extension GL_GOOGLE_include_directive : enable
 #extension GL_KHR_shader_subgroup_arithmetic : enable
+#extension GL_KHR_shader_subgroup_shuffle : enable
 #include "common.glsl"
 #include "rows.glsl"
+#include "attn_span.glsl"
 layout(local_size_x = 256) in;
 #define ROW ROW_AT(gl_WorkGroupID.x)
 layout(std430, binding = 0) readonly buffer QB { float QG[]; };
@@ -31,82 +46,111 @@ layout(std430, binding = 5) readonly buffer PB { uint PARAMS_[]; } pb_r[BATCH];
 layout(push_constant) uniform PC {
   uint nHead; uint nHeadKv; uint hd; uint kRowBytes;
   uint vRowBytes; uint qStride; float scale; uint nBlk;
-  uint blk; uint t0; uint pad1; uint pad2;
+  uint blk; uint t0; uint grow; uint pad2;
 } pc;
 #define KV_FN k_get
+#define KV_FN4 k_get4
 #define KVBUF KC
 #define KV_T KT
 #include "kv.glsl"
 #undef KV_FN
+#undef KV_FN4
 #undef KVBUF
 #undef KV_T
 #define KV_FN v_get
+#define KV_FN2 v_get2
 #define KVBUF VC
 #define KV_T VT
 #include "kv.glsl"
-const uint MAXG = 8u;
-shared float q[2048];
-shared float sc[2048];
+const uint NT = 256u, TPP = 8u, PASS = NT / TPP, VU = 8u;
+// query rows: slice c (dims c·W … c·W + W − 1) at qv[c·QS + 2e + half], QS = 2W + 1 (the odd
+// stride puts the 8 slices read together on distinct banks)
+shared vec4 qv[TPP * 65u];
+// scores then weights, [position][heads 0-3 | 4-7] (blk ≤ 512); afterwards the position groups' sums
+shared vec4 scv[1024];
 
 void main() {
   uint tl = gl_WorkGroupID.x, t = pc.t0 + tl, kvh = gl_WorkGroupID.y, b = gl_WorkGroupID.z, tid = gl_LocalInvocationID.x;
   uint G = pc.nHead / pc.nHeadKv, hd = pc.hd;
   uint p = POS(t);
-  uint u0 = b * pc.blk;
+  uint blk = attnSpan(p, pc.blk, pc.grow), u0 = b * blk;
   if (u0 > p) return;  // the whole block is in the future (attn_merge skips it)
-  uint n = min(p + 1u, u0 + pc.blk) - u0;
-  uint ko = kvh * hd;
-  for (uint i = tid; i < G * hd; i += 256u) q[i] = QG[t * pc.qStride + (kvh * G + i / hd) * 2u * hd + i % hd];
+  uint n = min(p + 1u, u0 + blk) - u0;
+  uint ko = kvh * hd, W = hd / TPP, QS = 2u * W + 1u;
+  for (uint i = tid; i < 8u * hd; i += NT) {
+    uint g = i / hd, d = i % hd;
+    float v = g < G ? QG[t * pc.qStride + (kvh * G + g) * 2u * hd + d] : 0.0;
+    qv[(d / W) * QS + 2u * (d % W) + g / 4u][g % 4u] = v;
+  }
   barrier();
-  for (uint i = gl_SubgroupID; i < n; i += gl_NumSubgroups) {
-    uint ro = (u0 + i) * pc.kRowBytes;
-    float s[MAXG];
-    [[unroll]] for (uint g = 0u; g < MAXG; g++) s[g] = 0.0;
-    // 4 K elements per trip, loaded together (hd / subgroup size is a multiple of 4: 256/32,
-    // 256/64, 64/8 …; the tail loop covers the rest)
-    uint d = gl_SubgroupInvocationID, S = gl_SubgroupSize;
-    for (; d + 3u * S < hd; d += 4u * S) {
-      float k[4];
-      [[unroll]] for (uint j = 0u; j < 4u; j++) k[j] = k_get(ro, ko + d + j * S);
-      [[unroll]] for (uint j = 0u; j < 4u; j++) [[unroll]] for (uint g = 0u; g < MAXG; g++) if (g < G) s[g] += q[g * hd + d + j * S] * k[j];
+  // scores: lane c of position i over dims c·W …, 4 at a time (register arrays indexed only by
+  // unrolled constants: W ≤ 32, a multiple of 4)
+  uint c = tid % TPP, pi = tid / TPP, d0 = ko + c * W, qb = c * QS;
+  for (uint i0 = 0u; i0 < n; i0 += PASS) {
+    uint i = i0 + pi;
+    bool on = i < n;
+    vec4 s0 = vec4(0.0), s1 = vec4(0.0);
+    if (on) {
+      vec4 kr[8];
+      [[unroll]] for (uint e4 = 0u; e4 < 8u; e4++) if (4u * e4 < W) kr[e4] = k_get4((u0 + i) * pc.kRowBytes, d0 + 4u * e4);
+      [[unroll]] for (uint e4 = 0u; e4 < 8u; e4++) if (4u * e4 < W) {
+        [[unroll]] for (uint j = 0u; j < 4u; j++) {
+          s0 += qv[qb + 8u * e4 + 2u * j] * kr[e4][j];
+          s1 += qv[qb + 8u * e4 + 2u * j + 1u] * kr[e4][j];
+        }
+      }
     }
-    for (; d < hd; d += S) {
-      float k = k_get(ro, ko + d);
-      [[unroll]] for (uint g = 0u; g < MAXG; g++) if (g < G) s[g] += q[g * hd + d] * k;
-    }
-    [[unroll]] for (uint g = 0u; g < MAXG; g++) if (g < G) {
-      float v = subgroupAdd(s[g]);
-      if (subgroupElect()) sc[g * pc.blk + i] = v * pc.scale;
-    }
+    // the position's 8 lanes: consecutive invocations of one subgroup (every lane takes part)
+    [[unroll]] for (uint m = 1u; m < TPP; m <<= 1) { s0 += subgroupShuffleXor(s0, m); s1 += subgroupShuffleXor(s1, m); }
+    if (on && c == 0u) { scv[2u * i] = s0 * pc.scale; scv[2u * i + 1u] = s1 * pc.scale; }
   }
   barrier();
   // each head's max, e^(s − m) in place and their sum: one subgroup per head
   uint slot0 = (tl * pc.nHead + kvh * G) * pc.nBlk + b;
   for (uint g = gl_SubgroupID; g < G; g += gl_NumSubgroups) {
+    uint h4 = g / 4u, c4 = g % 4u;
     float m = -3.0e38;
-    for (uint i = gl_SubgroupInvocationID; i < n; i += gl_SubgroupSize) m = max(m, sc[g * pc.blk + i]);
+    for (uint i = gl_SubgroupInvocationID; i < n; i += gl_SubgroupSize) m = max(m, scv[2u * i + h4][c4]);
     m = subgroupMax(m);
     float l = 0.0;
-    for (uint i = gl_SubgroupInvocationID; i < n; i += gl_SubgroupSize) { float e = exp(sc[g * pc.blk + i] - m); sc[g * pc.blk + i] = e; l += e; }
+    for (uint i = gl_SubgroupInvocationID; i < n; i += gl_SubgroupSize) { float e = exp(scv[2u * i + h4][c4] - m); scv[2u * i + h4][c4] = e; l += e; }
     l = subgroupAdd(l);
     if (subgroupElect()) ML[slot0 + g * pc.nBlk] = vec2(m, l);
   }
   barrier();
-  if (tid < hd) {
-    float o[MAXG];
-    [[unroll]] for (uint g = 0u; g < MAXG; g++) o[g] = 0.0;
-    // 8 positions per trip: their V loads are issued together (one at a time, the loop waited
-    // out a memory latency per position)
-    uint i = 0u;
-    for (; i + 8u <= n; i += 8u) {
-      float v[8];
-      [[unroll]] for (uint j = 0u; j < 8u; j++) v[j] = v_get((u0 + i + j) * pc.vRowBytes, ko + tid);
-      [[unroll]] for (uint j = 0u; j < 8u; j++) [[unroll]] for (uint g = 0u; g < MAXG; g++) if (g < G) o[g] += sc[g * pc.blk + i + j] * v[j];
+  // values: thread (dimension pair j, position group pg) sums o[dim 2j | 2j+1][heads 0-3 | 4-7]
+  // over positions pg, pg + NPG, …, VU of them a trip (their loads issued together)
+  uint hp = hd / 2u, NPG = NT / hp, j = tid % hp, pg = tid / hp;
+  bool von = pg < NPG;
+  vec4 a0 = vec4(0.0), a1 = vec4(0.0), b0 = vec4(0.0), b1 = vec4(0.0);
+  if (von) {
+    uint i = pg;
+    for (; i + (VU - 1u) * NPG < n; i += VU * NPG) {
+      vec2 v[VU];
+      [[unroll]] for (uint k = 0u; k < VU; k++) v[k] = v_get2((u0 + i + k * NPG) * pc.vRowBytes, ko + 2u * j);
+      [[unroll]] for (uint k = 0u; k < VU; k++) {
+        uint ik = i + k * NPG;
+        vec4 w0 = scv[2u * ik], w1 = scv[2u * ik + 1u];
+        a0 += w0 * v[k].x; a1 += w1 * v[k].x; b0 += w0 * v[k].y; b1 += w1 * v[k].y;
+      }
     }
-    for (; i < n; i++) {
-      float v = v_get((u0 + i) * pc.vRowBytes, ko + tid);
-      [[unroll]] for (uint g = 0u; g < MAXG; g++) if (g < G) o[g] += sc[g * pc.blk + i] * v;
+    for (; i < n; i += NPG) {
+      vec2 v = v_get2((u0 + i) * pc.vRowBytes, ko + 2u * j);
+      vec4 w0 = scv[2u * i], w1 = scv[2u * i + 1u];
+      a0 += w0 * v.x; a1 += w1 * v.x; b0 += w0 * v.y; b1 += w1 * v.y;
     }
-    [[unroll]] for (uint g = 0u; g < MAXG; g++) if (g < G) P[(slot0 + g * pc.nBlk) * hd + tid] = o[g];
+  }
+  barrier();
+  // the groups' sums, [group][dim][heads 0-3 | 4-7] (NPG · hd · 2 ≤ 1024 vec4), added in group order
+  if (von) {
+    uint o = (pg * hd + 2u * j) * 2u;
+    scv[o] = a0; scv[o + 1u] = a1; scv[o + 2u] = b0; scv[o + 3u] = b1;
+  }
+  barrier();
+  for (uint i = tid; i < G * hd; i += NT) {
+    uint g = i / hd, d = i % hd;
+    float s = 0.0;
+    for (uint q = 0u; q < NPG; q++) s += scv[(q * hd + d) * 2u + g / 4u][g % 4u];
+    P[(slot0 + g * pc.nBlk) * hd + d] = s;
   }
 }

@@ -2,7 +2,8 @@
 // attn_merge: o_h = Σ_b e^(m_b − M) P_b / Σ_b e^(m_b − M) l_b over the blocks attn_flash wrote
 // (M = max m_b; blocks past pos + t were not written and are skipped), times the sigmoid output
 // gate (the second half of the head's q slice). Dispatch: (tokens, nHead, 1) for tokens t0 … (as
-// attn_flash); attn_merge_rows: (rows, nHead, 1) (rows.glsl). hd ≤ 256.
+// attn_flash); attn_merge_rows: (rows, nHead, 1) (rows.glsl). hd ≤ 256. The blocks are attn_flash's
+// (attn_span.glsl, the same push blk and grow).
 // Thread mapping: 1024 threads = NS block slices × 256 dimensions; thread (s, d) sums blocks
 // s, s + NS, … of dimension d, 8 blocks' loads per trip, and the slices meet in shared memory in a
 // fixed order. A 32K-context decode has 512 blocks per head: one thread per dimension walking them
@@ -12,6 +13,7 @@
 #extension GL_KHR_shader_subgroup_arithmetic : enable
 #include "common.glsl"
 #include "rows.glsl"
+#include "attn_span.glsl"
 layout(local_size_x = 1024) in;
 const uint NT = 1024u, NS = 4u, DW = 256u, U = 8u;
 #define ROW ROW_AT(gl_WorkGroupID.x)
@@ -21,7 +23,7 @@ layout(std430, binding = 2) readonly buffer QB { float QG[]; };
 layout(std430, binding = 3) writeonly buffer OB { float O[]; };
 layout(std430, binding = 4) readonly buffer PB { uint PARAMS_[]; } pb_r[BATCH];
 #define PARAMS pb_r[ROW].PARAMS_
-layout(push_constant) uniform PC { uint nHead; uint hd; uint nBlk; uint qStride; uint blk; uint t0; uint pad1; uint pad2; } pc;
+layout(push_constant) uniform PC { uint nHead; uint hd; uint nBlk; uint qStride; uint blk; uint t0; uint grow; uint pad2; } pc;
 shared float red[NT];
 shared float po[NS][DW];
 shared float pd[NS];
@@ -29,7 +31,7 @@ void main() {
   uint tl = gl_WorkGroupID.x, t = pc.t0 + tl, h = gl_WorkGroupID.y, tid = gl_LocalInvocationID.x;
   uint d = tid % DW, s = tid / DW;
   uint p = POS(t);
-  uint used = p / pc.blk + 1u, base = (tl * pc.nHead + h) * pc.nBlk;
+  uint used = p / attnSpan(p, pc.blk, pc.grow) + 1u, base = (tl * pc.nHead + h) * pc.nBlk;
   // M over all used blocks: every thread a stride of them, then subgroups, then the workgroup
   float m = -3.0e38;
   for (uint b = tid; b < used; b += NT) m = max(m, ML[base + b].x);

@@ -28,15 +28,20 @@ const sigmoid = (x: number) => 1 / (1 + Math.exp(-x));
 const KV_TYPES = [['f32', GgmlType.F32], ['f16', GgmlType.F16], ['q8_0', GgmlType.Q8_0], ['q4_0', GgmlType.Q4_0]] as const;
 
 describe('attn_flash + attn_merge vs a plain attention', () => {
-  const nHead = 8, nHeadKv = 2, hd = 64, kvDim = nHeadKv * hd, qStride = 2 * nHead * hd;
-  const shape = { nHead, nHeadKv, headDim: hd } as ModelShape;
-  const cases: [string, number, number, string, string, 'attn_flash' | 'attn_tile'][] = [];
-  for (const [T, pos] of [[1, 0], [1, 63], [1, 64], [1, 650], [1, 2500], [1, 4200], [5, 520], [70, 130], [33, 0]] as const) {
+  // heads (query, KV) of hd; a decode step's blocks grow past 96 base blocks of 64 (attn_span.glsl:
+  // 128 from position 6144, 256 from 12288, 512 from 24576)
+  const cases: [string, number, number, string, string, 'attn_flash' | 'attn_tile', number, number, number][] = [];
+  for (const [T, pos] of [[1, 0], [1, 63], [1, 64], [1, 650], [1, 2500], [1, 4200], [1, 6200], [1, 12400], [1, 24700], [5, 520], [70, 130], [33, 0]] as const) {
     for (const kernel of T > 1 ? ['attn_flash', 'attn_tile'] as const : ['attn_flash'] as const) {
-      for (const [kName] of KV_TYPES) for (const [vName] of KV_TYPES) if (kName === vName || (kName === 'q8_0' && vName === 'q4_0')) cases.push([`${kernel} T=${T} pos=${pos} K ${kName} V ${vName}`, T, pos, kName, vName, kernel]);
+      for (const [kName] of KV_TYPES) for (const [vName] of KV_TYPES) if (kName === vName || (kName === 'q8_0' && vName === 'q4_0')) cases.push([`${kernel} T=${T} pos=${pos} K ${kName} V ${vName}`, T, pos, kName, vName, kernel, 8, 2, 64]);
     }
   }
-  it.each(cases)('%s', (_name, T, pos, kName, vName, kernel) => {
+  // the model's shape (16 query heads, 2 KV heads of 256), its cache types
+  for (const pos of [0, 2500, 7000, 24700]) cases.push([`attn_flash T=1 pos=${pos} K q8_0 V q4_0, 16/2 heads of 256`, 1, pos, 'q8_0', 'q4_0', 'attn_flash', 16, 2, 256]);
+  it.each(cases)('%s', (_name, T, pos, kName, vName, kernel, nHead, nHeadKv, hd) => {
+    const kvDim = nHeadKv * hd, qStride = 2 * nHead * hd;
+    const shape = { nHead, nHeadKv, headDim: hd } as ModelShape;
+    const grow = T === 1 ? 1 : 0;
     const r = new Rng(T * 1000 + pos);
     // 700 rows, or enough for the deep cases (40 and 66 decode blocks: attn_merge's 8-block trips)
     const ctx = Math.max(700, pos + T + 1);
@@ -60,7 +65,7 @@ describe('attn_flash + attn_merge vs a plain attention', () => {
       O: dev.createBuffer(T * nHead * hd * 4, true), PARAMS: buffer(Uint32Array.of(pos, T, 0, 0)),
     };
     const ops = new OpList(pipes);
-    const push = { nHead, nHeadKv, hd, kRowBytes: rowBytes(kT, kvDim), vRowBytes: rowBytes(vT, kvDim), qStride, scale: 1 / Math.sqrt(hd), nBlk, blk, t0: 0 };
+    const push = { nHead, nHeadKv, hd, kRowBytes: rowBytes(kT, kvDim), vRowBytes: rowBytes(vT, kvDim), qStride, scale: 1 / Math.sqrt(hd), nBlk, blk, t0: 0, grow };
     const bind = { QG: bufs.QG, Kc: bufs.K, Vc: bufs.V, P: bufs.P, ML: bufs.ML, PARAMS: bufs.PARAMS };
     if (kernel === 'attn_tile') {
       const tq = attnTileTokens(shape);
@@ -68,7 +73,7 @@ describe('attn_flash + attn_merge vs a plain attention', () => {
     } else {
       dispatch(ops, KERNELS.attn_flash, bind, push, [T, nHeadKv, nBlk], { variant: `${kName}_${vName}` });
     }
-    dispatch(ops, KERNELS.attn_merge, { P: bufs.P, ML: bufs.ML, QG: bufs.QG, O: bufs.O, PARAMS: bufs.PARAMS }, { nHead, hd, nBlk, qStride, blk, t0: 0 }, [T, nHead]);
+    dispatch(ops, KERNELS.attn_merge, { P: bufs.P, ML: bufs.ML, QG: bufs.QG, O: bufs.O, PARAMS: bufs.PARAMS }, { nHead, hd, nBlk, qStride, blk, t0: 0, grow }, [T, nHead]);
     const cmd = dev.record(ops.build(), false);
     dev.runSync(cmd);
     const got = new Float32Array(dev.read(bufs.O, 0, T * nHead * hd * 4));

@@ -47,6 +47,8 @@ export const SWEEP: SweepGeometry[] = [
   // past the kernels' limits: refused by name
   { name: 'attention head dim 512', recipe: 'q8_0', refuse: /attention head dim 512 exceeds 256/,
     geometry: g({ headDim: 512, nRot: 64, nHead: 2, nHeadKv: 1 }) },
+  { name: 'attention head dim 80', recipe: 'q8_0', refuse: /attention head dim 80 is not a multiple of 32/,
+    geometry: g({ headDim: 80, nRot: 16 }) },
   { name: 'DeltaNet head dim 256', recipe: 'q8_0', refuse: /DeltaNet head dim 256 exceeds 128/, geometry: g({ ssmHeadDim: 256, ssmVHeads: 2, ssmKHeads: 2 }) },
   { name: '16 query heads per KV head', recipe: 'q8_0', refuse: /16 query heads of 64 per KV head exceed/, geometry: g({ nHead: 16, nHeadKv: 1, headDim: 64 }) },
   { name: 'conv width 9', recipe: 'q8_0', refuse: /conv width of 9 exceeds 8/, geometry: g({ ssmConv: 9 }) },

@@ -367,6 +367,17 @@ export function attnBlock(s: ModelShape, T: number, tiled = attnTileFits(s)): nu
   return tiled ? 256 : Math.min(512, 2048 / (s.nHead / s.nHeadKv));
 }
 
+/**
+ * A decode attention block's key positions at position p (shaders/attn_span.glsl, which
+ * attn_flash and attn_merge run: this mirror is for reports): the base block doubled, up to 512,
+ * while the context would take more than 96 blocks; prefill blocks (grow 0) stay the base.
+ */
+export function attnSpan(p: number, blk: number, grow: number): number {
+  let b = blk;
+  if (grow) while (b < 512 && p + 1 > 96 * b) b *= 2;
+  return b;
+}
+
 /** attn_tile (prefill attention over tiles of 64 query rows): head dims a multiple of 32, ≤ 256. */
 export function attnTileFits(s: ModelShape): boolean {
   return s.headDim % 32 === 0 && s.headDim <= 256 && s.nHead / s.nHeadKv <= 64;

@@ -10,9 +10,10 @@ type DeviceInfo = ReturnType<VkDevice['info']>;
 
 /** The first limit this model's shape exceeds, as a message, or undefined. */
 export function shapeProblem(s: ModelShape): string | undefined {
-  // attn_flash keeps a query head's row in registers (≤ 256) and the rows of one KV head's G
-  // query heads in shared memory (≤ 8 heads, 2048 values)
+  // attn_flash keeps the rows of one KV head's G query heads in shared memory (≤ 8 heads, 2048
+  // values) and splits a key row over 8 lanes of 4-element loads (head dim ≤ 256, a multiple of 32)
   if (s.headDim > 256) return `attention head dim ${s.headDim} exceeds 256`;
+  if (s.headDim % 32 !== 0) return `attention head dim ${s.headDim} is not a multiple of 32`;
   if (s.nRot > s.headDim) return `rotary dims ${s.nRot} exceed the attention head dim ${s.headDim}`;
   const G = s.nHead / s.nHeadKv;
   if (G > 8 || G * s.headDim > 2048) return `${G} query heads of ${s.headDim} per KV head exceed 8 heads and 2048 values`;

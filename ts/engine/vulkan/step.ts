@@ -133,8 +133,10 @@ function attentionMixer(c: StepContext, l: number): Pending {
   const prep = { nHead: s.nHead, nHeadKv: s.nHeadKv, hd: s.headDim, nRot: s.nRot, qStride, kStride: st.kvDim, eps: s.eps };
   const norms = { qNorm: wbuf(c, l, 'attn_q_norm.weight'), kNorm: wbuf(c, l, 'attn_k_norm.weight'), ROPE: B.ROPE };
   const variant = `${c.kvTypes.k}_${c.kvTypes.v}`;
-  // attn_flash/attn_tile's push block for blocks of blk keys, tokens from t0
-  const attnPush = (blk: number, nBlk: number, t0: number) => ({ nHead: s.nHead, nHeadKv: s.nHeadKv, hd: s.headDim, kRowBytes: kRow, vRowBytes: vRow, qStride, scale: 1 / Math.sqrt(s.headDim), nBlk, blk, t0 });
+  // attn_flash/attn_tile's push block for blocks of blk keys, tokens from t0; a decode step's
+  // blocks grow with the depth (attn_span.glsl: attn_flash and attn_merge alike), prefill's do not
+  const grow = T === 1 || c.rows ? 1 : 0;
+  const attnPush = (blk: number, nBlk: number, t0: number) => ({ nHead: s.nHead, nHeadKv: s.nHeadKv, hd: s.headDim, kRowBytes: kRow, vRowBytes: vRow, qStride, scale: 1 / Math.sqrt(s.headDim), nBlk, blk, t0, grow });
   if (c.rows) {
     // a batched step: every row attends over its own cache at its own position (its PARAMS row),
     // exactly as its one-token step; one dispatch of each kind for all rows (the _rows kernels:
@@ -145,7 +147,7 @@ function attentionMixer(c: StepContext, l: number): Pending {
     dispatch(c.ops, KR.kv_store, { src: Kb, src2: Kb, cache: kc, cache2: kc, PARAMS: params }, { kvDim: st.kvDim, rowBytes: kRow }, [n, 1], { variant: c.kvTypes.k, barrier: false });
     dispatch(c.ops, KR.kv_store, { src: Vb, src2: Vb, cache: vc, cache2: vc, PARAMS: params }, { kvDim: st.kvDim, rowBytes: vRow }, [n, 1], { variant: c.kvTypes.v });
     dispatch(c.ops, KR.attn_flash, { QG, Kc: kc, Vc: vc, P: B.P, ML: B.ML, PARAMS: params }, attnPush(blk, nBlk, 0), [n, s.nHeadKv, nBlk], { variant });
-    dispatch(c.ops, KR.attn_merge, { P: B.P, ML: B.ML, QG, O: B.O, PARAMS: params }, { nHead: s.nHead, hd: s.headDim, nBlk, qStride, blk, t0: 0 }, [n, s.nHead]);
+    dispatch(c.ops, KR.attn_merge, { P: B.P, ML: B.ML, QG, O: B.O, PARAMS: params }, { nHead: s.nHead, hd: s.headDim, nBlk, qStride, blk, t0: 0, grow }, [n, s.nHead]);
     mv(c, l, 'attn_output.weight', B.O, B.A2, T);
     return { mode: 1, r: B.A2, sg: B.A2 };
   }
@@ -169,7 +171,7 @@ function attentionMixer(c: StepContext, l: number): Pending {
     } else {
       dispatch(c.ops, K.attn_flash, bind, push, [n, s.nHeadKv, nBlk], { variant });
     }
-    dispatch(c.ops, K.attn_merge, { P: B.P, ML: B.ML, QG, O: B.O, PARAMS: B.PARAMS }, { nHead: s.nHead, hd: s.headDim, nBlk, qStride, blk, t0 }, [n, s.nHead]);
+    dispatch(c.ops, K.attn_merge, { P: B.P, ML: B.ML, QG, O: B.O, PARAMS: B.PARAMS }, { nHead: s.nHead, hd: s.headDim, nBlk, qStride, blk, t0, grow }, [n, s.nHead]);
   }
   mv(c, l, 'attn_output.weight', B.O, B.A2, T);
   return { mode: 1, r: B.A2, sg: B.A2 };
