@@ -48,16 +48,13 @@ layout(push_constant) uniform PC {
   uint vRowBytes; uint qStride; float scale; uint nBlk;
   uint blk; uint t0; uint grow; uint pad2;
 } pc;
-#define KV_FN k_get
 #define KV_FN4 k_get4
 #define KVBUF KC
 #define KV_T KT
 #include "kv.glsl"
-#undef KV_FN
 #undef KV_FN4
 #undef KVBUF
 #undef KV_T
-#define KV_FN v_get
 #define KV_FN2 v_get2
 #define KVBUF VC
 #define KV_T VT

@@ -1,10 +1,14 @@
 // KV cache row element access, from a uint-word buffer. Row layout = the CPU engine's = the
-// session payload's. The including shader defines KV_FN (the function's name), KVBUF (the buffer)
-// and KV_T (0 f32, 1 f16, 2 q8_0, 3 q4_0), and may include this file once per cache (K and V).
-// KV_FN(ro, d): element d of the row starting at byte ro. Optionally KV_FN4(ro, d), elements
-// d … d + 3 (d a multiple of 4), and KV_FN2(ro, d), elements d, d + 1 (d even), where a shader
-// defines their names: the same values as KV_FN's, fewer loads (a quant block's scale once, its
-// bytes as one word or half-word).
+// session payload's. The including shader defines KVBUF (the buffer) and KV_T (0 f32, 1 f16,
+// 2 q8_0, 3 q4_0), and the names of the accessors it uses, and may include this file once per
+// cache (K and V): KV_FN(ro, d), element d of the row starting at byte ro; KV_FN4(ro, d),
+// elements d … d + 3 (d a multiple of 4); KV_FN2(ro, d), elements d, d + 1 (d even). The wider
+// ones give KV_FN's values with fewer loads (a quant block's scale once, its bytes as one word
+// or half-word).
+#if KV_T < 0 || KV_T > 3
+#error "kv.glsl: KV_T must be 0..3"
+#endif
+#ifdef KV_FN
 #if KV_T == 0
 float KV_FN(uint ro, uint d) { return uintBitsToFloat(KVBUF[(ro >> 2) + d]); }
 #elif KV_T == 1
@@ -17,8 +21,7 @@ float KV_FN(uint ro, uint d) {
   uint q = e < 16u ? (WBYTE(KVBUF, o + 2u + e) & 15u) : (WBYTE(KVBUF, o + 2u + e - 16u) >> 4);
   return WHALF(KVBUF, o) * float(int(q) - 8);
 }
-#else
-#error "kv.glsl: KV_T must be 0..3"
+#endif
 #endif
 #ifdef KV_FN4
 #if KV_T == 0
