@@ -83,23 +83,40 @@ void main() {
   // scores: lane c of position i over dims c·W …, 4 at a time (register arrays indexed only by
   // unrolled constants: W ≤ 32, a multiple of 4)
   uint c = tid % TPP, pi = tid / TPP, d0 = ko + c * W, qb = c * QS;
-  for (uint i0 = 0u; i0 < n; i0 += PASS) {
-    uint i = i0 + pi;
-    bool on = i < n;
-    vec4 s0 = vec4(0.0), s1 = vec4(0.0);
-    if (on) {
-      vec4 kr[8];
-      [[unroll]] for (uint e4 = 0u; e4 < 8u; e4++) if (4u * e4 < W) kr[e4] = k_get4((u0 + i) * pc.kRowBytes, d0 + 4u * e4);
-      [[unroll]] for (uint e4 = 0u; e4 < 8u; e4++) if (4u * e4 < W) {
-        [[unroll]] for (uint j = 0u; j < 4u; j++) {
-          s0 += qv[qb + 8u * e4 + 2u * j] * kr[e4][j];
-          s1 += qv[qb + 8u * e4 + 2u * j + 1u] * kr[e4][j];
+  // two positions a lane (i, i + PASS): each query read serves both; K in two halves of its dims
+  for (uint i0 = 0u; i0 < n; i0 += 2u * PASS) {
+    uint ia = i0 + pi, ib = ia + PASS;
+    bool ona = ia < n, onb = ib < n;
+    vec4 sa0 = vec4(0.0), sa1 = vec4(0.0), sb0 = vec4(0.0), sb1 = vec4(0.0);
+    if (ona) {
+      [[unroll]] for (uint h = 0u; h < 2u; h++) {
+        vec4 ka[4], kb[4];
+        [[unroll]] for (uint e = 0u; e < 4u; e++) {
+          uint e4 = 4u * h + e;
+          ka[e] = vec4(0.0); kb[e] = vec4(0.0);
+          if (4u * e4 < W) {
+            ka[e] = k_get4((u0 + ia) * pc.kRowBytes, d0 + 4u * e4);
+            if (onb) kb[e] = k_get4((u0 + ib) * pc.kRowBytes, d0 + 4u * e4);
+          }
+        }
+        [[unroll]] for (uint e = 0u; e < 4u; e++) if (4u * (4u * h + e) < W) {
+          uint e4 = 4u * h + e;
+          [[unroll]] for (uint j = 0u; j < 4u; j++) {
+            vec4 q0 = qv[qb + 8u * e4 + 2u * j], q1 = qv[qb + 8u * e4 + 2u * j + 1u];
+            sa0 += q0 * ka[e][j]; sa1 += q1 * ka[e][j];
+            sb0 += q0 * kb[e][j]; sb1 += q1 * kb[e][j];
+          }
         }
       }
     }
-    // the position's 8 lanes: consecutive invocations of one subgroup (every lane takes part)
-    [[unroll]] for (uint m = 1u; m < TPP; m <<= 1) { s0 += subgroupShuffleXor(s0, m); s1 += subgroupShuffleXor(s1, m); }
-    if (on && c == 0u) { scv[2u * i] = s0 * pc.scale; scv[2u * i + 1u] = s1 * pc.scale; }
+    [[unroll]] for (uint m = 1u; m < TPP; m <<= 1) {
+      sa0 += subgroupShuffleXor(sa0, m); sa1 += subgroupShuffleXor(sa1, m);
+      sb0 += subgroupShuffleXor(sb0, m); sb1 += subgroupShuffleXor(sb1, m);
+    }
+    if (c == 0u) {
+      if (ona) { scv[2u * ia] = sa0 * pc.scale; scv[2u * ia + 1u] = sa1 * pc.scale; }
+      if (onb) { scv[2u * ib] = sb0 * pc.scale; scv[2u * ib + 1u] = sb1 * pc.scale; }
+    }
   }
   barrier();
   // each head's max, e^(s − m) in place and their sum: one subgroup per head
