@@ -56,3 +56,73 @@ export function gridSync(o: GridSyncOptions): GridSyncResult {
     dev.freeBuffer(data);
   }
 }
+
+export interface GridChainOptions {
+  dev: VkDevice;
+  pipes: Pipelines;
+  /** workgroups: of the persistent dispatch, or of each dispatch of the chain */
+  nWG: number;
+  rounds: number;
+  /** one dispatch with device-wide barriers (true), or a dispatch a round with pipeline barriers */
+  persist: boolean;
+  /** the vector's length (even, ≤ 4096) */
+  n: number;
+  /** the weights: nMat n×n f16 matrices in one buffer (n·n·2 bytes each), round r uses r % nMat */
+  w: number;
+  nMat: number;
+  /** the starting vector (n values) */
+  x0: Float32Array;
+  spinLimit?: number;
+}
+
+export interface GridChainResult {
+  /** every workgroup of the persistent dispatch was resident at once (always true for the chain) */
+  coResident: boolean;
+  /** the vector after `rounds` products (meaningful where coResident) */
+  x: Float32Array;
+}
+
+/** Largest vector grid_chain.comp stages in shared memory. */
+export const GRID_CHAIN_MAX_N = 4096;
+
+/**
+ * Records the chain of `rounds` products x ← tanh(W_r·x) (grid_chain.comp): one persistent
+ * dispatch, or one dispatch a round. `run()` puts the inputs back (x0, the counters zeroed: the
+ * barriers count up from zero) and runs it, returning the wall milliseconds of the submission
+ * alone; `result()` reads what the last run left; `dispose()` frees the command and buffers.
+ */
+export function gridChain(o: GridChainOptions): { run(): number; result(): GridChainResult; dispose(): void } {
+  const { dev } = o;
+  if (!(Number.isInteger(o.nWG) && o.nWG >= 1)) throw new Error(`grid-chain: ${o.nWG} workgroups: need a positive integer`);
+  if (!(Number.isInteger(o.rounds) && o.rounds >= 1)) throw new Error(`grid-chain: ${o.rounds} rounds: need an integer ≥ 1`);
+  if (!(Number.isInteger(o.n) && o.n >= 2 && o.n % 2 === 0 && o.n <= GRID_CHAIN_MAX_N)) throw new Error(`grid-chain: n ${o.n}: need an even number 2 … ${GRID_CHAIN_MAX_N}`);
+  if (!(Number.isInteger(o.nMat) && o.nMat >= 1)) throw new Error(`grid-chain: ${o.nMat} matrices: need a positive integer`);
+  if (o.x0.length !== o.n) throw new Error(`grid-chain: starting vector of ${o.x0.length} values for n ${o.n}`);
+  const spinLimit = o.spinLimit ?? 60000;
+  if (!(Number.isInteger(spinLimit) && spinLimit >= 1 && spinLimit < 65535)) throw new Error(`grid-chain: spin limit ${spinLimit}: need 1 … 65534`);
+  const ctl = dev.createBuffer(16, true), x = dev.createBuffer(8 * o.n, true);
+  const ops = new OpList(o.pipes);
+  const push = { nWG: o.nWG, rounds: o.rounds, spinLimit, persist: o.persist ? 1 : 0, n: o.n, nMat: o.nMat, r0: 0 };
+  const bind = { CTL: ctl, W: o.w, X: x };
+  if (o.persist) dispatch(ops, KERNELS.grid_chain, bind, push, [o.nWG]);
+  else for (let r = 0; r < o.rounds; r++) dispatch(ops, KERNELS.grid_chain, bind, { ...push, r0: r }, [o.nWG]);
+  const cmd = dev.record(ops.build(), false);
+  return {
+    run() {
+      dev.write(ctl, 0, new Uint8Array(16));
+      dev.write(x, 0, new Uint8Array(o.x0.buffer, o.x0.byteOffset, o.x0.byteLength));
+      const t0 = performance.now();
+      dev.runSync(cmd);
+      return performance.now() - t0;
+    },
+    result() {
+      const c = new Uint32Array(dev.read(ctl, 0, 16));
+      return { coResident: c[1] === 0, x: new Float32Array(dev.read(x, (o.rounds % 2) * 4 * o.n, 4 * o.n)) };
+    },
+    dispose() {
+      dev.freeCommand(cmd);
+      dev.freeBuffer(ctl);
+      dev.freeBuffer(x);
+    },
+  };
+}
