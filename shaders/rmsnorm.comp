@@ -10,6 +10,7 @@
 // re-reads only elements it wrote.
 #extension GL_GOOGLE_include_directive : enable
 #extension GL_KHR_shader_subgroup_arithmetic : enable
+#extension GL_KHR_shader_subgroup_shuffle : enable
 #include "common.glsl"
 layout(local_size_x = 1024) in;
 const uint NT = 1024u;
@@ -49,10 +50,12 @@ void quantize(uint t) {
   barrier();
   uint tid = gl_LocalInvocationID.x;
   if (tid >= pc.n / 4u) return;
-  uint u = tid >> 3;
-  float amax = 0.0;
-  for (uint i = 0u; i < 32u; i++) amax = max(amax, abs(ys[32u * u + i]));
-  writeLevels(t, pc.n / 32u, u, tid & 7u, vec4(ys[4u * tid], ys[4u * tid + 1u], ys[4u * tid + 2u], ys[4u * tid + 3u]), amax);
+  vec4 v = vec4(ys[4u * tid], ys[4u * tid + 1u], ys[4u * tid + 2u], ys[4u * tid + 3u]), av = abs(v);
+  // the unit's amax: its 8 threads are consecutive invocations of one subgroup (its size a
+  // power of two ≥ 8, limits.ts), all below n / 4 (n a multiple of 32): 3 exchanges, exact in any order
+  float amax = max(max(av.x, av.y), max(av.z, av.w));
+  [[unroll]] for (uint m = 1u; m < 8u; m <<= 1) amax = max(amax, subgroupShuffleXor(amax, m));
+  writeLevels(t, pc.n / 32u, tid >> 3, tid & 7u, v, amax);
 }
 void main() {
   uint t = gl_WorkGroupID.x, tid = gl_LocalInvocationID.x;
