@@ -62,8 +62,8 @@ for (const n of chainNs) {
     seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0;
     bits[i] = ((seed >>> 31) << 15) | ((8 + ((seed >>> 20) % 3)) << 10) | ((seed >>> 4) & 1023);
   }
-  const w = dev.createBuffer(bits.byteLength, false);
-  dev.write(w, 0, new Uint8Array(bits.buffer));
+  const w = { buf: dev.createBuffer(bits.byteLength, false), bytes: bits.byteLength };
+  dev.write(w.buf, 0, new Uint8Array(bits.buffer));
   const x0 = new Float32Array(n).map((_, i) => Math.sin(i));
   const time = (persist: boolean, nWG: number) => {
     const c = gridChain({ dev, pipes, nWG, rounds: chainRounds, persist, n, w, nMat, x0 });
@@ -85,6 +85,6 @@ for (const n of chainNs) {
     const same = p.coResident ? (p.x.every((v, i) => Object.is(v, ref.x[i])) ? 'yes' : 'NO') : '';
     console.log(`${n},${mb},persistent,${nWG},${p.coResident ? 'yes' : 'no'},${p.coResident ? p.us.toFixed(2) : ''},${same}`);
   }
-  dev.freeBuffer(w);
+  dev.freeBuffer(w.buf);
 }
 dev.dispose();

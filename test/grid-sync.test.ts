@@ -41,9 +41,9 @@ describe('grid_chain probe', () => {
   // f16 weights, scaled so the products stay in tanh's live range
   const wBits = new Uint16Array(nMat * n * n).map(() => f32ToF16((rng.float() * 2 - 1) * Math.sqrt(3 / n)));
   const x0 = new Float32Array(n).map(() => rng.float() * 2 - 1);
-  const w = dev.createBuffer(wBits.byteLength, false);
-  dev.write(w, 0, new Uint8Array(wBits.buffer));
-  afterAll(() => dev.freeBuffer(w));
+  const w = { buf: dev.createBuffer(wBits.byteLength, false), bytes: wBits.byteLength };
+  dev.write(w.buf, 0, new Uint8Array(wBits.buffer));
+  afterAll(() => dev.freeBuffer(w.buf));
   // the products in f64 (row r of matrix m: n weights from (m·n + r)·n)
   const expected = (() => {
     let x = Array.from(x0);
@@ -81,5 +81,6 @@ describe('grid_chain probe', () => {
     expect(() => gridChain({ dev, pipes, nWG: 1, rounds, persist: true, n: 63, w, nMat, x0 })).toThrow(/n 63/);
     expect(() => gridChain({ dev, pipes, nWG: 1, rounds: 0, persist: true, n, w, nMat, x0 })).toThrow(/0 rounds/);
     expect(() => gridChain({ dev, pipes, nWG: 1, rounds, persist: true, n, w, nMat, x0: new Float32Array(3) })).toThrow(/3 values/);
+    expect(() => gridChain({ dev, pipes, nWG: 1, rounds, persist: true, n, w, nMat: 4, x0 })).toThrow(/weight buffer of 24576 bytes for 4 f16 matrices of 64×64/);
   });
 });

@@ -67,8 +67,8 @@ export interface GridChainOptions {
   persist: boolean;
   /** the vector's length (even, ≤ 4096) */
   n: number;
-  /** the weights: nMat n×n f16 matrices in one buffer (n·n·2 bytes each), round r uses r % nMat */
-  w: number;
+  /** the weights: nMat n×n f16 matrices in one buffer of `bytes` (n·n·2 each), round r uses r % nMat */
+  w: { buf: number; bytes: number };
   nMat: number;
   /** the starting vector (n values) */
   x0: Float32Array;
@@ -76,7 +76,7 @@ export interface GridChainOptions {
 }
 
 export interface GridChainResult {
-  /** every workgroup of the persistent dispatch was resident at once (always true for the chain) */
+  /** every workgroup of the persistent dispatch was resident at once (a dispatch a round: true) */
   coResident: boolean;
   /** the vector after `rounds` products (meaningful where coResident) */
   x: Float32Array;
@@ -97,13 +97,14 @@ export function gridChain(o: GridChainOptions): { run(): number; result(): GridC
   if (!(Number.isInteger(o.rounds) && o.rounds >= 1)) throw new Error(`grid-chain: ${o.rounds} rounds: need an integer ≥ 1`);
   if (!(Number.isInteger(o.n) && o.n >= 2 && o.n % 2 === 0 && o.n <= GRID_CHAIN_MAX_N)) throw new Error(`grid-chain: n ${o.n}: need an even number 2 … ${GRID_CHAIN_MAX_N}`);
   if (!(Number.isInteger(o.nMat) && o.nMat >= 1)) throw new Error(`grid-chain: ${o.nMat} matrices: need a positive integer`);
+  if (o.w.bytes < o.nMat * o.n * o.n * 2) throw new Error(`grid-chain: a weight buffer of ${o.w.bytes} bytes for ${o.nMat} f16 matrices of ${o.n}×${o.n}`);
   if (o.x0.length !== o.n) throw new Error(`grid-chain: starting vector of ${o.x0.length} values for n ${o.n}`);
   const spinLimit = o.spinLimit ?? 60000;
   if (!(Number.isInteger(spinLimit) && spinLimit >= 1 && spinLimit < 65535)) throw new Error(`grid-chain: spin limit ${spinLimit}: need 1 … 65534`);
   const ctl = dev.createBuffer(16, true), x = dev.createBuffer(8 * o.n, true);
   const ops = new OpList(o.pipes);
   const push = { nWG: o.nWG, rounds: o.rounds, spinLimit, persist: o.persist ? 1 : 0, n: o.n, nMat: o.nMat, r0: 0 };
-  const bind = { CTL: ctl, W: o.w, X: x };
+  const bind = { CTL: ctl, W: o.w.buf, X: x };
   if (o.persist) dispatch(ops, KERNELS.grid_chain, bind, push, [o.nWG]);
   else for (let r = 0; r < o.rounds; r++) dispatch(ops, KERNELS.grid_chain, bind, { ...push, r0: r }, [o.nWG]);
   const cmd = dev.record(ops.build(), false);
