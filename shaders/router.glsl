@@ -24,7 +24,10 @@ void route(uint t, uint nExpert, uint K) {
   }
   float inv = 1.0 / subgroupAdd(sum);
   [[unroll]] for (uint m = 0u; m < ROUTER_M; m++) p[m] = lane + S * m < nExpert ? p[m] * inv : -1.0;
-  float tot = 0.0;
+  // round k's winner stays in lane k's registers (K ≤ S), written by K lanes at once at the end:
+  // no serial read-back of the weights from memory to renormalise them
+  float tot = 0.0, myW = 0.0;
+  uint myI = 0u;
   for (uint k = 0u; k < K; k++) {
     // this lane's best: its experts grow with m, so a strict > keeps the lowest id on ties
     float bv = -1.0; uint bi = 0xFFFFFFFFu;
@@ -33,8 +36,13 @@ void route(uint t, uint nExpert, uint K) {
     uint wi = subgroupMin(bv == wv ? bi : 0xFFFFFFFFu);
     // the owner takes the winner out of later rounds
     [[unroll]] for (uint m = 0u; m < ROUTER_M; m++) if (lane + S * m == wi) p[m] = -2.0;
-    if (lane == 0u) { OUT_IDS[t * K + k] = wi; OUT_WTS[t * K + k] = wv; }
+    if (lane == k) { myW = wv; myI = wi; }
+    if (K > S && lane == 0u) { OUT_IDS[t * K + k] = wi; OUT_WTS[t * K + k] = wv; }
     tot += wv;
   }
-  if (lane == 0u) for (uint k = 0u; k < K; k++) OUT_WTS[t * K + k] /= tot;
+  if (K <= S) {
+    if (lane < K) { OUT_IDS[t * K + lane] = myI; OUT_WTS[t * K + lane] = myW / tot; }
+  } else if (lane == 0u) {
+    for (uint k = 0u; k < K; k++) OUT_WTS[t * K + k] /= tot;
+  }
 }
