@@ -4,11 +4,17 @@
 // within ±127): the representation error is about amax·2^-24, f32's own rounding of the largest.
 // Layout: XQ words [row][level][half][unit][4] (mvq.comp loads a half of a unit's level as one
 // uvec4, a warp's loads one contiguous run); XS [row][unit] = (s0, s1, s2, 0).
-// The including shader declares XQ (uint words) and XS (vec4), writable.
+// The including shader declares XQ (uint words) and XS (vec4), writable, and enables
+// GL_KHR_shader_subgroup_shuffle.
 
-// word w (values 4w … 4w+3, v) of unit u of row `row` (nu units a row), amax over the unit's 32
-// values; word 0's thread also writes the scales
-void writeLevels(uint row, uint nu, uint u, uint w, vec4 v, float amax) {
+// word w (values 4w … 4w+3, v) of unit u of row `row` (nu units a row), called by the unit's 8
+// threads together, w = invocation index % 8: 8 consecutive invocations of one subgroup (its size
+// a power of two ≥ 8, limits.ts). The unit's amax: each thread's 4 values, then 3 exchanges (max is
+// exact in any order). Word 0's thread also writes the scales.
+void writeLevels(uint row, uint nu, uint u, uint w, vec4 v) {
+  vec4 av = abs(v);
+  float amax = max(max(av.x, av.y), max(av.z, av.w));
+  [[unroll]] for (uint m = 1u; m < 8u; m <<= 1) amax = max(amax, subgroupShuffleXor(amax, m));
   vec3 sc = vec3(amax / 127.0, 0.0, 0.0);
   sc.y = sc.x / 254.0;
   sc.z = sc.y / 254.0;

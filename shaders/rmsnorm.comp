@@ -50,12 +50,8 @@ void quantize(uint t) {
   barrier();
   uint tid = gl_LocalInvocationID.x;
   if (tid >= pc.n / 4u) return;
-  vec4 v = vec4(ys[4u * tid], ys[4u * tid + 1u], ys[4u * tid + 2u], ys[4u * tid + 3u]), av = abs(v);
-  // the unit's amax: its 8 threads are consecutive invocations of one subgroup (its size a
-  // power of two ≥ 8, limits.ts), all below n / 4 (n a multiple of 32): 3 exchanges, exact in any order
-  float amax = max(max(av.x, av.y), max(av.z, av.w));
-  [[unroll]] for (uint m = 1u; m < 8u; m <<= 1) amax = max(amax, subgroupShuffleXor(amax, m));
-  writeLevels(t, pc.n / 32u, tid >> 3, tid & 7u, v, amax);
+  // a unit's 8 threads all below n / 4 (n a multiple of 32), as writeLevels needs
+  writeLevels(t, pc.n / 32u, tid >> 3, tid & 7u, vec4(ys[4u * tid], ys[4u * tid + 1u], ys[4u * tid + 2u], ys[4u * tid + 3u]));
 }
 void main() {
   uint t = gl_WorkGroupID.x, tid = gl_LocalInvocationID.x;
