@@ -15,8 +15,9 @@ shared uint gridOk[2];  // 1: go on, 0: give up (uint: scripts/lib/spirv-reflect
 // thread 0: wait until CTL[i] ≥ target, or the failed flag, or the poll limit (then raise it).
 // Plain (volatile) loads: polling with atomic read-modify-writes serialises every workgroup on
 // the counter's cache line (H200, 2026-12-03: 1.8 / 3.6 / 8.5 / 18.3 µs a barrier at 132 / 264 /
-// 528 / 1056 workgroups polling with atomics, 1.7 / 2.5 / 4.1 / 7.3 with loads). A counted loop: lavapipe cuts any loop at 65535 trips and falls through, so spinLimit
-// stays below that and giving up is the loop's own end.
+// 528 / 1056 workgroups polling with atomics, 1.7 / 2.5 / 4.1 / 7.3 with loads). A counted loop:
+// lavapipe cuts any loop at 65535 trips and falls through, so spinLimit stays below that and
+// giving up is the loop's own end.
 bool gridWait(uint i, uint target) {
   for (uint spins = 0u; spins < pc.spinLimit; spins++) {
     if (CTL[1] != 0u) return false;  // another gave up: no round may run

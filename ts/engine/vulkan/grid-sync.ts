@@ -30,13 +30,22 @@ export interface GridSyncOptions {
   spinLimit?: number;
 }
 
+/**
+ * The arguments both probes take, checked (errors named by `what`): nWG ≥ 1, rounds ≥ minRounds,
+ * the spin limit below 65535 (default 60000, returned).
+ */
+function gridArgs(what: string, o: { nWG: number; rounds: number; spinLimit?: number }, minRounds: number): number {
+  if (!(Number.isInteger(o.nWG) && o.nWG >= 1)) throw new Error(`${what}: ${o.nWG} workgroups: need a positive integer`);
+  if (!(Number.isInteger(o.rounds) && o.rounds >= minRounds)) throw new Error(`${what}: ${o.rounds} rounds: need an integer ≥ ${minRounds}`);
+  const spinLimit = o.spinLimit ?? 60000;
+  if (!(Number.isInteger(spinLimit) && spinLimit >= 1 && spinLimit < 65535)) throw new Error(`${what}: spin limit ${spinLimit}: need 1 … 65534`);
+  return spinLimit;
+}
+
 /** One grid_sync dispatch of nWG workgroups and `rounds` device-wide barriers. */
 export function gridSync(o: GridSyncOptions): GridSyncResult {
   const { dev } = o;
-  if (!(Number.isInteger(o.nWG) && o.nWG >= 1)) throw new Error(`grid-sync: ${o.nWG} workgroups: need a positive integer`);
-  if (!(Number.isInteger(o.rounds) && o.rounds >= 0)) throw new Error(`grid-sync: ${o.rounds} rounds: need an integer ≥ 0`);
-  const spinLimit = o.spinLimit ?? 60000;
-  if (!(Number.isInteger(spinLimit) && spinLimit >= 1 && spinLimit < 65535)) throw new Error(`grid-sync: spin limit ${spinLimit}: need 1 … 65534`);
+  const spinLimit = gridArgs('grid-sync', o, 0);
   const ctl = dev.createBuffer(16, true), data = dev.createBuffer(8 * o.nWG, true);
   try {
     dev.write(ctl, 0, new Uint8Array(16));
@@ -93,14 +102,11 @@ export const GRID_CHAIN_MAX_N = 4096;
  */
 export function gridChain(o: GridChainOptions): { run(): number; result(): GridChainResult; dispose(): void } {
   const { dev } = o;
-  if (!(Number.isInteger(o.nWG) && o.nWG >= 1)) throw new Error(`grid-chain: ${o.nWG} workgroups: need a positive integer`);
-  if (!(Number.isInteger(o.rounds) && o.rounds >= 1)) throw new Error(`grid-chain: ${o.rounds} rounds: need an integer ≥ 1`);
+  const spinLimit = gridArgs('grid-chain', o, 1);
   if (!(Number.isInteger(o.n) && o.n >= 2 && o.n % 2 === 0 && o.n <= GRID_CHAIN_MAX_N)) throw new Error(`grid-chain: n ${o.n}: need an even number 2 … ${GRID_CHAIN_MAX_N}`);
   if (!(Number.isInteger(o.nMat) && o.nMat >= 1)) throw new Error(`grid-chain: ${o.nMat} matrices: need a positive integer`);
   if (o.w.bytes < o.nMat * o.n * o.n * 2) throw new Error(`grid-chain: a weight buffer of ${o.w.bytes} bytes for ${o.nMat} f16 matrices of ${o.n}×${o.n}`);
   if (o.x0.length !== o.n) throw new Error(`grid-chain: starting vector of ${o.x0.length} values for n ${o.n}`);
-  const spinLimit = o.spinLimit ?? 60000;
-  if (!(Number.isInteger(spinLimit) && spinLimit >= 1 && spinLimit < 65535)) throw new Error(`grid-chain: spin limit ${spinLimit}: need 1 … 65534`);
   const ctl = dev.createBuffer(16, true), x = dev.createBuffer(8 * o.n, true);
   const ops = new OpList(o.pipes);
   const push = { nWG: o.nWG, rounds: o.rounds, spinLimit, persist: o.persist ? 1 : 0, n: o.n, nMat: o.nMat, r0: 0 };
