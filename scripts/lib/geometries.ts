@@ -39,6 +39,9 @@ export const SWEEP: SweepGeometry[] = [
     geometry: g({ nEmbd: 200, nFfExp: 72, nFfShexp: 40, nHead: 4, nHeadKv: 4, headDim: 64, nRot: 16 }) },
   { name: 'DeltaNet head dim 36 (not a multiple of 8), 2 key / 2 value heads, one expert top-1', recipe: 'bf16',
     geometry: g({ ssmKHeads: 2, ssmVHeads: 2, ssmHeadDim: 36, nExpert: 1, nExpertUsed: 1 }) },
+  // top-k above a lavapipe subgroup (8): router.glsl's path for K > subgroup size (one lane writes)
+  { name: '11 experts top-9 (more winners than lanes in a lavapipe subgroup)', recipe: 'q8_0',
+    geometry: g({ nExpert: 11, nExpertUsed: 9 }) },
   // tinyA's shape with every block type (recipe mixed: gate/up of different types, unstackable
   // projections) and the IQ2_M / IQ1_M-like community mixes (fused gate+up of IQ2_S / IQ1_M)
   { name: 'every block type (recipe mixed)', recipe: 'mixed', geometry: g({}) },
