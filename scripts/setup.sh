@@ -18,6 +18,9 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 
+# the matrix-core kernels need a glslc newer than Debian 12's (a private copy in .tools/ if so)
+bash scripts/glslc-coopmat.sh >/dev/null
+
 npm ci --no-audit --no-fund
 npm run build
 echo "setup: done. Run the tests with: npm test"

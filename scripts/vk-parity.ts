@@ -8,7 +8,11 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { openEngine } from '../ts/engine/index.js';
+import { envEngineOptions } from '../ts/cli/env.js';
 import { prefillVsDecode } from './prefill-check.js';
+
+// the engine switches of the environment (Q36_VK_COOPMAT, Q36_VK_MVQ, …): parity of each path
+const env = envEngineOptions();
 
 const dir = process.argv[2] ?? 'fixtures';
 let failures = 0;
@@ -21,7 +25,7 @@ for (const model of ['tinyA', 'tinyR']) {
     const logitsFile = path.join(dir, model, variant === 'bf16' ? 'reference-logits.f32' : `reference-logits-${variant}.f32`);
     if (!fs.existsSync(gguf) || !fs.existsSync(logitsFile)) continue;
     const logits = new Float32Array(fs.readFileSync(logitsFile).buffer.slice(0));
-    const e = await openEngine({ model: gguf, backend: 'vulkan', ctx: 1024, kvTypes: { k: 'f16', v: 'f16' } });
+    const e = await openEngine({ model: gguf, ...env, backend: 'vulkan', ctx: 1024, kvTypes: { k: 'f16', v: 'f16' } });
     for (const [i, c] of (ref.cases as { prompt_ids: number[]; greedy_ids: number[]; logits_offset_bytes: number; vocab: number; kind: string }[]).entries()) {
       const s = e.newSession();
       const errs: number[] = [];
@@ -54,7 +58,8 @@ for (const model of ['tinyA', 'tinyR']) {
 }
 const gguf = path.join(dir, 'tinyR', 'tinyR-q2.gguf');
 if (fs.existsSync(gguf)) {
-  const e = await openEngine({ model: gguf, backend: 'vulkan', ctx: 2100, kvTypes: { k: 'q8_0', v: 'q4_0' } });
+  const e = await openEngine({ model: gguf, ...env, backend: 'vulkan', ctx: 2100, kvTypes: { k: 'q8_0', v: 'q4_0' } });
+  console.log(e.describe().split('\n').filter((l) => /^(backend|prefill|matvecs)/.test(l)).join('\n'));
   for (const n of [1, 63, 64, 65, 512, 2048]) {
     const m = await prefillVsDecode(e, n);
     const ok = m <= 1e-3;

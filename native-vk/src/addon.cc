@@ -33,6 +33,10 @@ Napi::Value ListDevices(const Napi::CallbackInfo& info) {
       o.Set("storage16bit", d.storage16bit);
       o.Set("float16", d.float16);
       o.Set("int8", d.int8);
+      o.Set("integerDot", d.integerDot);
+      o.Set("integerDotAccelerated", d.integerDotAccelerated);
+      o.Set("coopmat", d.coopmat);
+      o.Set("coopmatShapes", d.coopmatShapes);
       Napi::Array heaps = Napi::Array::New(env, d.heaps.size());
       for (size_t h = 0; h < d.heaps.size(); h++) {
         Napi::Object ho = Napi::Object::New(env);

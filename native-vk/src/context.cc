@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "coopmat.h"
 #include "vk_check.h"
 
 namespace q36 {
@@ -52,7 +53,36 @@ bool hasExtension(VkPhysicalDevice pd, const char* name) {
   return false;
 }
 
-DeviceInfo describe(VkPhysicalDevice pd, uint32_t index) {
+const char* componentName(VkComponentTypeKHR t) {
+  switch (static_cast<int>(t)) {
+    case 0: return "f16"; case 1: return "f32"; case 2: return "f64"; case 3: return "s8"; case 4: return "s16";
+    case 5: return "s32"; case 6: return "s64"; case 7: return "u8"; case 8: return "u16"; case 9: return "u32";
+    case 10: return "u64"; case 1000141000: return "bf16"; default: return "?";
+  }
+}
+
+// The matrix-unit shapes a device lists (subgroup scope), and whether the mmc kernels' one is there.
+bool coopmatShapes(VkInstance inst, VkPhysicalDevice pd, std::string& shapes) {
+  auto get = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR>(vkGetInstanceProcAddr(inst, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"));
+  if (!get) return false;
+  uint32_t n = 0;
+  if (get(pd, &n, nullptr) != VK_SUCCESS || n == 0) return false;
+  std::vector<VkCooperativeMatrixPropertiesKHR> props(n);
+  for (auto& p : props) { p = {}; p.sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR; }
+  if (get(pd, &n, props.data()) != VK_SUCCESS) return false;
+  bool found = false;
+  for (uint32_t i = 0; i < n; i++) {
+    const auto& p = props[i];
+    if (static_cast<int>(p.scope) != 3) continue;
+    if (!shapes.empty()) shapes += "; ";
+    shapes += std::to_string(p.MSize) + "x" + std::to_string(p.NSize) + "x" + std::to_string(p.KSize) + " " + componentName(p.AType) + "," + componentName(p.BType) + "->" + componentName(p.ResultType);
+    if (p.MSize == 16 && p.NSize == 16 && p.KSize == 16 && static_cast<int>(p.AType) == 0 && static_cast<int>(p.BType) == 0 &&
+        static_cast<int>(p.CType) == 1 && static_cast<int>(p.ResultType) == 1 && !p.saturatingAccumulation) found = true;
+  }
+  return found;
+}
+
+DeviceInfo describe(VkInstance inst, VkPhysicalDevice pd, uint32_t index) {
   VkPhysicalDeviceSubgroupProperties sub{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
   VkPhysicalDeviceDriverProperties drv{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
   sub.pNext = &drv;
@@ -105,6 +135,7 @@ DeviceInfo describe(VkPhysicalDevice pd, uint32_t index) {
   d.float16 = f12.shaderFloat16;
   d.int8 = f12.shaderInt8;
   d.integerDot = false;
+  d.integerDotAccelerated = false;
   d.bufferArrays = f2.features.shaderStorageBufferArrayDynamicIndexing;
   d.maxStageStorageBuffers = std::min(p.limits.maxPerStageDescriptorStorageBuffers, p.limits.maxDescriptorSetStorageBuffers);
   if (hasExtension(pd, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME)) {
@@ -113,6 +144,19 @@ DeviceInfo describe(VkPhysicalDevice pd, uint32_t index) {
     fi.pNext = &idot;
     vkGetPhysicalDeviceFeatures2(pd, &fi);
     d.integerDot = idot.shaderIntegerDotProduct;
+    VkPhysicalDeviceShaderIntegerDotProductPropertiesKHR idp{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES_KHR};
+    VkPhysicalDeviceProperties2 pi{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    pi.pNext = &idp;
+    vkGetPhysicalDeviceProperties2(pd, &pi);
+    d.integerDotAccelerated = idp.integerDotProduct4x8BitPackedSignedAccelerated;
+  }
+  d.coopmat = false;
+  if (hasExtension(pd, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME) && f12.shaderFloat16 && d.subgroupSize == 32) {
+    VkPhysicalDeviceCooperativeMatrixFeaturesKHR cm{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
+    VkPhysicalDeviceFeatures2 fc{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    fc.pNext = &cm;
+    vkGetPhysicalDeviceFeatures2(pd, &fc);
+    d.coopmat = cm.cooperativeMatrix && coopmatShapes(inst, pd, d.coopmatShapes);
   }
 
   VkPhysicalDeviceMemoryProperties mem;
@@ -145,7 +189,7 @@ std::vector<DeviceInfo> Context::listDevices() {
   std::vector<DeviceInfo> out;
   try {
     auto pds = physicalDevices(inst);
-    for (uint32_t i = 0; i < pds.size(); i++) out.push_back(describe(pds[i], i));
+    for (uint32_t i = 0; i < pds.size(); i++) out.push_back(describe(inst, pds[i], i));
   } catch (...) {
     vkDestroyInstance(inst, nullptr);
     throw;
@@ -180,12 +224,12 @@ Context::Context(int deviceIndex) {
     } else {
       int best = 1 << 30;
       for (uint32_t i = 0; i < pds.size(); i++) {
-        int r = rank(describe(pds[i], i));
+        int r = rank(describe(instance_, pds[i], i));
         if (r < best) { best = r; pick = i; }
       }
     }
     phys_ = pds[pick];
-    info_ = describe(phys_, pick);
+    info_ = describe(instance_, phys_, pick);
     vkGetPhysicalDeviceMemoryProperties(phys_, &mem_);
 
     uint32_t nq = 0;
@@ -227,6 +271,17 @@ Context::Context(int deviceIndex) {
       idot.shaderIntegerDotProduct = VK_TRUE;
       idot.pNext = const_cast<void*>(dci.pNext);
       dci.pNext = &idot;
+    }
+    // cooperative matrices (the mmc kernels: f16 tiles in shared memory, f16 arithmetic)
+    VkPhysicalDeviceCooperativeMatrixFeaturesKHR cm{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
+    VkPhysicalDeviceShaderFloat16Int8Features f16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+    if (info_.coopmat) {
+      ext.push_back(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
+      cm.cooperativeMatrix = VK_TRUE;
+      f16.shaderFloat16 = VK_TRUE;
+      cm.pNext = &f16;
+      f16.pNext = const_cast<void*>(dci.pNext);
+      dci.pNext = &cm;
     }
     // binding arrays indexed by a workgroup's row (the batched step's _rows kernels)
     VkPhysicalDeviceFeatures core{};

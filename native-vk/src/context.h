@@ -32,6 +32,11 @@ struct DeviceInfo {
   uint64_t importAlignment;    // minImportedHostPointerAlignment (0 without the extension)
   bool storage8bit, storage16bit, float16, int8;
   bool integerDot;             // VK_KHR_shader_integer_dot_product (mvq.comp's packed 4×8-bit dot products)
+  bool integerDotAccelerated;  // integerDotProduct4x8BitPackedSignedAccelerated: the packed dot runs in hardware, not emulated
+  // VK_KHR_cooperative_matrix with subgroup-scope 16 × 16 × 16 f16 × f16 → f32 products and
+  // shaderFloat16 (the mmc kernels); the device's matrix-unit shapes are in coopmatShapes
+  bool coopmat;
+  std::string coopmatShapes;   // "MxNxK A,B->C" of every subgroup-scope shape the driver lists
   bool bufferArrays;           // shaderStorageBufferArrayDynamicIndexing (the batched step's per-row binding arrays)
   uint32_t maxStageStorageBuffers;  // storage-buffer descriptors one compute pipeline may bind (per stage and per set, the lower)
   float timestampPeriod;  // nanoseconds per timestamp tick

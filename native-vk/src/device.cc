@@ -88,6 +88,9 @@ Napi::Value Device::Info(const Napi::CallbackInfo& info) {
   o.Set("minStorageBufferOffsetAlignment", static_cast<double>(d.minStorageBufferOffsetAlignment));
   o.Set("externalMemoryHost", d.externalMemoryHost);
   o.Set("integerDot", d.integerDot);
+  o.Set("integerDotAccelerated", d.integerDotAccelerated);
+  o.Set("coopmat", d.coopmat);
+  o.Set("coopmatShapes", d.coopmatShapes);
   o.Set("bufferArrays", d.bufferArrays);
   o.Set("maxStageStorageBuffers", d.maxStageStorageBuffers);
   o.Set("importAlignment", static_cast<double>(d.importAlignment));

@@ -16,6 +16,8 @@ export interface EnvSettings {
   vkMvTypes?: string[];
   /** Q36_VK_MVQ=0|1|experts: which products run mvq.comp's int8 levels (none, all, the routed experts), for measurements */
   vkMvq?: boolean | 'experts';
+  /** Q36_VK_COOPMAT=0|1: the prefill matmuls on the matrix units where the device has them (1, default) or the f32 tiles (0), for measurements and the BC-250's arithmetic */
+  vkCoopmat?: boolean;
   /** Q36_VK_SESSION_BATCH=0: q36-server --batched-session runs the ordered fallback instead of batched Vulkan steps (measurements, workarounds) */
   vkSessionBatch?: boolean;
   /** Q36_HF_BASE: the download mirror (as --base-url) */
@@ -53,6 +55,11 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): EnvSettings {
     if (!['0', '1', 'experts'].includes(q)) throw new Error(`Q36_VK_MVQ must be 0 (f32 matvecs), 1 (int8 levels where the device can) or experts (the routed experts only), got "${q}"`);
     out.vkMvq = q === 'experts' ? 'experts' : q === '1';
   }
+  const cm = env.Q36_VK_COOPMAT;
+  if (cm !== undefined && cm !== '') {
+    if (!['0', '1'].includes(cm)) throw new Error(`Q36_VK_COOPMAT must be 0 (f32 prefill tiles) or 1 (matrix units where the device has them), got "${cm}"`);
+    out.vkCoopmat = cm === '1';
+  }
   const sb = env.Q36_VK_SESSION_BATCH;
   if (sb !== undefined && sb !== '') {
     if (!['0', '1'].includes(sb)) throw new Error(`Q36_VK_SESSION_BATCH must be 0 (ordered fallback) or 1 (batched steps), got "${sb}"`);
@@ -65,6 +72,6 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): EnvSettings {
 }
 
 /** The engine options the environment supplies where no flag did (flags win). */
-export function envEngineOptions(e: EnvSettings = readEnv()): Pick<EngineOptions, 'vkDevice' | 'vkWeights' | 'vkMatvecRows' | 'vkMvTypes' | 'vkMvq'> {
-  return { vkDevice: e.vkDevice, vkWeights: e.vkWeights, vkMatvecRows: e.vkMatvecRows, vkMvTypes: e.vkMvTypes, vkMvq: e.vkMvq };
+export function envEngineOptions(e: EnvSettings = readEnv()): Pick<EngineOptions, 'vkDevice' | 'vkWeights' | 'vkMatvecRows' | 'vkMvTypes' | 'vkMvq' | 'vkCoopmat'> {
+  return { vkDevice: e.vkDevice, vkWeights: e.vkWeights, vkMatvecRows: e.vkMatvecRows, vkMvTypes: e.vkMvTypes, vkMvq: e.vkMvq, vkCoopmat: e.vkCoopmat };
 }

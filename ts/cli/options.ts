@@ -117,7 +117,7 @@ export function engineOptions(model: string, a: Record<string, unknown>, modelCo
   const k = kIn ?? kvDefault.k;
   const v = vIn ?? kvDefault.v;
   return {
-    model, backend, ctx, kvTypes: { k, v }, vkDevice, vkWeights: vkWeights as EngineOptions['vkWeights'], vkMatvecRows: env.vkMatvecRows, vkMvTypes: env.vkMvTypes, vkMvq: env.vkMvq,
+    model, backend, ctx, kvTypes: { k, v }, vkDevice, vkWeights: vkWeights as EngineOptions['vkWeights'], vkMatvecRows: env.vkMatvecRows, vkMvTypes: env.vkMvTypes, vkMvq: env.vkMvq, vkCoopmat: env.vkCoopmat,
     expertCacheMiB: mb, steering: steering(a), vkMemoryLimit,
     ...(ssd ? { streamExperts: true, expertCacheSlots: ssd.slots, expertCacheMiB: ssd.bytes !== undefined ? ssd.bytes / 2 ** 20 : mb, expertUsage: ssd.usage, expertFullLayers: ssd.full } : {}),
   };

@@ -47,7 +47,8 @@ const main = defineCommand({
         const { loadAddon } = await import('../vk/addon.js');
         for (const d of loadAddon().listDevices()) {
           console.log(`${d.index}: ${d.name} (${d.type}) — ${d.driver}, Vulkan ${d.apiVersion}, subgroup ${d.subgroupSize}, ` +
-            `${d.unifiedMemory ? 'unified memory' : 'discrete memory'}, heaps ${d.heaps.map((h) => `${(h.size / 2 ** 30).toFixed(1)} GiB${h.deviceLocal ? ' local' : ''}`).join(', ')}`);
+            `${d.unifiedMemory ? 'unified memory' : 'discrete memory'}, heaps ${d.heaps.map((h) => `${(h.size / 2 ** 30).toFixed(1)} GiB${h.deviceLocal ? ' local' : ''}`).join(', ')}, ` +
+            `int8 dot ${d.integerDotAccelerated ? 'accelerated' : d.integerDot ? 'emulated' : 'none'}, matrix cores ${d.coopmat ? 'yes' : d.coopmatShapes ? `not usable (${d.coopmatShapes})` : 'none'}`);
         }
         return;
       }

@@ -66,6 +66,12 @@ export interface EngineOptions {
    * matvecs; the CLI reads Q36_VK_MVQ=0|1|experts, for measurements)
    */
   vkMvq?: boolean | 'experts';
+  /**
+   * Vulkan: the tiled prefill matmuls (dense and grouped routed experts) on the device's matrix
+   * units (mmc.comp / mmc_moe.comp: f16 tiles, f32 sums) where it has them: true (default), false
+   * the f32 tiles (mm.comp, the fallback; the CLI reads Q36_VK_COOPMAT=0|1)
+   */
+  vkCoopmat?: boolean;
   /** Vulkan: prefill attention in tiles of tokens (attn_tile, default) or per token (attn_flash: false; A/B measurements) */
   vkAttnTile?: boolean;
   /**

@@ -21,6 +21,12 @@ export interface VkDeviceInfo {
   storage16bit: boolean;
   float16: boolean;
   int8: boolean;
+  /** packed 4×8-bit integer dot products: available, and in hardware */
+  integerDot: boolean;
+  integerDotAccelerated: boolean;
+  /** matrix units the engine uses (VK_KHR_cooperative_matrix, 16 × 16 × 16 f16 → f32, 32-lane subgroups), and every subgroup-scope shape listed */
+  coopmat: boolean;
+  coopmatShapes: string;
   heaps: { size: number; deviceLocal: boolean }[];
 }
 
@@ -35,8 +41,13 @@ export interface VkDevice {
     memoryBudgetBytes: number;
     /** VK_EXT_external_memory_host and its minImportedHostPointerAlignment (0 without it) */
     externalMemoryHost: boolean; importAlignment: number;
-    /** VK_KHR_shader_integer_dot_product enabled (mvq.comp) */
-    integerDot: boolean;
+    /** VK_KHR_shader_integer_dot_product enabled (mvq.comp); its packed 4×8-bit signed dot in hardware (not emulated) */
+    integerDot: boolean; integerDotAccelerated: boolean;
+    /**
+     * VK_KHR_cooperative_matrix enabled with 16 × 16 × 16 f16 → f32 subgroup products, shaderFloat16
+     * and 32-lane subgroups (the mmc kernels); every subgroup-scope shape the driver lists
+     */
+    coopmat: boolean; coopmatShapes: string;
     /** arrays of storage buffers indexed by a workgroup's row (the batched step's _rows kernels), and the storage buffers one pipeline may bind */
     bufferArrays: boolean; maxStageStorageBuffers: number;
   };

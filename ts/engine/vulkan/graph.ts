@@ -195,6 +195,14 @@ export function mvqTakes(type: string, n: number): boolean {
 export const MM_ROWS = 64;
 export const MM_TOKENS = 64;
 export const MM_MOE_PAIRS = 32;
+/**
+ * Pairs per tile of mmc_moe: 64 (the dense tile's shape). Its products cost little next to
+ * decoding the expert's weight tile, which a 2048-token chunk (64 pairs an expert on average for
+ * 8 of 256 experts) then decodes once instead of twice.
+ */
+export const MMC_MOE_PAIRS = 64;
+/** Pairs per expert tile for the tiled matmul in use (moe_tiles' BN). */
+export const moePairs = (coopmat: boolean): number => (coopmat ? MMC_MOE_PAIRS : MM_MOE_PAIRS);
 export const MM_K = 32;
 /**
  * Fewest activation rows, and weight rows, for which the dense tiled matmul beats the 8-row
@@ -204,9 +212,9 @@ export const MM_K = 32;
 export const MM_MIN_ROWS = 16;
 export const MM_MIN_WEIGHT_ROWS = 64;
 
-/** Tiles of at most MM_MOE_PAIRS pairs that P (token, expert) pairs over nExpert experts can make. */
-export function moeMaxTiles(pairs: number, nExpert: number): number {
-  return Math.ceil(pairs / MM_MOE_PAIRS) + Math.min(nExpert, pairs);
+/** Tiles of at most bn pairs (the most tiles: MM_MOE_PAIRS) that P (token, expert) pairs over nExpert experts can make. */
+export function moeMaxTiles(pairs: number, nExpert: number, bn = MM_MOE_PAIRS): number {
+  return Math.ceil(pairs / bn) + Math.min(nExpert, pairs);
 }
 
 /**
@@ -286,6 +294,8 @@ export interface MatvecDispatch {
    * the matvec over IDS (ids).
    */
   moe?: { tiles: number; maxTiles: number; ids: number };
+  /** the tiled matmuls on the matrix units: mmc / mmc_moe (f16 tiles, f32 sums) in place of mm / mm_moe */
+  coopmat?: boolean;
 }
 
 /**
@@ -308,12 +318,12 @@ export function matvecOp(ops: OpList, d: MatvecDispatch): void {
   const tiled = d.n % MM_K === 0 && !d.epilogue;
   if (d.moe) {
     if (tiled) {
-      ops.op(`mm_moe_${d.type}`, [...d.buffers, d.moe.tiles], push(), [Math.ceil(d.rows / MM_ROWS), d.moe.maxTiles], d.barrier ?? true, d.label);
+      ops.op(`${d.coopmat ? 'mmc' : 'mm'}_moe_${d.type}`, [...d.buffers, d.moe.tiles], push(), [Math.ceil(d.rows / MM_ROWS), d.moe.maxTiles], d.barrier ?? true, d.label);
       return;
     }
     d = { ...d, buffers: [d.buffers[0], d.buffers[1], d.buffers[2], d.moe.ids, d.buffers[4]], moe: undefined };
   } else if (tiled && (flags & 1) === 0 && d.nRows >= MM_MIN_ROWS && (d.weightRows ?? d.rows) >= MM_MIN_WEIGHT_ROWS) {
-    ops.op(`mm_${d.type}`, d.buffers, push(), [Math.ceil(d.rows / MM_ROWS), Math.ceil(d.nRows / MM_TOKENS)], d.barrier ?? true, d.label);
+    ops.op(`${d.coopmat ? 'mmc' : 'mm'}_${d.type}`, d.buffers, push(), [Math.ceil(d.rows / MM_ROWS), Math.ceil(d.nRows / MM_TOKENS)], d.barrier ?? true, d.label);
     return;
   }
   // activation rows per workgroup: matmulTokens() (each row's sums are the same whichever, the

@@ -18,6 +18,12 @@ export interface MatvecOpts {
   flags?: number; xStride?: number; yStride?: number; xOffset?: number; barrier?: boolean; epilogue?: MatvecDispatch['epilogue']; moe?: MatvecDispatch['moe'];
   /** the activation rows also as int8 levels (rmsnorm's quant, quant.comp): mvq.comp where the type has it */
   levels?: MatvecDispatch['levels'];
+  /**
+   * f32 arithmetic even where the matrix units would take the product (mmc rounds its operands to
+   * f16): the router, whose logits pick experts, so a rounding would flip near ties and send a
+   * prefill token to other experts than the same token decoded
+   */
+  exact?: boolean;
 }
 
 /** A session that can save its deferred logits row before another session overwrites it. */
@@ -34,6 +40,8 @@ export interface VkHost {
   readonly mvq: boolean;
   /** and the dense products over the norms' outputs too (not only the routed experts) */
   readonly mvqDense: boolean;
+  /** the tiled prefill matmuls run on the matrix units (mmc, mmc_moe: moePairs() pairs a tile) */
+  readonly coopmat: boolean;
   /** whether mvq.comp takes this weight's one-row products (mvq on and graph.ts mvqTakes) */
   levelsFor(name: string): boolean;
   /** engine-wide scratch buffers by name (scratch.ts) */

@@ -95,6 +95,9 @@ export const KERNELS = {
   matvec_router1: k({ name: 'matvec_router1', bindings: [...MATVEC_BIND, 'RIDS', 'RWTS', 'CNT'], push: MATVEC_PUSH, local: 64 }),
   mm: k({ name: 'mm', bindings: MATVEC_BIND, push: MATVEC_PUSH, local: 256 }),
   mm_moe: k({ name: 'mm_moe', bindings: [...MATVEC_BIND, 'TILES'], push: MATVEC_PUSH, local: 128 }),
+  // mm and mm_moe on the matrix units (cooperative matrices; built where glslc can: build-shaders.mjs)
+  mmc: k({ name: 'mmc', bindings: MATVEC_BIND, push: MATVEC_PUSH, local: 256 }),
+  mmc_moe: k({ name: 'mmc_moe', bindings: [...MATVEC_BIND, 'TILES'], push: MATVEC_PUSH, local: 256 }),
 } as const;
 
 /**

@@ -8,7 +8,7 @@ import { rowBytes } from '../../gguf/index.js';
 import { KV_TYPE_IDS } from '../common.js';
 import { stateSizes } from '../payload.js';
 import type { KvType } from '../types.js';
-import { MM_MOE_PAIRS, OpList, TOPK_ITEMS, attnBlock, attnTileFits, attnTileTokens, attnTokens, moeMaxTiles } from './graph.js';
+import { OpList, moePairs, TOPK_ITEMS, attnBlock, attnTileFits, attnTileTokens, attnTokens, moeMaxTiles } from './graph.js';
 import type { MatvecOpts, VkHost } from './host.js';
 import { KERNELS as K, ROW_KERNELS as KR, dispatch, groups } from './kernels.js';
 import type { LayerTensorKey } from '../../model/schema.js';
@@ -195,7 +195,7 @@ function moeFfn(c: StepContext, l: number): Pending {
     // row alone is (no level of its own); prefill chunks: the router logits' matmul, then routing
     // alongside the shared expert's gate+up below, which only needs the normed input
     const routed = c.rows !== undefined && h.routeRows(c.ops, l, B.A, T, false);
-    if (!routed) mv(c, l, 'ffn_gate_inp.weight', B.A, R, T, { barrier: false });
+    if (!routed) mv(c, l, 'ffn_gate_inp.weight', B.A, R, T, { barrier: false, exact: true });
     // the shared-expert gate is a 1-row F32 matvec over the same normed input
     mv(c, l, 'ffn_gate_inp_shexp.weight', B.A, SG, T, { yStride: 1, barrier: !routed });
     if (!routed) route(false);
@@ -217,8 +217,9 @@ function moeFfn(c: StepContext, l: number): Pending {
   // are decoded once for all its tokens (mm_moe); one token: a matvec per expert
   // (a batched decode step's rows pick mostly different experts, ~1 pair each: grouping would
   // fill each tile with one pair, so they take the per-pair matvec as decode does)
-  const moe = T === 1 || c.rows ? undefined : { tiles: B.TILES, maxTiles: moeMaxTiles(T * Kx, s.nExpert), ids: B.IDS };
-  if (moe && !streamed) dispatch(c.ops, K.moe_tiles, { IDS: B.IDS, LIST: B.LIST, TILES: B.TILES }, { nPairs: T * Kx, nExpert: s.nExpert, BN: MM_MOE_PAIRS }, [1]);
+  const bn = moePairs(h.coopmat);
+  const moe = T === 1 || c.rows ? undefined : { tiles: B.TILES, maxTiles: moeMaxTiles(T * Kx, s.nExpert, bn), ids: B.IDS };
+  if (moe && !streamed) dispatch(c.ops, K.moe_tiles, { IDS: B.IDS, LIST: B.LIST, TILES: B.TILES }, { nPairs: T * Kx, nExpert: s.nExpert, BN: bn }, [1]);
   if (has('ffn_gate_up_exps.weight')) {
     mv(c, l, 'ffn_gate_up_exps.weight', B.A, B.GE, T * Kx, { flags: 1, moe, levels: normLevels(c, false) });
   } else {

@@ -28,7 +28,7 @@ import { DEFAULT_KV, MAX_BATCH_ROWS, STREAMING, vulkanChunk } from '../defaults.
 import { BatchSteps, batchProblem } from './batch-step.js';
 import { scratchBytes, scratchTable, type ScratchBuffer } from './scratch.js';
 import { recordTopK } from './step.js';
-import { MM_MOE_PAIRS, OpList, Pipelines, TOPK_MAX, gridBlob, matvecOp, mvqTakes } from './graph.js';
+import { OpList, moePairs, Pipelines, TOPK_MAX, gridBlob, matvecOp, mvqTakes } from './graph.js';
 import { MATVEC, VkWeights, copiedBytesEstimate, readBytes, type DevTensor, type WeightMode } from './weights.js';
 
 export { TOPK_MAX };
@@ -85,6 +85,9 @@ export class VkEngine implements Engine, VkHost {
   /** int8 activation levels for the routed experts, and for the dense products too (VkHost.mvq, mvqDense) */
   readonly mvq: boolean;
   readonly mvqDense: boolean;
+  /** the tiled prefill matmuls on the matrix units (mmc): on, or why not */
+  readonly coopmat: boolean;
+  private readonly coopmatWhy: string;
   private streamPlan?: { slots: number[]; fullLayers: number; layout: SlotLayout; budget?: number };
   stream?: VkExpertStream;
 
@@ -137,6 +140,10 @@ export class VkEngine implements Engine, VkHost {
     this.deviceBytes = info.deviceLocalBytes;
     this.mvq = info.integerDot && options.vkMvq !== false;
     this.mvqDense = this.mvq && options.vkMvq !== 'experts';
+    const mmc = addon.shaderNames().includes('mmc_q8_0');
+    this.coopmat = info.coopmat && mmc && options.vkCoopmat !== false;
+    this.coopmatWhy = this.coopmat ? `matrix units (mmc: each operand as two f16, f32 sums; ${info.coopmatShapes.split('; ').length} subgroup shapes listed)`
+      : `f32 tiles (mm): ${!info.coopmat ? (info.coopmatShapes ? `the device's matrix shapes lack 16x16x16 f16->f32 (${info.coopmatShapes})` : 'the device has no usable matrix units (VK_KHR_cooperative_matrix, 32-lane subgroups)') : !mmc ? 'this build has no matrix-core kernels (bash scripts/glslc-coopmat.sh, then npm run build)' : 'Q36_VK_COOPMAT=0'}`;
     // the prefill step follows the device's memory unless the caller chose one
     this.chunk = options.chunk ?? vulkanChunk(this.info);
     // all-position logits (test vectors, log-probabilities) for as many rows of a step as 64 MiB
@@ -301,7 +308,7 @@ export class VkEngine implements Engine, VkHost {
     const slots = await this.stream!.slotsFor(l, new Uint32Array(this.dev.read(B.IDS, 0, 4 * n)), T > 1);
     this.dev.write(B.IDS, 0, new Uint8Array(slots.buffer));
     if (T > 1) {
-      const { list, tiles } = tilesFor(slots, MM_MOE_PAIRS);
+      const { list, tiles } = tilesFor(slots, moePairs(this.coopmat));
       this.dev.write(B.LIST, 0, new Uint8Array(list.buffer));
       this.dev.write(B.TILES, 0, new Uint8Array(tiles.buffer));
     }
@@ -490,7 +497,7 @@ export class VkEngine implements Engine, VkHost {
         // mv.comp or matvec.comp for one activation row: by type, the same for every session and
         // batched step (a batched row keeps the bits of the row alone)
         unit: this.mvTypes ? this.mvTypes.has(MATVEC[w.type]) : undefined,
-        levels: o.levels,
+        levels: o.levels, coopmat: this.coopmat && !o.exact,
       });
     });
   }
@@ -538,6 +545,7 @@ export class VkEngine implements Engine, VkHost {
       `deltanet  state ${(recurrentStateBytes(this.shape) / 2 ** 20).toFixed(1)} MiB per session; scratch ${(this.scratchBytes / 2 ** 20).toFixed(1)} MiB`,
       // which decode products run over int8 activation levels (mvq): recorded numbers depend on it
       `matvecs   decode over int8 activation levels (mvq): ${this.mvqDense ? 'every product over a norm or the routed SwiGLU' : this.mvq ? 'the routed experts only (Q36_VK_MVQ=experts)' : this.info.integerDot ? 'none (Q36_VK_MVQ=0)' : 'none (the device has no packed integer dot products)'}`,
+      `prefill   matmuls on ${this.coopmatWhy}`,
       ...((this.options.batchRows ?? 1) > 1 ? [this.batchIssue ? `batched   not available: ${this.batchIssue} (sessions take turns)` : `batched   decode steps of up to ${this.batchRows} sessions`] : []),
     ].join('\n');
   }
