@@ -94,7 +94,7 @@ describe('q36-quantize: byte-identical with llama-quantize', () => {
     expect(r.status).toBe(0);
     expect(digestGguf(path.join(dir, 'cli-q2.gguf')).sha256).toBe(ORACLE['tinyA-qz-q2.gguf'].sha256);
     expect(fs.readFileSync(fixture('quantize/SHA256SUMS'), 'utf8')).toContain(`${ORACLE['tinyA-qz-q2.gguf'].sha256}  tinyA-qz-q2.gguf`);
-    expect(fs.existsSync(path.join(dir, 'cli-q2.gguf.tmp'))).toBe(false);
+    expect(fs.readdirSync(dir).filter((f) => f.startsWith('cli-q2.gguf.') && f.endsWith('.tmp'))).toEqual([]);
   });
 
   it('--tensor-type overrides and --q4-layers pick the types (first match wins)', async () => {
@@ -135,7 +135,7 @@ describe('q36-quantize: bad inputs fail clearly and leave no output', () => {
   const run = (args: string[]) => spawnSync(process.execPath, [QUANTIZE, ...args], { cwd: dir, encoding: 'utf8', timeout: 60_000 });
   const noOutput = (name: string) => {
     expect(fs.existsSync(path.join(dir, name))).toBe(false);
-    expect(fs.existsSync(path.join(dir, `${name}.tmp`))).toBe(false);
+    expect(fs.readdirSync(dir).filter((f) => f.startsWith(`${name}.`) && f.endsWith('.tmp'))).toEqual([]);
   };
 
   it('usage errors exit 2 with one line naming the problem', () => {
@@ -215,7 +215,7 @@ describe('q36-quantize: bad inputs fail clearly and leave no output', () => {
       syncBuiltinESMExports();
     }
     expect(fs.readFileSync(out, 'utf8')).toBe('previous file');
-    expect(fs.existsSync(`${out}.tmp`)).toBe(false);
+    expect(fs.readdirSync(path.dirname(out)).filter((f) => f.startsWith(`${path.basename(out)}.`) && f.endsWith('.tmp'))).toEqual([]);
   });
 });
 

@@ -10,6 +10,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { decodeFile, encodeFile, KvcError } from '../server/kv-disk/format.js';
 import type { ChatMessage } from '../chat/types.js';
+import { writeFileAtomic } from '../safe-file.js';
 
 export interface SessionRecord {
   version: 1;
@@ -29,9 +30,7 @@ export function sessionId(firstPrompt: string, created: number): string {
 }
 
 function atomicWrite(file: string, data: string | Uint8Array): void {
-  const tmp = `${file}.tmp-${process.pid}`;
-  fs.writeFileSync(tmp, data);
-  fs.renameSync(tmp, file);
+  writeFileAtomic(file, data, 0o600);
 }
 
 export class SessionStore {

@@ -7,6 +7,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { writeFileAtomic } from '../safe-file.js';
 
 export interface ExpertUsageFile {
   format: 'q36-expert-usage';
@@ -42,9 +43,7 @@ export function addUsage(file: string, model: string, nLayer: number, nExpert: n
   const sum = Array.from(old, (c, i) => c + counts[i]);
   const body: ExpertUsageFile = { format: 'q36-expert-usage', version: 1, model, nLayer, nExpert, counts: sum };
   fs.mkdirSync(path.dirname(file), { recursive: true });
-  const tmp = `${file}.${process.pid}.tmp`;
-  fs.writeFileSync(tmp, JSON.stringify(body));
-  fs.renameSync(tmp, file);
+  writeFileAtomic(file, JSON.stringify(body));
 }
 
 /** Keys (layer · nExpert + expert) with a count, most used first (ties: the lower key). */

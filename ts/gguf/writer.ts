@@ -2,6 +2,7 @@ import * as fs from 'node:fs';
 import { rowBytes, typeInfo } from './ggml-types.js';
 import { GGUF_DEFAULT_ALIGNMENT, GGUF_MAGIC } from './reader.js';
 import { GgufValueType, type GgufValue } from './value-types.js';
+import { createTemp, writeAll } from '../safe-file.js';
 
 export interface TensorSpec {
   name: string;
@@ -77,7 +78,7 @@ export function tensorBytes(t: TensorSpec): number {
 /**
  * Writes a GGUF file the way llama.cpp requires: tensors contiguous in info order, each padded to
  * the alignment (the last one too). `fill` streams each tensor's bytes; their total must match the
- * tensor's size exactly. Writes to `path.tmp` and renames, so a crash never leaves a half file.
+ * tensor's size exactly. Writes to a fresh `path.<random>.tmp` (safe-file.ts) and renames, so a crash never leaves a half file.
  */
 /** The header and tensor directory of a GGUF file, and each tensor's size in bytes (unpadded). */
 export function ggufHeader(o: Omit<WriteGgufOptions, 'fill'>): { header: Buffer; sizes: number[]; alignment: number } {
@@ -121,12 +122,10 @@ export function ggufHeader(o: Omit<WriteGgufOptions, 'fill'>): { header: Buffer;
 
 export function writeGguf(path: string, o: WriteGgufOptions): { bytes: number } {
   const { header, sizes, alignment } = ggufHeader(o);
-  const tmp = `${path}.tmp`;
-  const fd = fs.openSync(tmp, 'w');
+  const { fd, tmp } = createTemp(path);
   let pos = 0;
   const put = (b: Uint8Array) => {
-    let done = 0;
-    while (done < b.byteLength) done += fs.writeSync(fd, b, done, b.byteLength - done, pos + done);
+    writeAll(fd, b, pos);
     pos += b.byteLength;
   };
   try {

@@ -1,6 +1,6 @@
 /**
  * q36-quantize's work: reads a qwen35moe GGUF tensor by tensor, quantizes each as planned
- * (plan.ts) on worker threads and streams the result to OUT.tmp, renamed to OUT only when all of
+ * (plan.ts) on worker threads and streams the result to a fresh OUT.<random>.tmp (safe-file.ts), renamed to OUT only when all of
  * it is written. Memory stays bounded by a few row jobs per thread; on any error (including a full
  * disk) the partial file is removed.
  */
@@ -10,6 +10,7 @@ import { ggufHeader, kv, readGguf, readTensorBytes, rowBytes, typeName, type Ggu
 import { importanceWeights, readImatrix } from './imatrix-file.js';
 import { FILE_TYPE_Q8_0, planTensors, type PlanOptions, type Recipe, type TensorPlan, type TypeOverride } from './plan.js';
 import { RowPool } from './pool.js';
+import { createTemp, writeAll } from '../safe-file.js';
 
 export interface QuantizeOptions {
   input: string;
@@ -70,19 +71,18 @@ export async function quantizeModel(o: QuantizeOptions): Promise<QuantizeSummary
   const { header, sizes, alignment } = ggufHeader({ metadata, tensors: plans.map((p) => ({ name: p.src.name, shape: p.shape, type: p.type })), alignment: g.alignment });
   const totalIn = plans.reduce((a, p) => a + p.src.nbytes, 0);
   const pool = new RowPool(o.threads ?? 1);
-  const tmp = `${o.output}.tmp`;
+  let tmp = '';
   const inFd = fs.openSync(o.input, 'r');
   let outFd = -1;
   let pos = 0;
   const put = (b: Uint8Array) => {
-    let done = 0;
-    while (done < b.byteLength) done += fs.writeSync(outFd, b, done, b.byteLength - done, pos + done);
+    writeAll(outFd, b, pos);
     pos += b.byteLength;
   };
   const types: Record<string, number> = {};
   let bytesIn = 0, quantized = 0;
   try {
-    outFd = fs.openSync(tmp, 'w');
+    ({ fd: outFd, tmp } = createTemp(o.output));
     put(header);
     const zeros = new Uint8Array(alignment);
     for (let i = 0; i < plans.length; i++) {
@@ -113,7 +113,7 @@ export async function quantizeModel(o: QuantizeOptions): Promise<QuantizeSummary
     fs.renameSync(tmp, o.output);
   } catch (e) {
     if (outFd >= 0) fs.closeSync(outFd);
-    fs.rmSync(tmp, { force: true });
+    if (tmp) fs.rmSync(tmp, { force: true });
     const err = e as NodeJS.ErrnoException;
     if (err.code === 'ENOSPC') throw new Error(`disk full writing ${o.output} (${pos} bytes written, removed)`);
     throw e;

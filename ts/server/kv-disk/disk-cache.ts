@@ -4,12 +4,14 @@
  * within the space budget. Only files of this model (same fingerprint) are candidates. Bad files
  * are skipped with a logged reason (once per version of the file); files that are ours (KVC magic)
  * but corrupt are deleted; files of another model or format version, and anything else, are left
- * alone.
+ * alone, and so are symlinks, FIFOs and anything else that is not a regular file (never opened:
+ * a link would lead out of the folder, a FIFO would block the server).
  */
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { ModelIdentity } from '../../model/fingerprint.js';
+import { createTemp, notRegular, openRegular, readRegular, writeAll } from '../../safe-file.js';
 import { BODY_OFFSET, HEADER_BYTES, KvcError, decodeFile, decodeHeader, encodeFile, encodeHeader, type KvcHeader, type SaveReason } from './format.js';
 
 export interface DiskCacheOptions {
@@ -35,7 +37,14 @@ export class DiskCache {
   constructor(readonly o: DiskCacheOptions) {
     fs.mkdirSync(o.dir, { recursive: true });
     // leftovers of a crash during a save are never valid files
-    for (const f of fs.readdirSync(o.dir)) if (f.endsWith('.tmp')) fs.rmSync(path.join(o.dir, f), { force: true });
+    for (const f of fs.readdirSync(o.dir)) {
+      if (!f.endsWith('.tmp')) continue;
+      try {
+        if (!fs.lstatSync(path.join(o.dir, f)).isDirectory()) fs.rmSync(path.join(o.dir, f), { force: true });
+      } catch (e) {
+        this.log(`cannot remove the leftover ${f}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+      }
+    }
   }
 
   private log(msg: string): void {
@@ -54,15 +63,19 @@ export class DiskCache {
       header: { quantBits: this.o.model.expertBits, reason: o.reason, flags: 0, tokens: o.tokens, hits: 0, ctx: o.ctx, created: now, lastUsed: now, payloadBytes: o.payload.byteLength },
       text: o.text, payload: o.payload, tools: o.tools ?? new Map(),
     });
-    const tmp = `${file}.${process.pid}.tmp`;
-    const fd = fs.openSync(tmp, 'w');
+    const { fd, tmp } = createTemp(file);
     try {
-      fs.writeSync(fd, bytes);
-      fs.fsyncSync(fd);
-    } finally {
-      fs.closeSync(fd);
+      try {
+        writeAll(fd, bytes);
+        fs.fsyncSync(fd);
+      } finally {
+        fs.closeSync(fd);
+      }
+      fs.renameSync(tmp, file);
+    } catch (e) {
+      fs.rmSync(tmp, { force: true });
+      throw e;
     }
-    fs.renameSync(tmp, file);
     this.log(`saved ${path.basename(file)} (${o.reason}, ${o.tokens} tokens, ${bytes.length} bytes)`);
     this.enforceBudget(file);
     return file;
@@ -80,8 +93,10 @@ export class DiskCache {
       if (!name.endsWith('.kv')) continue;
       const file = path.join(this.o.dir, name);
       try {
-        const st = fs.statSync(file);
+        const st = fs.lstatSync(file);
         if (this.skipped.get(file) === statKey(st)) continue;
+        const odd = notRegular(st);
+        if (odd) throw new KvcError(`${odd}: not opened`, 'foreign');
         const known = this.index.get(file);
         if (known && known.ino === st.ino && known.size === st.size && known.mtimeMs === st.mtimeMs) {
           out.push(known.entry);
@@ -101,7 +116,7 @@ export class DiskCache {
   }
 
   private readEntry(file: string): CacheEntry {
-    const fd = fs.openSync(file, 'r');
+    const fd = openRegular(file);
     try {
       const size = fs.fstatSync(fd).size;
       const hb = Buffer.alloc(Math.min(size, BODY_OFFSET + 4));
@@ -133,11 +148,15 @@ export class DiskCache {
     this.index.delete(file);
     const corrupt = !(e instanceof KvcError) || e.kind === 'corrupt';
     let ours = false;
-    try { const b = Buffer.alloc(3); const fd = fs.openSync(file, 'r'); fs.readSync(fd, b, 0, 3, 0); fs.closeSync(fd); ours = b.toString('latin1') === 'KVC'; } catch { /* unreadable */ }
+    try { const b = Buffer.alloc(3); const fd = openRegular(file); fs.readSync(fd, b, 0, 3, 0); fs.closeSync(fd); ours = b.toString('latin1') === 'KVC'; } catch { /* unreadable, or not a regular file */ }
     const del = corrupt && ours;
-    this.log(`skipping ${path.basename(file)}: ${e.message}${del ? ' (deleted: corrupt cache file)' : ''}`);
-    if (del) { fs.rmSync(file, { force: true }); return; }
-    try { this.skipped.set(file, statKey(fs.statSync(file))); } catch { /* gone */ }
+    let gone = false;
+    if (del) {
+      try { fs.rmSync(file, { force: true }); gone = true; } catch { /* a read-only folder: the file stays, skipped */ }
+    }
+    this.log(`skipping ${path.basename(file)}: ${e.message}${gone ? ' (deleted: corrupt cache file)' : del ? ' (corrupt, and it cannot be deleted here)' : ''}`);
+    if (gone) return;
+    try { this.skipped.set(file, statKey(fs.lstatSync(file))); } catch { /* gone */ }
   }
 
   /** A file whose payload this session cannot take (e.g. other KV types): skipped with the reason, kept on disk. */
@@ -155,14 +174,19 @@ export class DiskCache {
   /** Reads and validates a whole file; bumps its hit count and last-used time. */
   load(file: string): ReturnType<typeof decodeFile> | undefined {
     try {
-      const f = decodeFile(fs.readFileSync(file));
+      const f = decodeFile(readRegular(file));
       this.checkModel(f.fingerprint);
       f.header.hits++;
       f.header.lastUsed = Math.floor(Date.now() / 1000);
-      const fd = fs.openSync(file, 'r+');
-      // rewrite the counters only (the CRC leaves them out: see checksum())
-      const h = encodeHeader(f.header);
-      try { fs.writeSync(fd, h, 8, 12, 8); fs.writeSync(fd, h, 24, 16, 24); } finally { fs.closeSync(fd); }
+      // rewrite the counters only (the CRC leaves them out: see checksum()); a file we may read but
+      // not write (a read-only folder or file) is still a valid file to load: its counters stay
+      try {
+        const fd = openRegular(file, true);
+        const h = encodeHeader(f.header);
+        try { writeAll(fd, h.subarray(8, 20), 8); writeAll(fd, h.subarray(24, 40), 24); } finally { fs.closeSync(fd); }
+      } catch (e) {
+        this.log(`${path.basename(file)}: hit counters not updated (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+      }
       return f;
     } catch (e) {
       this.reject(file, e as Error);
@@ -178,7 +202,7 @@ export class DiskCache {
     for (const e of this.entries()) {
       if (!(e.header.flags & 1)) continue;
       try {
-        const f = decodeFile(fs.readFileSync(e.file));
+        const f = decodeFile(readRegular(e.file));
         for (const [id, block] of f.tools) if (want.has(id)) out.set(id, block);
       } catch (err) {
         this.reject(e.file, err as Error);
@@ -189,12 +213,17 @@ export class DiskCache {
 
   /** Deletes least-recently-used files until the directory fits the budget (never `keep`). */
   enforceBudget(keep?: string): void {
-    const files = this.entries().map((e) => ({ ...e, size: fs.statSync(e.file).size })).sort((a, b) => a.header.lastUsed - b.header.lastUsed || a.header.created - b.header.created);
+    const files = this.entries().map((e) => ({ ...e, size: fs.lstatSync(e.file).size })).sort((a, b) => a.header.lastUsed - b.header.lastUsed || a.header.created - b.header.created);
     let total = files.reduce((s, f) => s + f.size, 0);
     for (const f of files) {
       if (total <= this.o.budgetBytes) break;
       if (f.file === keep) continue;
-      fs.rmSync(f.file, { force: true });
+      try {
+        fs.rmSync(f.file, { force: true });
+      } catch (e) {
+        this.log(`cannot evict ${path.basename(f.file)}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+        continue;
+      }
       total -= f.size;
       this.log(`evicted ${path.basename(f.file)} (least recently used)`);
     }
