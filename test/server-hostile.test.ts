@@ -50,6 +50,12 @@ describe('HTTP: client mistakes are 4xx in the API shape, never 500', () => {
     ['empty body', '/v1/chat/completions', ''],
     ['tools not objects (Responses)', '/v1/responses', { input: 'hi', tools: [null] }],
     ['prompt a number (completions)', '/v1/completions', { prompt: 5 }],
+    // #45 item 14: prototype poisoning is refused as fastify refuses it, not silently dropped
+    ['a "__proto__" key (prototype poisoning)', '/v1/chat/completions', '{"messages":[{"role":"user","content":"hi"}],"__proto__":{"polluted":true}}'],
+    ['a "constructor.prototype" key', '/v1/chat/completions', '{"messages":[{"role":"user","content":"hi"}],"x":{"constructor":{"prototype":{"polluted":true}}}}'],
+    ['a "__proto__" key (Anthropic)', '/v1/messages', '{"max_tokens":4,"messages":[{"role":"user","content":"hi","__proto__":{"a":1}}]}'],
+    // #45 item 13: arguments nested 5000 deep inside the arguments string (an assistant turn the client sends back)
+    ['tool-call arguments string nested 5000 deep', '/v1/chat/completions', { messages: [...user, { role: 'assistant', content: null, tool_calls: [{ id: 'call_unknown', type: 'function', function: { name: 'f', arguments: `{"a":${'['.repeat(5000)}${']'.repeat(5000)}}` } }] }, { role: 'tool', tool_call_id: 'call_unknown', content: 'ok' }], tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: { a: { type: 'array' } } } } }] }],
   ];
   for (const [name, url, body] of cases) {
     it(name, async () => {
@@ -60,6 +66,18 @@ describe('HTTP: client mistakes are 4xx in the API shape, never 500', () => {
       else expect(j).toMatchObject({ error: { type: 'invalid_request_error' } });
     });
   }
+
+  it('parameters named like Object.prototype members, with an unknown tool-call id, are kept as the client sent them (#45 item 13)', async () => {
+    const props = { constructor: { type: 'string' }, toString: { type: 'string' }, hasOwnProperty: { type: 'string' }, valueOf: { type: 'string' } };
+    const r = await post('/v1/chat/completions', {
+      max_tokens: 2, temperature: 0,
+      messages: [...user, { role: 'assistant', content: null, tool_calls: [{ id: 'call_never_seen', type: 'function', function: { name: 'g', arguments: JSON.stringify({ valueOf: 'v', toString: 't', constructor: 'c' }) } }] }, { role: 'tool', tool_call_id: 'call_never_seen', content: 'done' }],
+      tools: [{ type: 'function', function: { name: 'g', parameters: { type: 'object', properties: props } } }],
+    });
+    const j = await r.json() as { choices?: unknown[] };
+    expect(r.status, JSON.stringify(j)).toBe(200);
+    expect(j.choices?.length).toBe(1);
+  });
 
   it('the depth counter skips strings and escapes', () => {
     expect(jsonDepth('{"a":"[[[[\\"[[["}')).toBe(1);

@@ -4,6 +4,7 @@
  * Rules: model-spec §6. Evaluation order (and so which error wins) follows the template.
  */
 import { lstripChars, pyJson, pyStrip, rstripChars } from './py-compat.js';
+import { MAX_JSON_DEPTH, jsonDepth } from '../json-depth.js';
 import { ChatTemplateError, type ChatMessage, type ContentPart, type RenderOptions, type ToolCallFunction } from './types.js';
 
 const TOOLS_INSTRUCTIONS =
@@ -138,6 +139,7 @@ function toArgs(a: Record<string, unknown> | string | null): Record<string, unkn
   if (typeof a === 'string') {
     if (a.trim() === '') return {};
     let v: unknown;
+    if (jsonDepth(a, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) throw new ChatTemplateError(`tool call arguments are nested deeper than ${MAX_JSON_DEPTH} levels`);
     try { v = JSON.parse(a); } catch { throw new ChatTemplateError(`tool call arguments are not valid JSON: ${a.slice(0, 80)}`); }
     if (!isObject(v)) throw new ChatTemplateError('tool call arguments must be a JSON object');
     return v;

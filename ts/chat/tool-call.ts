@@ -4,6 +4,7 @@
  * Values are raw text; their JSON type comes from the tool's schema (string → as is, else JSON).
  */
 import { pyJson } from './py-compat.js';
+import { MAX_JSON_DEPTH, jsonDepth } from '../json-depth.js';
 
 export interface ParsedToolCall {
   name: string;
@@ -46,6 +47,8 @@ export function schemaIndex(tools: ToolSpec[] | undefined): Map<string, Map<stri
  */
 export function typeValue(raw: string, types: string[] | undefined): unknown {
   if (types && types.length > 0 && types.every((t) => t === 'string')) return raw;
+  // text nested past the bound stays text (re-rendering it as JSON would recurse that deep)
+  if (jsonDepth(raw, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) return raw;
   try {
     const v = JSON.parse(raw);
     if (types && types.includes('string') && typeof v !== 'string' && !types.includes(typeof v === 'object' ? (Array.isArray(v) ? 'array' : v === null ? 'null' : 'object') : typeof v === 'number' ? (Number.isInteger(v) ? 'integer' : 'number') : typeof v)) {

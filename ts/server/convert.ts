@@ -6,7 +6,7 @@
 import type { ChatMessage, ContentPart } from '../chat/types.js';
 import { ApiError, isObj } from './errors.js';
 import type { ToolMemory } from './tool-memory.js';
-import { checkToolSchema } from './validate.js';
+import { MAX_JSON_DEPTH, checkToolSchema, jsonDepth } from './validate.js';
 
 type Obj = Record<string, unknown>;
 
@@ -49,12 +49,17 @@ function replay(m: ChatMessage, ids: (string | undefined)[], mem: ToolMemory, to
   const calls = m.tool_calls.map((c) => {
     const fn = ('function' in c && c.function ? c.function : c) as { name: string; arguments?: Obj | string };
     let args: unknown = fn.arguments;
-    if (typeof args === 'string') { try { args = JSON.parse(args || '{}'); } catch { return c; } }
+    if (typeof args === 'string') {
+      // a string nested past the bound is left as sent: the renderer refuses it by name
+      if (jsonDepth(args, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) return c;
+      try { args = JSON.parse(args || '{}'); } catch { return c; }
+    }
     const keys = order.get(fn.name);
     if (!isObj(args) || !keys) return c;
     const sorted: Obj = {};
-    for (const k of keys) if (k in args) sorted[k] = args[k];
-    for (const k of Object.keys(args)) if (!(k in sorted)) sorted[k] = args[k];
+    // own keys only: a parameter named toString or constructor is the client's, not Object.prototype's
+    for (const k of keys) if (Object.hasOwn(args, k)) sorted[k] = args[k];
+    for (const k of Object.keys(args)) if (!Object.hasOwn(sorted, k)) sorted[k] = args[k];
     return { ...c, function: { name: fn.name, arguments: sorted } };
   });
   return { ...m, tool_calls: calls };

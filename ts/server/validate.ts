@@ -4,36 +4,29 @@
  * checked structurally (the output parser and the template walk them; a null or a number where a
  * schema belongs is the client's mistake and gets a 400 naming the place, not a 500).
  */
+import sjson from 'secure-json-parse';
 import { ApiError, isObj } from './errors.js';
+import { MAX_JSON_DEPTH, jsonDepth } from '../json-depth.js';
 
-/** Deepest array/object nesting a request body may have (agents' tool schemas stay far below). */
-export const MAX_JSON_DEPTH = 128;
+export { MAX_JSON_DEPTH, jsonDepth };
 
-/** Nesting depth of JSON text, counted without parsing (strings and escapes skipped). */
-export function jsonDepth(text: string, limit = Infinity): number {
-  let depth = 0, max = 0, inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 0x5c) i++; // backslash: skip the escaped character
-      else if (c === 0x22) inString = false;
-    } else if (c === 0x22) inString = true;
-    else if (c === 0x5b || c === 0x7b) { if (++depth > max) { max = depth; if (max > limit) return max; } }
-    else if (c === 0x5d || c === 0x7d) depth--;
-  }
-  return max;
-}
-
-/** JSON.parse behind the depth bound; keys that would poison prototypes are dropped. */
+/**
+ * The body parsed behind the depth bound by fastify's own JSON parser (secure-json-parse), which
+ * refuses `__proto__` and `constructor.prototype` keys as fastify does by default: a 400, not a
+ * body quietly changed.
+ */
 export function parseJsonBody(text: string, maxDepth = MAX_JSON_DEPTH): unknown {
   if (text.trim() === '') throw new ApiError('invalid_json', 'the request body is empty: send a JSON object');
   if (jsonDepth(text, maxDepth) > maxDepth) throw new ApiError('invalid_json', `the JSON body is nested deeper than ${maxDepth} levels`);
+  let v: unknown;
   try {
-    if (!text.includes('"__proto__"') && !text.includes('"constructor"')) return JSON.parse(text);
-    return JSON.parse(text, (k, v) => (k === '__proto__' || (k === 'constructor' && isObj(v) && 'prototype' in v) ? undefined : v));
+    v = sjson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });
   } catch (e) {
-    throw new ApiError('invalid_json', `malformed JSON body: ${(e as Error).message}`);
+    const m = (e as Error).message;
+    if (/forbidden prototype property/.test(m)) throw new ApiError('invalid_json', 'the JSON body has a "__proto__" or "constructor.prototype" key (prototype poisoning): refused');
+    throw new ApiError('invalid_json', `malformed JSON body: ${m}`);
   }
+  return v;
 }
 
 const SCHEMA_MAPS = ['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas'] as const;
