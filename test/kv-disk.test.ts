@@ -62,6 +62,32 @@ describe('disk KV cache', () => {
     await s2.app.close();
   });
 
+  it('a shutdown save in the middle of an answer holds what it says: after a restart the same request answers its prompt, not the partial answer (#45 item 1)', async () => {
+    const msgs: OpenAI.ChatCompletionMessageParam[] = [{ role: 'system', content: longText }, { role: 'user', content: 'Tell the story again.' }];
+    const req = { model: 'x', messages: msgs, max_tokens: 12, temperature: 0 };
+    // the answer of a server that never saw the request (no cache)
+    const fresh = await server(tmpDir());
+    const want = await fresh.client.chat.completions.create(req);
+    await fresh.app.close();
+    // a long answer interrupted by the shutdown save after a few streamed chunks
+    const dir = tmpDir();
+    const s1 = await server(dir);
+    const stream = await s1.client.chat.completions.create({ ...req, max_tokens: 200, stream: true });
+    let chunks = 0;
+    for await (const c of stream) {
+      if (c.choices[0]?.delta?.content || c.choices[0]?.delta && 'reasoning_content' in c.choices[0].delta) chunks++;
+      if (chunks === 6) { await s1.ctx.coordinator.saveLive('shutdown'); break; }
+    }
+    await s1.app.close();
+    const s2 = await server(dir);
+    const got = await s2.client.chat.completions.create(req);
+    await s2.app.close();
+    expect(got.usage!.prompt_tokens).toBe(want.usage!.prompt_tokens);
+    expect(got.usage!.prompt_tokens_details!.cached_tokens).toBeLessThanOrEqual(got.usage!.prompt_tokens);
+    expect(got.choices[0].message.content).toBe(want.choices[0].message.content);
+    expect((got.choices[0].message as { reasoning_content?: string }).reasoning_content).toBe((want.choices[0].message as { reasoning_content?: string }).reasoning_content);
+  });
+
   it('tool-id replay survives a restart through the cache files', async () => {
     const dir = tmpDir();
     const s1 = await server(dir);

@@ -297,6 +297,21 @@ describe('a side request between two turns (in-memory prompt cache)', () => {
     expect(ctx.coordinator.stats.ramLoads).toBe(loads + 1);
   });
 
+  it('P1, P2, P1, P2: a request that hits its whole prefix in the cache still leaves a rewind point (#45 item 2)', async () => {
+    const p1: OpenAI.ChatCompletionMessageParam[] = [{ role: 'system', content: story.slice(0, 5000) }, { role: 'user', content: 'Who kept the light?' }];
+    const p2: OpenAI.ChatCompletionMessageParam[] = [{ role: 'system', content: 'Write a title.' }, { role: 'user', content: 'A story about a lighthouse.' }];
+    const ask = (m: OpenAI.ChatCompletionMessageParam[]) => openai().chat.completions.create({ model: 'x', max_tokens: 3, temperature: 0, messages: m });
+    const r1 = await ask(p1);
+    await ask(p2);
+    await ask(p1);
+    const before = ctx.coordinator.evaluated;
+    const r4 = await ask(p2);
+    const spent = ctx.coordinator.evaluated - before;
+    // keeping P1 and bringing P2 back costs P2's uncached tail, not P1's ~2.5K tokens again
+    expect(r1.usage!.prompt_tokens).toBeGreaterThan(2000);
+    expect(spent, `evaluated ${spent} tokens`).toBeLessThan(r4.usage!.prompt_tokens + 16);
+  });
+
   it('the next turn of the same conversation does not copy the session into the cache', async () => {
     const main: OpenAI.ChatCompletionMessageParam[] = [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'One?' }];
     const t1 = await openai().chat.completions.create({ model: 'x', max_tokens: 6, temperature: 0, messages: main });

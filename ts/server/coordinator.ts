@@ -172,6 +172,11 @@ export class Coordinator {
     this.exec = new ModelExecutor(o.engine, o.executor);
   }
 
+  /** Tokens the model evaluated over all slots, rewinds' re-evaluations included (what prefills really cost). */
+  get evaluated(): number {
+    return this.slots.reduce((a, s) => a + s.session.evaluated, 0);
+  }
+
   /** Requests waiting for a slot (not counting the running ones). */
   get waiting(): number {
     return Math.max(0, this.pending - this.slots.length);
@@ -218,10 +223,15 @@ export class Coordinator {
     }
   }
 
-  /** Clean shutdown: every slot's live state goes to disk (after the running steps end). */
+  /**
+   * Clean shutdown: every slot's live state goes to disk (after the running steps end), under the
+   * text of exactly the tokens it holds: mid-answer that is the prompt and the answer so far, so
+   * the same request after a restart does not take it for its own prompt (it used to be saved
+   * under the prompt alone, and the retried request continued the partial answer).
+   */
   async saveLive(reason: SaveReason = 'shutdown'): Promise<void> {
     await this.exec.run(() => {
-      for (const slot of this.slots) if (this.disk && slot.session.tokens.length >= this.disk.minTokens) this.saveDisk(slot, reason, slot.liveText);
+      for (const slot of this.slots) if (this.disk && slot.session.tokens.length >= this.disk.minTokens) this.saveDisk(slot, reason, this.engine.tokenizer.decode(slot.session.tokens));
     });
   }
 
@@ -415,7 +425,10 @@ export class Coordinator {
     const common = s.commonPrefix(tokens);
     const actions = new Map<number, () => void>();
     const cut = this.turnStart(tokens);
-    if (cut > common && cut < tokens.length) actions.set(cut, () => s.checkpoint());
+    // also where the reused prefix ends exactly there (a restored RAM entry, a retried request):
+    // a payload load leaves no snapshot, and without one the next side request's keepInRam
+    // rewind re-evaluated the whole conversation from token 0
+    if (cut > 0 && cut >= common && cut < tokens.length) actions.set(cut, () => s.checkpoint());
     slot.lastTurnStart = cut;
     slot.lastTurnStartChars = cut > 0 ? tok.decode(tokens.slice(0, cut)).length : req.prompt.length;
     const d = this.disk;
