@@ -71,6 +71,8 @@ export function registerAnthropicMessages(app: FastifyInstance, ctx: ServerConte
       };
       return {
         // the prompt is counted before the stream opens: message_start carries the real input tokens
+        // Anthropic's own keep-alive event
+        keepAlive: () => sse.event('ping', { type: 'ping' }),
         open: (t) => sse.event('message_start', { type: 'message_start', message: { id, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: t.promptTokens, output_tokens: 0, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 } } }),
         delta: (ev, t) => {
           if (ev.type === 'reasoning') { start('thinking'); sse.event('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'thinking_delta', thinking: ev.text } }); }

@@ -47,6 +47,8 @@ export interface AppOptions {
   /** requests allowed to wait behind the running one (default: unbounded) */
   maxQueue?: number;
   /** a request's time limit in ms, waiting included (default: none) */
+  /** ms of stream silence before a keep-alive event (default 5000; tests shorten it) */
+  keepAliveMs?: number;
   requestTimeoutMs?: number;
   /** live sessions served at once (--batched-session N; default 1) */
   slots?: number;
@@ -84,6 +86,7 @@ export async function buildApp(o: AppOptions): Promise<{ app: FastifyInstance; c
     modelName: MODEL_ID,
     sampling: { temperature: 0.6, topP: 0.95, topK: 20, minP: 0 },
     defaultMaxTokens: o.defaultMaxTokens ?? 4096,
+    keepAliveMs: o.keepAliveMs,
   };
   const anthropicRoute = (url: string) => url.startsWith('/v1/messages');
   app.setErrorHandler((error, req, reply) => {

@@ -11,6 +11,8 @@ export interface ServerContext {
   sampling: SampleOptions;
   defaultMaxTokens: number;
   disk?: DiskCache;
+  /** ms of stream silence before a keep-alive (default sse.ts KEEP_ALIVE_MS) */
+  keepAliveMs?: number;
 }
 
 /** Tool ids in a client history that this process does not know are looked up in the disk cache. */

@@ -52,6 +52,8 @@ export function registerOpenAIChat(app: FastifyInstance, ctx: ServerContext): vo
       return {
         logprob: (e) => { pending.push(e); },
         open: () => chunk({ role: 'assistant', content: '' }),
+        // an empty delta: a data event every chat-completions client skips
+        keepAlive: () => chunk({}),
         delta: (ev, t) => {
           if (ev.type === 'reasoning') chunk({ reasoning_content: ev.text });
           else if (ev.type === 'content') chunk({ content: ev.text });

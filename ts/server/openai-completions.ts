@@ -29,6 +29,7 @@ export function registerOpenAICompletions(app: FastifyInstance, ctx: ServerConte
       const chunk = (text: string, finish: string | null) => sse.data({ id, object: 'text_completion', created, model: ctx.modelName, choices: [{ index: 0, text, finish_reason: finish, logprobs: null }] });
       return {
         open: () => {},
+        keepAlive: () => chunk('', null),
         delta: (ev) => { if (ev.type === 'content') chunk(ev.text, null); },
         finish: (r) => {
           chunk('', FINISH[r.finish]);

@@ -206,6 +206,8 @@ export function responsesTurn(ctx: ServerContext, b: Obj, store: ResponseStore):
         ev('response.created', { response: shell('in_progress', [], null) });
         ev('response.in_progress', { response: shell('in_progress', [], null) });
       },
+      // the Responses API has no ping: the response's in_progress state again, before any output
+      keepAlive: () => { if (outIndex < 0) ev('response.in_progress', { response: shell('in_progress', [], null) }); },
       delta: (e, t) => {
         if (e.type === 'reasoning') {
           if (open !== 'reasoning') {

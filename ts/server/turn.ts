@@ -73,6 +73,8 @@ export interface ApiWriter {
   finish(r: TurnOutcome): void;
   /** a failure after the stream opened (already an ApiError from the catalogue) */
   error(e: ApiError): void;
+  /** a protocol-legal data event that changes nothing for the client, sent while the stream is silent (sse.ts) */
+  keepAlive?(): void;
 }
 
 /** The provider's own refusal of a prompt longer than the context. */
@@ -157,8 +159,9 @@ export async function serveTurn(ctx: ServerContext, req: FastifyRequest, reply: 
     return api.body(all[0], all);
   }
   reply.hijack();
-  const sse = new Sse(reply.raw);
+  const sse = new Sse(reply.raw, ctx.keepAliveMs);
   const w = api.writer(sse);
+  if (w.keepAlive) sse.onIdle = () => w.keepAlive!();
   w.open({ promptTokens: prepared.tokens.length });
   try {
     w.finish(await executeTurn(ctx, prepared, { signal: ac.signal, origin: req.raw, onEvent: (ev, st) => w.delta(ev, st), onLogprob: w.logprob?.bind(w) }));
