@@ -8,8 +8,10 @@
  */
 import { execFileSync, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
+import fsModule from 'node:fs';
+import { syncBuiltinESMExports } from 'node:module';
 import * as path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { DiskCache } from '../ts/server/kv-disk/disk-cache.js';
 import { createTemp, openRegular, readRegular, writeAll } from '../ts/safe-file.js';
 import { kv, writeGguf } from '../ts/gguf/index.js';
@@ -79,6 +81,26 @@ describe('the other writers that used a predictable temp name (q36-quantize and 
     expect(fs.readFileSync(victim, 'utf8')).toBe('precious');
     expect(JSON.parse(fs.readFileSync(path.join(dir, 'abc.json'), 'utf8')).id).toBe('abc');
     expect(JSON.parse(fs.readFileSync(usage, 'utf8')).counts).toEqual([1, 2]);
+  });
+});
+
+describe('tool-id lookups (#45 item 10)', () => {
+  it('an unknown tool-call id reads no cache file; a known one reads only the file that holds it', () => {
+    const dir = tmpDir();
+    const c = new DiskCache({ dir, budgetBytes: 1 << 30, model: MODEL });
+    for (let i = 0; i < 20; i++) c.save({ reason: 'cold', text: `conversation ${i}`, payload: new Uint8Array(200_000).fill(i), tokens: 4, ctx: 64, tools: new Map([[`call_${i}`, `<tool_call>${i}</tool_call>`]]) });
+    c.lookup('warm the index');
+    const spy = vi.spyOn(fsModule, 'readFileSync');
+    syncBuiltinESMExports();
+    try {
+      expect(c.findTools(['call_unknown']).size).toBe(0);
+      expect(spy.mock.calls.length).toBe(0);
+      expect(c.findTools(['call_7', 'call_unknown'])).toEqual(new Map([['call_7', '<tool_call>7</tool_call>']]));
+      expect(spy.mock.calls.length).toBe(1);
+    } finally {
+      spy.mockRestore();
+      syncBuiltinESMExports();
+    }
   });
 });
 

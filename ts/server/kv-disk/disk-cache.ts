@@ -26,7 +26,12 @@ export interface CacheEntry {
   file: string;
   header: KvcHeader;
   text: string;
+  /** the tool-call ids of the file's tool map (read with the header: findTools reads only files that hold a wanted id) */
+  toolIds: Set<string>;
 }
+
+/** Largest tool map indexed (a file claiming more is indexed without its tool ids). */
+const MAX_TOOL_MAP_BYTES = 16 << 20;
 
 export class DiskCache {
   /** entries() results by file, valid while the file's inode, size and mtime are unchanged */
@@ -128,7 +133,7 @@ export class DiskCache {
       if (BODY_OFFSET + 4 + tlen + header.payloadBytes > size) throw new KvcError('truncated: text and payload run past the end of the file');
       const tb = Buffer.alloc(tlen);
       fs.readSync(fd, tb, 0, tlen, BODY_OFFSET + 4);
-      return { file, header, text: tb.toString('utf8') };
+      return { file, header, text: tb.toString('utf8'), toolIds: readToolIds(fd, header, BODY_OFFSET + 4 + tlen + header.payloadBytes, size) };
     } finally {
       fs.closeSync(fd);
     }
@@ -194,13 +199,17 @@ export class DiskCache {
     }
   }
 
-  /** Tool-id → sampled text entries found across all files (exact replay after a restart). */
+  /**
+   * Tool-id → sampled text entries found across all files (exact replay after a restart). Only
+   * files whose indexed tool ids hold a wanted one are read (and checked whole): an unknown id
+   * costs no file reads.
+   */
   findTools(ids: string[]): Map<string, string> {
     const want = new Set(ids);
     const out = new Map<string, string>();
     if (!want.size) return out;
     for (const e of this.entries()) {
-      if (!(e.header.flags & 1)) continue;
+      if (!(e.header.flags & 1) || ![...want].some((id) => e.toolIds.has(id))) continue;
       try {
         const f = decodeFile(readRegular(e.file));
         for (const [id, block] of f.tools) if (want.has(id)) out.set(id, block);
@@ -228,6 +237,26 @@ export class DiskCache {
       this.log(`evicted ${path.basename(f.file)} (least recently used)`);
     }
   }
+}
+
+/** The ids of a file's tool map (KTM section from `at` to the file's end), bounded; empty when it is absent, too large or malformed (the whole file is checked when one is used). */
+function readToolIds(fd: number, header: KvcHeader, at: number, size: number): Set<string> {
+  const ids = new Set<string>();
+  const n = size - at;
+  if (!(header.flags & 1) || n < 8 || n > MAX_TOOL_MAP_BYTES) return ids;
+  const b = Buffer.alloc(n);
+  fs.readSync(fd, b, 0, n, at);
+  if (b.toString('latin1', 0, 3) !== 'KTM' || b[3] !== 1) return ids;
+  const count = b.readUInt32LE(4);
+  let o = 8;
+  for (let i = 0; i < count && o + 8 <= n; i++) {
+    const il = b.readUInt32LE(o), bl = b.readUInt32LE(o + 4);
+    o += 8;
+    if (o + il + bl > n) break;
+    ids.add(b.toString('utf8', o, o + il));
+    o += il + bl;
+  }
+  return ids;
 }
 
 function statKey(st: fs.Stats): string {
