@@ -84,6 +84,32 @@ describe('the other writers that used a predictable temp name (q36-quantize and 
   });
 });
 
+describe('crafted cache files cannot fill memory (#45 item 11)', () => {
+  it('a small file claiming a 400 MB text, and a sparse file, are skipped by name without reading the text', () => {
+    const dir = tmpDir(), logs: string[] = [];
+    const c = new DiskCache({ dir, budgetBytes: 1 << 40, model: MODEL, log: (m) => logs.push(m) });
+    const real = save(c, 'an honest prefix');
+    const head = fs.readFileSync(real).subarray(0, 84);
+    // the text length field says 400 MB; the file itself is a sparse 400 MB file of zeros after the header
+    const crafted = Buffer.from(head);
+    crafted.writeUInt32LE(400 << 20, 80);
+    const f1 = path.join(dir, `${'c'.repeat(40)}.kv`);
+    fs.writeFileSync(f1, crafted);
+    fs.truncateSync(f1, (400 << 20) + 200);
+    const before = process.memoryUsage().rss;
+    expect(c.lookup('an honest prefix and more')?.text).toBe('an honest prefix');
+    expect(process.memoryUsage().rss - before).toBeLessThan(100 << 20);
+    expect(logs.join('\n')).toMatch(/sparse .*not a file this server wrote/);
+    // not sparse, but its claimed text is far beyond its token count
+    const f2 = path.join(dir, `${'d'.repeat(40)}.kv`);
+    const small = Buffer.concat([crafted, Buffer.alloc(9000)]);
+    small.writeUInt32LE(8000, 80);
+    fs.writeFileSync(f2, small);
+    c.lookup('x');
+    expect(logs.join('\n')).toMatch(/a 8000-byte text for 4 tokens .*not a file this server wrote/);
+  });
+});
+
 describe('tool-id lookups (#45 item 10)', () => {
   it('an unknown tool-call id reads no cache file; a known one reads only the file that holds it', () => {
     const dir = tmpDir();

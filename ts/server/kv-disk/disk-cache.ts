@@ -30,6 +30,12 @@ export interface CacheEntry {
   toolIds: Set<string>;
 }
 
+/**
+ * Bytes of rendered text a file may hold per token it claims (a token's text is a few bytes; the
+ * longest in the vocabulary far below this), plus a margin: the index holds every file's text, so
+ * a crafted file claiming a 400 MB text must not get that into memory.
+ */
+const TEXT_BYTES_PER_TOKEN = 256;
 /** Largest tool map indexed (a file claiming more is indexed without its tool ids). */
 const MAX_TOOL_MAP_BYTES = 16 << 20;
 
@@ -102,6 +108,8 @@ export class DiskCache {
         if (this.skipped.get(file) === statKey(st)) continue;
         const odd = notRegular(st);
         if (odd) throw new KvcError(`${odd}: not opened`, 'foreign');
+        // a file with holes (mostly unallocated) was not written by a save, which writes every byte
+        if (st.size > 1 << 20 && st.blocks * 512 < st.size / 2) throw new KvcError(`sparse (${st.size} bytes, ${st.blocks * 512} allocated): not a file this server wrote`, 'foreign');
         const known = this.index.get(file);
         if (known && known.ino === st.ino && known.size === st.size && known.mtimeMs === st.mtimeMs) {
           out.push(known.entry);
@@ -131,6 +139,7 @@ export class DiskCache {
       this.checkModel(hb.subarray(HEADER_BYTES, BODY_OFFSET));
       const tlen = hb.readUInt32LE(BODY_OFFSET);
       if (BODY_OFFSET + 4 + tlen + header.payloadBytes > size) throw new KvcError('truncated: text and payload run past the end of the file');
+      if (header.tokens > header.ctx || tlen > header.tokens * TEXT_BYTES_PER_TOKEN + 4096) throw new KvcError(`a ${tlen}-byte text for ${header.tokens} tokens of a ${header.ctx}-token context: not a file this server wrote`);
       const tb = Buffer.alloc(tlen);
       fs.readSync(fd, tb, 0, tlen, BODY_OFFSET + 4);
       return { file, header, text: tb.toString('utf8'), toolIds: readToolIds(fd, header, BODY_OFFSET + 4 + tlen + header.payloadBytes, size) };
