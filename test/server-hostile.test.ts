@@ -50,6 +50,14 @@ describe('HTTP: client mistakes are 4xx in the API shape, never 500', () => {
     ['empty body', '/v1/chat/completions', ''],
     ['tools not objects (Responses)', '/v1/responses', { input: 'hi', tools: [null] }],
     ['prompt a number (completions)', '/v1/completions', { prompt: 5 }],
+    // #45 item 15: OpenAI's types and ranges; values the sampler does not implement refused by name, not ignored
+    ['presence_penalty a string', '/v1/chat/completions', { messages: user, presence_penalty: 'high' }],
+    ['frequency_penalty out of range', '/v1/chat/completions', { messages: user, frequency_penalty: 3 }],
+    ['presence_penalty not implemented', '/v1/chat/completions', { messages: user, presence_penalty: 0.5 }],
+    ['logit_bias with a non-id key', '/v1/chat/completions', { messages: user, logit_bias: { abc: 1 } }],
+    ['logit_bias out of range', '/v1/chat/completions', { messages: user, logit_bias: { 5: 500 } }],
+    ['logit_bias not implemented', '/v1/completions', { prompt: 'hi', logit_bias: { 5: -100 } }],
+    ['an Anthropic text block whose text is an object', '/v1/messages', { max_tokens: 4, messages: [{ role: 'user', content: [{ type: 'text', text: {} }] }] }],
     // #45 item 14: prototype poisoning is refused as fastify refuses it, not silently dropped
     ['a "__proto__" key (prototype poisoning)', '/v1/chat/completions', '{"messages":[{"role":"user","content":"hi"}],"__proto__":{"polluted":true}}'],
     ['a "constructor.prototype" key', '/v1/chat/completions', '{"messages":[{"role":"user","content":"hi"}],"x":{"constructor":{"prototype":{"polluted":true}}}}'],
@@ -77,6 +85,14 @@ describe('HTTP: client mistakes are 4xx in the API shape, never 500', () => {
     const j = await r.json() as { choices?: unknown[] };
     expect(r.status, JSON.stringify(j)).toBe(200);
     expect(j.choices?.length).toBe(1);
+  });
+
+  it('zero penalties and an empty logit_bias (what the SDKs may send) are served', async () => {
+    const r = await post('/v1/chat/completions', { messages: user, max_tokens: 2, presence_penalty: 0, frequency_penalty: 0, logit_bias: {} });
+    expect(r.status).toBe(200);
+    const j = await (await post('/v1/chat/completions', { messages: user, presence_penalty: 0.5 })).json() as { error: { message: string; param: string } };
+    expect(j.error.message).toMatch(/presence_penalty is not implemented by this server/);
+    expect(j.error.param).toBe('presence_penalty');
   });
 
   it('the depth counter skips strings and escapes', () => {

@@ -15,6 +15,16 @@ function numField(b: Obj, key: string, o: { min?: number; max?: number; int?: bo
 }
 
 export function sampling(b: Obj, defaults: SampleOptions): SampleOptions & { seed?: number } {
+  // parameters the sampler does not implement are refused where they would change the output, never ignored
+  for (const key of ['presence_penalty', 'frequency_penalty']) {
+    const v = numField(b, key, { min: -2, max: 2 });
+    if (v !== undefined && v !== 0) throw new ApiError('invalid_request', `${key} is not implemented by this server: send 0 or leave it out`, key);
+  }
+  const bias = b.logit_bias;
+  if (bias !== undefined && bias !== null) {
+    if (typeof bias !== 'object' || Array.isArray(bias)) throw new ApiError('invalid_request', 'logit_bias must be an object of token ids to numbers', 'logit_bias');
+    if (Object.values(bias as Obj).some((x) => x !== 0)) throw new ApiError('invalid_request', 'logit_bias is not implemented by this server: send {} or leave it out', 'logit_bias');
+  }
   return {
     temperature: numField(b, 'temperature', { min: 0, max: 2 }) ?? defaults.temperature,
     topP: numField(b, 'top_p', { min: 0, max: 1 }) ?? defaults.topP,

@@ -10,6 +10,12 @@ const bool = { type: ['boolean', 'null'] };
 const obj = { type: 'object' };
 const stop = { type: ['string', 'array', 'null'], items: { type: 'string' } };
 const sampling = { temperature: num, top_p: num, top_k: int(0), min_p: num, seed: int(), stream: bool };
+/** OpenAI's penalties and logit bias, with OpenAI's types and ranges (sampling.ts refuses values that would change anything) */
+const penalty = { type: ['number', 'null'], minimum: -2, maximum: 2 };
+const penalties = {
+  presence_penalty: penalty, frequency_penalty: penalty,
+  logit_bias: { type: ['object', 'null'], propertyNames: { pattern: '^[0-9]+$' }, additionalProperties: { type: 'number', minimum: -100, maximum: 100 } },
+};
 /** a message's content: a string, null, or an array of part objects */
 const content = { type: ['string', 'array', 'null'], items: obj };
 
@@ -22,6 +28,7 @@ export const chatCompletionsBody = {
     tools: { type: ['array', 'null'], items: obj },
     max_tokens: int(1), max_completion_tokens: int(1), n: { type: ['integer', 'null'], minimum: 1, maximum: 16 }, stop, logprobs: bool, top_logprobs: int(0),
     stream_options: { type: ['object', 'null'] },
+    ...penalties,
   },
 } as const;
 
@@ -40,7 +47,7 @@ export const messagesBody = {
           role: { type: 'string' },
           content: {
             type: ['string', 'array'],
-            items: { type: 'object', required: ['type'], properties: { type: { type: 'string' }, content: { type: ['string', 'array', 'null'], items: obj } } },
+            items: { type: 'object', required: ['type'], properties: { type: { type: 'string' }, text: { type: 'string' }, content: { type: ['string', 'array', 'null'], items: obj } } },
           },
         },
       },
@@ -73,7 +80,7 @@ export const responsesBody = {
 export const completionsBody = {
   type: 'object',
   required: ['prompt'],
-  properties: { ...sampling, prompt: { type: ['string', 'array'] }, max_tokens: int(1), stop, stream_options: { type: ['object', 'null'] } },
+  properties: { ...sampling, ...penalties, prompt: { type: ['string', 'array'] }, max_tokens: int(1), stop, stream_options: { type: ['object', 'null'] } },
 } as const;
 
 /** One Ajv error as a sentence naming the field: "messages[0].content must be a string or an array". */
