@@ -4,6 +4,7 @@
  * bounded, requests can time out, and each request leaves one log line.
  */
 import * as fs from 'node:fs';
+import * as http from 'node:http';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
@@ -98,6 +99,40 @@ describe('HTTP: client mistakes are 4xx in the API shape, never 500', () => {
   it('the depth counter skips strings and escapes', () => {
     expect(jsonDepth('{"a":"[[[[\\"[[["}')).toBe(1);
     expect(jsonDepth('[[{"x":[1]}]]')).toBe(4);
+  });
+
+  it('a Host that is not loopback or --host is refused: a DNS-rebinding page cannot read /props (#45 item 16)', async () => {
+    const get = (host: string) => new Promise<number>((resolve, reject) => {
+      const u = new URL(base);
+      http.get({ hostname: u.hostname, port: u.port, path: '/props', headers: { host } }, (r) => { r.resume(); resolve(r.statusCode ?? 0); }).on('error', reject);
+    });
+    expect(await get(`evil.example:${new URL(base).port}`)).toBe(403);
+    expect(await get(`localhost:${new URL(base).port}`)).toBe(200);
+    expect(await get(`127.0.0.1:${new URL(base).port}`)).toBe(200);
+    const { app: lan } = await buildApp({ engine, hosts: { any: false, names: ['box.lan'] } });
+    const lanBase = await lan.listen({ host: '127.0.0.1', port: 0 });
+    try {
+      const code = await new Promise<number>((resolve, reject) => {
+        http.get({ hostname: '127.0.0.1', port: new URL(lanBase).port, path: '/props', headers: { host: 'box.lan:8000' } }, (r) => { r.resume(); resolve(r.statusCode ?? 0); }).on('error', reject);
+      });
+      expect(code).toBe(200);
+    } finally {
+      await lan.close();
+    }
+  });
+
+  it('--allow-origin without --cors answers that origin\'s preflight (it was a 404)', async () => {
+    const { app: a2 } = await buildApp({ engine, allowOrigins: ['https://chat.example'] });
+    const b2 = await a2.listen({ host: '127.0.0.1', port: 0 });
+    try {
+      const pre = await fetch(`${b2}/v1/chat/completions`, { method: 'OPTIONS', headers: { origin: 'https://chat.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' } });
+      expect(pre.status).toBe(204);
+      expect(pre.headers.get('access-control-allow-origin')).toBe('https://chat.example');
+      const other = await fetch(`${b2}/v1/chat/completions`, { method: 'OPTIONS', headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' } });
+      expect(other.status).toBe(403);
+    } finally {
+      await a2.close();
+    }
   });
 
   it('a browser page of another origin is refused (403); loopback pages and programs are served', async () => {

@@ -126,7 +126,7 @@ async function main(): Promise<number> {
   }
   server.removeListener('request', loading);
   const built = await buildApp({
-    engine, server, cors: a.cors, allowOrigins: a['allow-origin'], apiKey: a['api-key'], trace: a.trace, exactToolReplay: !a['disable-exact-tool-replay'],
+    engine, server, cors: a.cors, allowOrigins: a['allow-origin'], hosts: { any: a.host === '0.0.0.0' || a.host === '::', names: [a.host] }, apiKey: a['api-key'], trace: a.trace, exactToolReplay: !a['disable-exact-tool-replay'],
     toolMemoryMaxIds: num('--tool-memory-max-ids', a['tool-memory-max-ids'], { min: 1, int: true }),
     bodyLimit: num('--max-body-mb', a['max-body-mb'], { min: 1 })! * 2 ** 20, defaultMaxTokens: num('--max-tokens', a['max-tokens'], { min: 1, int: true }),
     maxQueue, slots, requestTimeoutMs: timeoutS ? timeoutS * 1000 : undefined, kvDisk, cacheRamMiB,

@@ -20,7 +20,7 @@ import { registerResponsesWs } from './responses-ws.js';
 import { ToolMemory } from './tool-memory.js';
 import { parseJsonBody } from './validate.js';
 import { validationMessage } from './schemas.js';
-import { originAllowed, type OriginPolicy } from './origin.js';
+import { hostAllowed, originAllowed, type HostPolicy, type OriginPolicy } from './origin.js';
 import { modelIdentity } from '../model/fingerprint.js';
 import { RamCache } from './ram-cache.js';
 
@@ -34,6 +34,8 @@ export interface AppOptions {
   engine: Engine;
   cors?: boolean;
   /** origins allowed besides loopback pages (browsers send Origin; programs do not) */
+  /** Host names answered besides loopback ones (q36-server's --host), or any (default: loopback only) */
+  hosts?: HostPolicy;
   allowOrigins?: string[];
   apiKey?: string;
   bodyLimit?: number;
@@ -111,6 +113,7 @@ export async function buildApp(o: AppOptions): Promise<{ app: FastifyInstance; c
     reply.status(404).send(anthropicRoute(req.url) ? anthropicError(e) : openaiError(e));
   });
   const origins: OriginPolicy = { any: Boolean(o.cors), allowed: o.allowOrigins ?? [] };
+  const hosts: HostPolicy = o.hosts ?? { any: false, names: [] };
   // per request: the log line and the /metrics counters ('close' fires for hijacked, streamed
   // replies too, and when the client goes away)
   const requests = new Map<string, number>();
@@ -130,9 +133,13 @@ export async function buildApp(o: AppOptions): Promise<{ app: FastifyInstance; c
   app.addHook('onRequest', async (req, reply) => {
     // a refused WebSocket upgrade is answered over the raw socket, which nothing else closes
     if (req.headers.upgrade) reply.raw.once('finish', () => req.raw.socket?.destroy());
+    if (!hostAllowed(req.headers.host, hosts)) throw new ApiError('forbidden', `host ${JSON.stringify(req.headers.host)} is not served (a DNS-rebinding guard: loopback names and --host are)`);
     if (!originAllowed(req.headers.origin, origins)) throw new ApiError('forbidden', `origin ${JSON.stringify(req.headers.origin)} is not allowed (loopback pages are; add others with --allow-origin or --cors)`);
-    if (o.cors) {
-      reply.header('access-control-allow-origin', '*');
+    // an origin named by --allow-origin gets the CORS answers too (its preflight used to find no route: 404)
+    const named = req.headers.origin !== undefined && origins.allowed.includes(req.headers.origin);
+    if (o.cors || named) {
+      reply.header('access-control-allow-origin', o.cors ? '*' : req.headers.origin!);
+      if (!o.cors) reply.header('vary', 'origin');
       reply.header('access-control-allow-methods', 'GET, POST, OPTIONS');
       reply.header('access-control-allow-headers', 'content-type, authorization, x-api-key, anthropic-version, anthropic-beta');
       if (req.method === 'OPTIONS') { reply.status(204).send(); return reply; }

@@ -23,3 +23,18 @@ export function originAllowed(origin: string | undefined, p: OriginPolicy): bool
     return false; // "null" (sandboxed frames, file: pages) and garbage
   }
 }
+
+/**
+ * Which Host names the server answers (a DNS-rebinding guard: a page of evil.example whose name
+ * later resolves to 127.0.0.1 sends `Host: evil.example`, and is same-origin to itself, so the
+ * Origin check alone lets it read /props and /metrics). Loopback names always; `names` besides
+ * (q36-server's --host); any with `any` (--host 0.0.0.0 / ::, serving a network on purpose).
+ */
+export interface HostPolicy { any: boolean; names: string[] }
+
+export function hostAllowed(host: string | undefined, p: HostPolicy): boolean {
+  if (host === undefined || p.any) return true;
+  let name: string;
+  try { name = new URL(`http://${host}`).hostname; } catch { return false; }
+  return LOOPBACK.test(name) || p.names.some((n) => n.toLowerCase() === name.toLowerCase() || `[${n}]` === name);
+}
