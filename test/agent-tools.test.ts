@@ -77,6 +77,26 @@ describe('the workspace boundary', () => {
   });
 });
 
+describe('the workspace boundary through links that lead nowhere yet (#45 item 4)', () => {
+  it('write_file through a dangling link to outside is refused unless confirmed; the target is not created', async () => {
+    const outside = tmpDir('q36-outside-');
+    fs.symlinkSync(path.join(outside, 'x'), path.join(root, 'dangling'));
+    expect((await run('write_file', { path: 'dangling', content: 'pwned' })).text).toMatch(/outside the workspace/);
+    expect(fs.existsSync(path.join(outside, 'x'))).toBe(false);
+    // a link to a folder outside, then a missing file under it; `..` after a link climbs from its target
+    fs.symlinkSync(outside, path.join(root, 'out'));
+    expect((await run('write_file', { path: 'out/sub/new.txt', content: 'x' })).text).toMatch(/outside the workspace/);
+    fs.mkdirSync(path.join(root, 'in'), { recursive: true });
+    fs.symlinkSync(path.join(outside), path.join(root, 'in', 'hop'));
+    expect((await run('write_file', { path: 'in/hop/../escape.txt', content: 'x' })).text).toMatch(/outside the workspace/);
+    expect(fs.existsSync(path.join(path.dirname(outside), 'escape.txt'))).toBe(false);
+    // a dangling link inside the workspace stays inside
+    fs.symlinkSync(path.join(root, 'made-later.txt'), path.join(root, 'inner'));
+    expect((await run('write_file', { path: 'inner', content: 'ok' })).ok).toBe(true);
+    expect(fs.readFileSync(path.join(root, 'made-later.txt'), 'utf8')).toBe('ok');
+  });
+});
+
 describe('commands', () => {
   it('run_shell asks, then reports exit codes and output, caps it, kills on timeout', async () => {
     expect((await run('run_shell', { command: 'echo hi' })).text).toMatch(/did not allow/);

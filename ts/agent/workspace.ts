@@ -24,11 +24,9 @@ export class Workspace {
   /** The real path of p (relative to the root), confirmed when it lies outside the workspace. */
   async resolve(p: unknown, verb: string): Promise<string> {
     if (typeof p !== 'string' || !p) throw new ToolError('path must be a non-empty string');
-    const abs = path.resolve(this.root, p);
-    // the deepest existing ancestor's real path decides where the path leads (symlinks included)
-    let probe = abs, rest = '';
-    while (!fs.existsSync(probe) && path.dirname(probe) !== probe) { rest = path.join(path.basename(probe), rest); probe = path.dirname(probe); }
-    const real = path.join(fs.realpathSync(probe), rest);
+    // where the path really leads, link by link: a dangling link counts as its target (a write
+    // through it creates the target), and `..` after a link climbs from where the link led
+    const real = path.isAbsolute(p) ? follow(path.parse(p).root, p, 0) : follow(this.root, p, 0);
     if (!this.inside(real) && !(await this.ok(`${verb} ${real} (outside the workspace ${this.root})`))) {
       throw new ToolError(`${verb} ${p}: ${real} is outside the workspace ${this.root} and was not confirmed`);
     }
@@ -43,4 +41,30 @@ export class Workspace {
   async ok(what: string): Promise<boolean> {
     return this.o.yes === true || (await this.o.confirm(what));
   }
+}
+
+/** Symbolic links followed at most (as the kernel's limit). */
+const MAX_LINKS = 40;
+
+/**
+ * The real path `rel` leads to from the real directory `from`, resolving each component as the
+ * kernel does: links (dangling ones too) replaced by their targets, `..` taken after them; the
+ * components past the first that does not exist are taken as written.
+ */
+function follow(from: string, rel: string, links: number): string {
+  let cur = from;
+  const parts = rel.split(path.sep);
+  for (let i = 0; i < parts.length; i++) {
+    const c = parts[i];
+    if (c === '' || c === '.') continue;
+    if (c === '..') { cur = path.dirname(cur); continue; }
+    const next = path.join(cur, c);
+    let st: fs.Stats;
+    try { st = fs.lstatSync(next); } catch { return path.resolve(next, ...parts.slice(i + 1)); }
+    if (!st.isSymbolicLink()) { cur = next; continue; }
+    if (links >= MAX_LINKS) throw new ToolError(`${next}: more than ${MAX_LINKS} symbolic links`);
+    const target = fs.readlinkSync(next);
+    cur = follow(path.isAbsolute(target) ? path.parse(target).root : cur, target, links + 1);
+  }
+  return cur;
 }
