@@ -4,6 +4,8 @@
  * too), background processes, offline fetches.
  */
 import * as fs from 'node:fs';
+import * as http from 'node:http';
+import { isLocalAddress } from '../ts/agent/web-fetch.js';
 import * as path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULT_LIMITS, Processes, globRegex, makeTools, runTool } from '../ts/agent/tools.js';
@@ -120,7 +122,39 @@ describe('commands', () => {
   });
   it('web_fetch fails clearly offline; bad urls; unknown tools', async () => {
     expect((await run('web_fetch', { url: 'ftp://x' })).text).toMatch(/must start with http/);
+    allow = true;
     expect((await run('web_fetch', { url: 'http://127.0.0.1:9/' })).text).toMatch(/could not fetch .*offline/);
     expect((await run('rm_rf', {})).text).toMatch(/no tool named "rm_rf"/);
+  });
+  it('web_fetch asks before reaching this machine or a private network, at every redirect; caps the body (#45 item 7)', async () => {
+    const big = 50 << 20;
+    const srv = http.createServer((req, res) => {
+      if (req.url === '/hop') { res.writeHead(302, { location: '/page' }); res.end(); return; }
+      if (req.url === '/big') { res.writeHead(200); const chunk = Buffer.alloc(1 << 20, 97); let sent = 0; const more = () => { while (sent < big) { sent += chunk.length; if (!res.write(chunk)) { res.once('drain', more); return; } } res.end(); }; more(); return; }
+      res.end('hello from the page');
+    });
+    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
+    const port = (srv.address() as { port: number }).port;
+    try {
+      for (const host of ['127.0.0.1', 'localhost', '0x7f000001', '[::ffff:127.0.0.1]']) {
+        asked.length = 0;
+        expect((await run('web_fetch', { url: `http://${host}:${port}/` })).text, host).toMatch(/local or private address .* not confirmed/);
+        expect(asked.length, host).toBe(1);
+      }
+      allow = true;
+      asked.length = 0;
+      const r = await run('web_fetch', { url: `http://127.0.0.1:${port}/hop` });
+      expect(r.text).toMatch(/\[HTTP 200\] \(from http:\/\/127\.0\.0\.1:\d+\/page\)\nhello from the page/);
+      expect(asked.length).toBe(2); // the URL and the redirect, each asked
+      const before = process.memoryUsage().rss;
+      const b = await run('web_fetch', { url: `http://127.0.0.1:${port}/big` }, { ...DEFAULT_LIMITS, outputChars: 1000 });
+      expect(b.text.length).toBeLessThan(2000);
+      expect(process.memoryUsage().rss - before).toBeLessThan(200 << 20);
+      expect(isLocalAddress('10.1.2.3') && isLocalAddress('192.168.0.1') && isLocalAddress('172.20.0.1') && isLocalAddress('169.254.1.1') && isLocalAddress('fd00::1') && isLocalAddress('::1')).toBe(true);
+      expect(isLocalAddress('93.184.216.34') || isLocalAddress('2606:2800:220:1::1')).toBe(false);
+    } finally {
+      srv.closeAllConnections();
+      srv.close();
+    }
   });
 });

@@ -7,6 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ToolError, type Workspace } from './workspace.js';
+import { webFetch } from './web-fetch.js';
 
 type Args = Record<string, unknown>;
 export interface ToolContext { ws: Workspace; signal?: AbortSignal; limits: ToolLimits }
@@ -230,9 +231,10 @@ export function makeTools(procs: Processes): Record<string, Tool> {
         const url = need(a, 'url');
         if (!/^https?:\/\//.test(url)) throw new ToolError('url must start with http:// or https://');
         try {
-          const r = await fetch(url, { signal: AbortSignal.any([AbortSignal.timeout(30_000), ...(c.signal ? [c.signal] : [])]) });
-          return cap(`[HTTP ${r.status}]\n${await r.text()}`, c.limits.outputChars);
+          // at most 4 bytes a character of what the answer keeps
+          return cap(await webFetch(url, { ws: c.ws, signal: c.signal, maxBytes: 4 * c.limits.outputChars }), c.limits.outputChars);
         } catch (e) {
+          if (e instanceof ToolError) throw e;
           throw new ToolError(`could not fetch ${url}: ${(e as Error).message}${(e as { cause?: { code?: string } }).cause?.code ? ` (${(e as { cause: { code: string } }).cause.code})` : ''}; this machine may be offline`);
         }
       },
