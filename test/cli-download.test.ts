@@ -3,7 +3,7 @@ import * as fs from 'node:fs';
 import * as http from 'node:http';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { download, MODELS } from '../ts/cli/download.js';
+import { download, keepsAuth, MODELS } from '../ts/cli/download.js';
 import { tmpDir } from './helpers.js';
 import { createHash } from 'node:crypto';
 
@@ -107,6 +107,37 @@ describe('q36 download', () => {
       expect(fs.existsSync(file) || fs.existsSync(`${file}.part`)).toBe(false);
     } finally {
       linkedSha = undefined;
+    }
+  });
+
+  it('the token never follows a redirect to another origin: another host, another port, or https -> http on the same host (#45 item 8)', () => {
+    expect(keepsAuth('https://hf.example/a', 'https://hf.example/b')).toBe(true);
+    expect(keepsAuth('https://hf.example/a', 'http://hf.example/b')).toBe(false);
+    expect(keepsAuth('https://hf.example/a', 'https://cdn.example/b')).toBe(false);
+    expect(keepsAuth('http://hf.example:8000/a', 'http://hf.example:8001/b')).toBe(false);
+  });
+
+  it('a stalled server fails the download after the idle timeout; a body with neither length nor hash is refused (#45 item 8)', async () => {
+    const name = MODELS['q2-imatrix'];
+    const odd = http.createServer((req, res) => {
+      if (req.url!.startsWith('/stall/')) { res.writeHead(200, { 'content-length': 1000 }); res.write(Buffer.alloc(10)); return; }
+      // chunked, no length, no hash, ending cleanly after a short body
+      res.writeHead(200, { etag: '"x"' });
+      res.end(Buffer.alloc(100));
+    });
+    await new Promise<void>((r) => odd.listen(0, '127.0.0.1', () => r()));
+    const b = `http://127.0.0.1:${(odd.address() as { port: number }).port}`;
+    try {
+      const dir = tmpDir();
+      const t0 = Date.now();
+      await expect(download({ which: 'q2-imatrix', dir, baseUrl: `${b}/stall`, idleTimeoutMs: 300 })).rejects.toThrow(/connection (failed|dropped) at 10 bytes/);
+      expect(Date.now() - t0).toBeLessThan(5000);
+      const dir2 = tmpDir();
+      await expect(download({ which: 'q2-imatrix', dir: dir2, baseUrl: `${b}/chunked` })).rejects.toThrow(/neither a Content-Length nor a SHA-256/);
+      expect(fs.existsSync(path.join(dir2, name))).toBe(false);
+    } finally {
+      odd.closeAllConnections();
+      odd.close();
     }
   });
 

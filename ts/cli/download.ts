@@ -32,7 +32,15 @@ interface Response {
   hops: http.IncomingHttpHeaders[];
 }
 
-function get(url: string, headers: Record<string, string>, redirects = 5, hops: http.IncomingHttpHeaders[] = []): Promise<Response> {
+/** Whether a redirect from `from` to `to` may carry the token: the same origin (scheme, host and port) only. */
+export function keepsAuth(from: string, to: string): boolean {
+  return new URL(from).origin === new URL(to).origin;
+}
+
+/** Seconds a connection may stay silent (no answer, no body bytes) before the download gives up. */
+export const IDLE_TIMEOUT_S = 60;
+
+function get(url: string, headers: Record<string, string>, idleMs: number, redirects = 5, hops: http.IncomingHttpHeaders[] = []): Promise<Response> {
   return new Promise((resolve, reject) => {
     const mod = url.startsWith('https:') ? https : http;
     const req = mod.get(url, { headers: { 'user-agent': 'quarkstar-q36', ...headers } }, (res) => {
@@ -40,14 +48,17 @@ function get(url: string, headers: Record<string, string>, redirects = 5, hops: 
       if (status >= 300 && status < 400 && res.headers.location && redirects > 0) {
         res.resume();
         const next = new URL(res.headers.location, url);
-        // the token is for the repository's host, not for the storage host it redirects to
+        // the token is for the repository's origin only: not for the storage host it redirects
+        // to, and not over plain http (an https -> http redirect on the same host would send it in clear)
         const h = { ...headers };
-        if (next.host !== new URL(url).host) delete h.authorization;
-        get(next.toString(), h, redirects - 1, [...hops, res.headers]).then(resolve, reject);
+        if (!keepsAuth(url, next.toString())) delete h.authorization;
+        get(next.toString(), h, idleMs, redirects - 1, [...hops, res.headers]).then(resolve, reject);
         return;
       }
       resolve({ status, headers: res.headers, body: res, hops });
     });
+    // a stalled server (no answer, or a body that stops) ends the download instead of hanging it
+    req.setTimeout(idleMs, () => req.destroy(new Error(`no data for ${idleMs / 1000} s`)));
     req.on('error', reject);
   });
 }
@@ -58,6 +69,8 @@ export interface DownloadOptions {
   baseUrl?: string;
   /** Hugging Face access token */
   token?: string;
+  /** ms a connection may stay silent before the download fails (default IDLE_TIMEOUT_S) */
+  idleTimeoutMs?: number;
   progress?: (done: number, total: number) => void;
   /** called before the SHA-256 check of the finished file (it reads the whole file) */
   verifying?: () => void;
@@ -107,7 +120,7 @@ export async function download(o: DownloadOptions): Promise<string> {
   const have = meta && meta.url === url && fs.existsSync(part) ? fs.statSync(part).size : 0;
   let res: Response;
   try {
-    res = await get(url, have > 0 ? { ...auth, range: `bytes=${have}-`, 'if-range': meta!.validator } : auth);
+    res = await get(url, have > 0 ? { ...auth, range: `bytes=${have}-`, 'if-range': meta!.validator } : auth, o.idleTimeoutMs ?? IDLE_TIMEOUT_S * 1000);
   } catch (e) {
     throw new CliError(`download: cannot reach ${url}: ${(e as Error).message}`);
   }
@@ -131,6 +144,9 @@ export async function download(o: DownloadOptions): Promise<string> {
   const linkedSize = Number(header(res.hops[0] ?? {}, 'x-linked-size') ?? NaN);
   if (Number.isFinite(linkedSize) && Number.isFinite(total) && linkedSize !== total) { res.body.resume(); throw new CliError(`download: the repository lists ${linkedSize} bytes but the server sends ${total}`); }
   const sha = advertisedSha256(res);
+  // a body with neither a length nor a hash cannot be told from one cut short (a chunked body
+  // that ends cleanly early): nothing could check it, so it is not taken as the model
+  if (!Number.isFinite(total) && !sha) { res.body.resume(); throw new CliError(`download: ${url} sends neither a Content-Length nor a SHA-256, so the file could not be checked; use another --base-url`); }
   if (start < total || res.status === 200) {
     const validator = header(res.headers, 'etag') ?? header(res.headers, 'last-modified');
     if (validator) fs.writeFileSync(metaFile, JSON.stringify({ url, validator, total } satisfies PartMeta));
