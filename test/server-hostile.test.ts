@@ -6,7 +6,7 @@
 import * as fs from 'node:fs';
 import * as http from 'node:http';
 import * as path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { WebSocket } from 'ws';
 import type { FastifyInstance } from 'fastify';
 import { openEngine, type Engine } from '../ts/engine/index.js';
@@ -94,6 +94,19 @@ describe('HTTP: client mistakes are 4xx in the API shape, never 500', () => {
     const j = await (await post('/v1/chat/completions', { messages: user, presence_penalty: 0.5 })).json() as { error: { message: string; param: string } };
     expect(j.error.message).toMatch(/presence_penalty is not implemented by this server/);
     expect(j.error.param).toBe('presence_penalty');
+  });
+
+  it('a prompt too long at any tokenization is refused before it is tokenized (#45 item 12)', async () => {
+    const spy = vi.spyOn(engine.tokenizer, 'encode');
+    try {
+      const r = await post('/v1/chat/completions', { messages: [{ role: 'user', content: 'x'.repeat(3_500_000) }] });
+      const j = await r.json() as { error: { code?: string; message: string } };
+      expect(r.status).toBe(400);
+      expect(j.error.message).toMatch(/maximum context length is 4096 tokens/);
+      expect(spy).not.toHaveBeenCalled();
+    } finally {
+      spy.mockRestore();
+    }
   });
 
   it('the depth counter skips strings and escapes', () => {

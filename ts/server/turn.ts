@@ -84,6 +84,18 @@ export function contextError(p: Provider, tokens: number, ctx: number): ApiError
     : `This model's maximum context length is ${ctx} tokens. However, your messages resulted in ${tokens} tokens. Please reduce the length of the messages.`, 'messages');
 }
 
+/** The most UTF-8 bytes one token stands for (its byte-level form's length bounds it), per tokenizer. */
+const longest = new WeakMap<object, number>();
+function maxTokenBytes(tok: { tokens: readonly string[] }): number {
+  let m = longest.get(tok);
+  if (m === undefined) {
+    m = 1;
+    for (const t of tok.tokens) m = Math.max(m, Buffer.byteLength(t, 'utf8'));
+    longest.set(tok, m);
+  }
+  return m;
+}
+
 /** A prepared turn: rendered, counted, admitted. */
 export interface PreparedTurn {
   spec: TurnSpec;
@@ -109,6 +121,12 @@ export function prepareTurn(ctx: ServerContext, spec: TurnSpec, o: { admit?: boo
     }
   }
   const engine = ctx.coordinator.engine;
+  // a prompt whose bytes cannot fit even at the vocabulary's longest token is refused before it is
+  // tokenized (encoding a 30 MB prompt held every client up for seconds, for the same refusal)
+  if (!o.tokens) {
+    const atLeast = Math.ceil(Buffer.byteLength(prompt, 'utf8') / maxTokenBytes(engine.tokenizer));
+    if (atLeast + 1 > engine.options.ctx) throw contextError(spec.provider, atLeast, engine.options.ctx);
+  }
   // the caller may know the prompt's tokens better than a fresh encoding (a live continuation: the session's own)
   const tokens = o.tokens ?? engine.tokenizer.encode(prompt);
   if (tokens.length + 1 > engine.options.ctx) throw contextError(spec.provider, tokens.length, engine.options.ctx);
