@@ -5,6 +5,7 @@
  */
 import * as fs from 'node:fs';
 import * as http from 'node:http';
+import { execFileSync } from 'node:child_process';
 import { isLocalAddress } from '../ts/agent/web-fetch.js';
 import * as path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
@@ -76,6 +77,17 @@ describe('the workspace boundary', () => {
     expect((await run('read_file', { path: 'link/secret' })).text).toMatch(/data/);
     const yes = new Workspace({ root, yes: true, confirm: async () => { throw new Error('not asked with --yes'); } });
     expect((await runTool(tools, 'read_file', { path: 'link/secret' }, { ws: yes, limits: DEFAULT_LIMITS })).ok).toBe(true);
+  });
+});
+
+describe('read_file reads regular files only (#45 item 12)', () => {
+  it('a FIFO is refused at once instead of blocking the agent', async () => {
+    execFileSync('mkfifo', [path.join(root, 'pipe')]);
+    const t0 = Date.now();
+    const r = await run('read_file', { path: 'pipe' });
+    expect(r.ok).toBe(false);
+    expect(r.text).toMatch(/pipe: not a regular file \(a FIFO\): not read/);
+    expect(Date.now() - t0).toBeLessThan(5000);
   });
 });
 

@@ -62,8 +62,8 @@ export function notRegular(st: fs.Stats): string | undefined {
 export function openRegular(file: string, write = false): number {
   const fd = fs.openSync(file, (write ? C.O_RDWR : C.O_RDONLY) | C.O_NOFOLLOW | C.O_NONBLOCK);
   try {
-    const why = notRegular(fs.fstatSync(fd));
-    if (why) throw Object.assign(new Error(`${file}: ${why}`), { code: 'ENOTREG' });
+    const st = fs.fstatSync(fd), why = notRegular(st);
+    if (why) throw Object.assign(new Error(`${file}: ${why}`), { code: st.isDirectory() ? 'EISDIR' : 'ENOTREG' });
     return fd;
   } catch (e) {
     fs.closeSync(fd);

@@ -8,6 +8,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ToolError, type Workspace } from './workspace.js';
 import { webFetch } from './web-fetch.js';
+import { readRegular } from '../safe-file.js';
 
 type Args = Record<string, unknown>;
 export interface ToolContext { ws: Workspace; signal?: AbortSignal; limits: ToolLimits }
@@ -115,7 +116,8 @@ export function makeTools(procs: Processes): Record<string, Tool> {
       async run(a, c) {
         const p = await c.ws.resolve(a.path, 'read');
         let text: string;
-        try { text = fs.readFileSync(p, 'utf8'); } catch (e) { fsError(e, String(a.path)); }
+        // a FIFO or device would block the agent beyond Ctrl+C: only regular files are read
+        try { text = readRegular(p).toString('utf8'); } catch (e) { if ((e as NodeJS.ErrnoException).code === 'ENOTREG') throw new ToolError(`${a.path}: ${(e as Error).message.split(': ').pop()}: not read`); fsError(e, String(a.path)); }
         // (a final newline ends the last line; it does not start an empty one)
         const lines = text.split('\n');
         if (lines.length > 1 && lines[lines.length - 1] === '') lines.pop();
