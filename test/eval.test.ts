@@ -95,6 +95,20 @@ describe('the smoke run on tinyA (CPU)', () => {
   });
 });
 
+function noCategory(): string {
+  const f = path.join(tmpDir(), 'trace.jsonl');
+  fs.writeFileSync(f, `${JSON.stringify({ type: 'run', version: 1, model: 'm', backend: 'cpu', tokens: 8, think: false, temp: 0, seed: 1 })}\n${JSON.stringify({ type: 'question', id: 'q1', generated: 'x', format: 'integer', correct: '1' })}\n`);
+  return f;
+}
+
+describe('a long generated text is graded in bounded time (#45 item 12)', () => {
+  it('480 KB of unclosed \\text{ is read up to EXTRACT_TAIL characters from its end', () => {
+    const t0 = Date.now();
+    expect(extractAnswer('integer', '\\text{'.repeat(80_000) + ' the answer is 42', false)).toBe('42');
+    expect(Date.now() - t0).toBeLessThan(5000);
+  });
+});
+
 describe('bad input is refused by name', () => {
   it('flags and files', () => {
     const cases: [string[], RegExp][] = [
@@ -104,6 +118,8 @@ describe('bad input is refused by name', () => {
       [['-m', model, '--cpu', '--tokens', '400000', '--questions', '1'], /needs a context of \d+, more than the model's 4096/],
       [['--regrade-trace', path.join(ROOT, 'package.json')], /not a q36-eval trace/],
       [['--regrade-trace', '/nonexistent/trace'], /cannot read trace/],
+      // #45 item 12: a question line without a category was a crash
+      [['--regrade-trace', noCategory()], /:2: not a question line \(no "category"\)/],
     ];
     for (const [args, rx] of cases) {
       const r = evalCli(...args);

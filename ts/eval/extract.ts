@@ -60,9 +60,16 @@ export function canonicalInteger(s: string): string {
 }
 
 /** The answer a reply gives for a question of this format, or undefined (no answer). */
+/**
+ * Characters of a reply's end the extractors read: the answer is its last marker, and bounding
+ * the text bounds the regular expressions' work (a 480 KB line of unclosed `\text{` took 39 s).
+ */
+export const EXTRACT_TAIL = 32_000;
+
 export function extractAnswer(format: AnswerFormat, reply: string, thinking: boolean, letters?: number): string | undefined {
-  const v = visiblePart(reply, thinking);
+  let v = visiblePart(reply, thinking);
   if (v === undefined) return undefined;
+  if (v.length > EXTRACT_TAIL) v = v.slice(-EXTRACT_TAIL);
   return format === 'letter' ? extractLetter(v, letters) : extractInteger(v);
 }
 

@@ -34,6 +34,7 @@ export function regrade(file: string, questions: Question[]): { header: RunHeade
   const rows = lines.slice(1).map((l, i) => {
     const r = parse(l, i + 1) as QuestionResult & { type: string };
     if (r.type !== 'question' || typeof r.generated !== 'string') throw new Error(`${file}:${i + 2}: not a question line`);
+    for (const k of ['id', 'category', 'format', 'correct'] as const) if (typeof r[k] !== 'string') throw new Error(`${file}:${i + 2}: not a question line (no "${k}")`);
     const q = byId.get(r.id);
     if (!q) throw new Error(`${file}:${i + 2}: question ${r.id} is not in this version's set`);
     const given = extractAnswer(q.format, r.generated, header.think, q.choices?.length);
