@@ -130,3 +130,22 @@ describe('model validation names the exact problem', () => {
     expect(() => validateModel(f)).toThrow(/blk\.2\.ssm_norm\.weight: missing/);
   });
 });
+
+describe('sparse files cannot make the reader hold what they claim (#45 item 11)', () => {
+  it('a 2^30-string array in an 8 GiB sparse file is refused by its count, at once', () => {
+    const p = path.join(tmpDir(), 'sparse.gguf');
+    const h: Buffer[] = [Buffer.from('GGUF'), u32(3), u64(0n), u64(1n), u64(1n), Buffer.from('x'), u32(9), u32(8), u64(1n << 30n)];
+    fs.writeFileSync(p, Buffer.concat(h));
+    fs.truncateSync(p, 8 * 2 ** 30);
+    const before = process.memoryUsage().rss;
+    expect(() => readGguf(p)).toThrow(/x: array count is 1073741824, more than the file can hold \(limit 16777216\)/);
+    expect(process.memoryUsage().rss - before).toBeLessThan(256 << 20);
+  });
+  it('a 1 GiB string is refused by its length', () => {
+    const p = path.join(tmpDir(), 'sparse2.gguf');
+    fs.writeFileSync(p, Buffer.concat([Buffer.from('GGUF'), u32(3), u64(0n), u64(1n), u64(1n), Buffer.from('x'), u32(8), u64(1n << 30n)]));
+    fs.truncateSync(p, 2 * 2 ** 30);
+    expect(() => readGguf(p)).toThrow(/x length is 1073741824, more than the file can hold/);
+  });
+});
+

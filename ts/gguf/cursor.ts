@@ -68,7 +68,7 @@ export class FileCursor {
 
   /** GGUF string: u64 length + UTF-8 bytes. Limited to 1 GiB (gguf.cpp) and to the bytes left. */
   string(what: string): string {
-    const n = this.count(`${what} length`, Math.max(0, Math.min(this.remaining - 8, 1 << 30)));
+    const n = this.count(`${what} length`, Math.max(0, Math.min(this.remaining - 8, 1 << 26)));
     if (n === 0) return '';
     const o = this.ensure(n, what);
     this.pos += n;

@@ -8,7 +8,13 @@ export const GGUF_MAGIC = 0x46554747; // "GGUF" read as u32le
 export const GGUF_DEFAULT_ALIGNMENT = 32;
 const MAX_DIMS = 4;
 const MAX_NAME = 64; // gguf.cpp: name length < GGML_MAX_NAME
-const MAX_ARRAY = 1 << 30;
+/**
+ * Elements of one metadata array, and bytes of the whole metadata, that a reader holds at most:
+ * the model's largest arrays (the 248,320-token vocabulary, its merges) are far below both. A
+ * bound by the file's size alone let a sparse file claim 2^30 strings and run V8 out of heap.
+ */
+const MAX_ARRAY = 1 << 24;
+export const MAX_METADATA_BYTES = 512 << 20;
 
 export interface TensorInfo {
   name: string;
@@ -66,6 +72,7 @@ function readArray(c: FileCursor, key: string): GgufValue {
       }
     }
   }
+  if (c.pos > MAX_METADATA_BYTES) c.fail(`${key}: the metadata runs past ${MAX_METADATA_BYTES >> 20} MiB, more than any model file of this architecture holds`);
   return { type: GgufValueType.ARRAY, elemType: elemType as Exclude<GgufValueType, GgufValueType.ARRAY>, value };
 }
 
