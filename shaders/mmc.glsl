@@ -3,12 +3,16 @@
 // dispatch, same push block and bindings as mm.comp / mm_moe.comp, so the engine swaps one for the
 // other where the device has the matrix units (graph.ts matvecOp); mm stays the fallback and the
 // reference the parity runs compare against.
-// Per BK = 32-value step the threads decode the weight tile into shared memory as f16 (WS, and for
-// a GLU the up rows into US) and convert the activation tile to f16 (XS): a weight value and an
-// activation are each rounded to f16 (11 significant bits) once, the products and their sums are
-// f32. Subgroup s (32 lanes) owns the 16-row block s % 4 of the 64-row tile and CB 16-token
-// blocks of the tile's tokens; its accumulators go through shared memory (CS) to the stores, where
-// the GLU applies silu(gate)·up as mm.glsl does.
+// Per BK = 32-value step the threads decode the weight tile into shared memory (WS, and for a GLU
+// the up rows into US) and stage the activation tile (XS). With SPLIT (both kernels define it)
+// each value is held as two f16, hi (its first 11 significant bits) in WS/US/XS and lo (the rest,
+// times LO) in WSL/USL/XSL, and a product is hi·hi + (hi·lo + lo·hi) / LO: ~22 significant bits
+// an operand, f32 sums, results within f32's tolerances of mm's (one f16 an operand, without
+// SPLIT, moved the tiny random models' logits by up to ~1: docs/vulkan.md). The next step's
+// values are decoded into registers while the current step multiplies. Subgroup s (32 lanes)
+// owns the 16-row block s % 4 of the 64-row tile and CB 16-token blocks of the tile's tokens; its
+// accumulators go through shared memory (CS) to the stores, where the GLU applies silu(gate)·up
+// as mm.glsl does.
 // Needs a 32-lane subgroup, 16 × 16 × 16 f16 → f32 subgroup-scope products (the engine checks the
 // device's list) and n % 32 == 0.
 #extension GL_GOOGLE_include_directive : enable
