@@ -231,6 +231,16 @@ describe('WebSocket: frames validated, origins checked, close codes', () => {
 });
 
 describe('Responses WebSocket mode: hostile events', () => {
+  it('one socket cannot queue more response.create events than --max-queue (#45 item 12)', async () => {
+    const c = await wsClient({}, '/v1/responses');
+    for (let i = 0; i < 12; i++) c.ws.send(JSON.stringify({ type: 'response.create', input: `Hello ${i}`, max_output_tokens: 2, temperature: 0 }));
+    const e = await c.next('error') as { status: number; error: { code: string; message: string } };
+    expect(e.status).toBe(503);
+    expect(e.error.message).toMatch(/already queued on this socket \(at most 2\)/);
+    c.ws.close();
+    await c.closed;
+  });
+
   it('bad events get error events (the API\'s error shape); the socket keeps working', async () => {
     const c = await wsClient({}, '/v1/responses');
     const bad = ['null', '5', '"x"', '[]', '{"type":5}', 'not json', '{"type":"response.create"}', '{"type":"response.create","input":7}',

@@ -33,6 +33,9 @@ function errorEvent(e: ApiError, streamId?: string): Obj {
   return { type: 'error', status: e.status, error: { type: e.code === 'internal' ? 'server_error' : 'invalid_request_error', code: e.code, message: e.message, param: e.param ?? null }, ...(streamId !== undefined ? { stream_id: streamId } : {}) };
 }
 
+
+/** response.create events one Responses WebSocket may have queued or running at once. */
+export const WS_MAX_QUEUED = 16;
 export function registerResponsesWs(app: FastifyInstance, ctx: ServerContext, store: ResponseStore): void {
   // response id → the conversation after it, and the tokens (and their text) the session held
   const live = new Map<string, { conv: Conversation; held?: { tokens: number[]; text: string } }>();
@@ -110,6 +113,10 @@ export function registerResponsesWs(app: FastifyInstance, ctx: ServerContext, st
           const { type: _t, stream: _s, stream_id: _i, ...body } = m;
           const bad = schemaErrors(responsesBody, body);
           if (bad?.length) throw Object.assign(new ApiError('invalid_request', validationMessage(bad)), { streamId });
+          // a socket's own queue is bounded like the server's (--max-queue): each queued event
+          // holds its body until its turn
+          const max = Math.min(ctx.coordinator.o.maxQueue ?? WS_MAX_QUEUED, WS_MAX_QUEUED);  // waiting, besides the running one
+          if (running.size > max) throw Object.assign(new ApiError('overloaded', `${running.size} responses are already queued on this socket (at most ${max}): wait for one to finish`), { streamId });
           const job = { ac: new AbortController(), streamId };
           running.add(job);
           chain = chain.then(() => create(m, job)).finally(() => running.delete(job));
