@@ -80,6 +80,18 @@ describe('the workspace boundary', () => {
   });
 });
 
+describe('search runs its pattern off the agent\'s thread (#45 item 12)', () => {
+  it('a catastrophically backtracking pattern is stopped after the timeout, and the agent goes on', async () => {
+    fs.writeFileSync(path.join(root, 'evil.txt'), `${'a'.repeat(40)}b\n`);
+    const t0 = Date.now();
+    const r = await run('search', { pattern: '(a+)+$', path: 'evil.txt' }, { ...DEFAULT_LIMITS, shellTimeoutS: 1 });
+    expect(r.ok).toBe(false);
+    expect(r.text).toMatch(/search stopped after 1 s/);
+    expect(Date.now() - t0).toBeLessThan(10_000);
+    expect((await run('search', { pattern: 'const x' })).text).toMatch(/src\/x\.ts:1:const x = 1;/);
+  });
+});
+
 describe('read_file reads regular files only (#45 item 12)', () => {
   it('a FIFO is refused at once instead of blocking the agent', async () => {
     execFileSync('mkfifo', [path.join(root, 'pipe')]);

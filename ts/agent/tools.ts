@@ -6,6 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { Worker } from 'node:worker_threads';
 import { ToolError, type Workspace } from './workspace.js';
 import { webFetch } from './web-fetch.js';
 import { readRegular } from '../safe-file.js';
@@ -36,6 +37,38 @@ function cap(s: string, n: number): string {
 function fsError(e: unknown, what: string): never {
   const code = (e as NodeJS.ErrnoException).code;
   throw new ToolError(code === 'ENOENT' ? `${what}: no such file or directory` : code === 'EISDIR' ? `${what}: is a directory` : code === 'ENOTDIR' ? `${what}: not a directory` : `${what}: ${(e as Error).message}`);
+}
+
+/**
+ * The matching runs in a worker thread: a pattern that backtracks catastrophically (`(a+)+$`)
+ * would otherwise hold the agent's only thread, past Ctrl+C. The worker is ended after the
+ * shell-command timeout or on Ctrl+C. Only regular files are read (a FIFO would block it).
+ */
+const SEARCH_WORKER = `
+const { parentPort, workerData: w } = require('node:worker_threads');
+const fs = require('node:fs'), path = require('node:path');
+const rx = new RegExp(w.pattern), hits = [];
+for (const f of w.files) {
+  const full = f ? path.join(w.base, f) : w.base;
+  let text;
+  try { if (!fs.lstatSync(full).isFile()) continue; text = fs.readFileSync(full, 'utf8'); } catch { continue; }
+  if (text.includes('\\u0000')) continue;
+  const lines = text.split('\\n');
+  for (let i = 0; i < lines.length && hits.length < w.max; i++) if (rx.test(lines[i])) hits.push(path.relative(w.root, full) + ':' + (i + 1) + ':' + lines[i]);
+}
+parentPort.postMessage(hits);
+`;
+
+function searchInWorker(job: { files: string[]; base: string; root: string; pattern: string; max: number }, timeoutS: number, signal?: AbortSignal): Promise<string[]> {
+  return new Promise((resolve, reject) => {
+    const w = new Worker(SEARCH_WORKER, { eval: true, workerData: job });
+    const stop = (why: string) => { clearTimeout(t); signal?.removeEventListener('abort', onAbort); void w.terminate(); reject(new ToolError(why)); };
+    const t = setTimeout(() => stop(`search stopped after ${timeoutS} s (a pattern such as (a+)+$ can take forever: simplify it)`), timeoutS * 1000);
+    const onAbort = () => stop('search interrupted');
+    signal?.addEventListener('abort', onAbort, { once: true });
+    w.once('message', (hits: string[]) => { clearTimeout(t); signal?.removeEventListener('abort', onAbort); void w.terminate(); resolve(hits); });
+    w.once('error', (e) => stop(`search failed: ${e.message}`));
+  });
 }
 
 /** Files under dir (relative paths, sorted), skipping .git and node_modules, matching a glob. */
@@ -170,21 +203,14 @@ export function makeTools(procs: Processes): Record<string, Tool> {
       description: 'Search file contents for a regular expression; prints path:line:text.',
       parameters: { pattern: str('JavaScript regular expression'), path: str('directory or file (default: the workspace)'), glob: str('only files matching this glob') }, required: ['pattern'],
       async run(a, c) {
-        let rx: RegExp;
-        try { rx = new RegExp(need(a, 'pattern')); } catch (e) { throw new ToolError(`pattern: ${(e as Error).message}`); }
+        // checked here (a clear error), run in the worker
+        try { new RegExp(need(a, 'pattern')); } catch (e) { throw new ToolError(`pattern: ${(e as Error).message}`); }
         const base = await c.ws.resolve(a.path ?? '.', 'search');
         if (!fs.existsSync(base)) throw new ToolError(`${a.path}: no such file or directory`);
         const files: string[] = [];
         if (fs.statSync(base).isDirectory()) walk(base, base, typeof a.glob === 'string' && a.glob ? globRegex(a.glob) : undefined, files, 20_000);
         else files.push('');
-        const hits: string[] = [];
-        for (const f of files) {
-          const full = f ? path.join(base, f) : base;
-          let text: string;
-          try { text = fs.readFileSync(full, 'utf8'); } catch { continue; }
-          if (text.includes('\u0000')) continue; // binary
-          text.split('\n').forEach((l, i) => { if (hits.length < 500 && rx.test(l)) hits.push(`${path.relative(c.ws.root, full)}:${i + 1}:${l}`); });
-        }
+        const hits = await searchInWorker({ files, base, root: c.ws.root, pattern: need(a, 'pattern'), max: 500 }, c.limits.shellTimeoutS, c.signal);
         return hits.length ? cap(hits.join('\n'), c.limits.outputChars) : '(no matches)';
       },
     },
