@@ -4,6 +4,7 @@
  *
  *   gguf      truncation at every header offset and random byte flips in the header
  *   kvfile    cache-file truncation, flips, foreign-model and old-version files
+ *   files     a hostile cache folder: links out of it, FIFOs, sparse files, read-only and random files
  *   http      field mutations of every endpoint's bodies, raw byte flips, nesting, sizes, UTF-8
  *   ws        frame fuzzing of /v1/chat/ws
  *   clients   32–64 concurrent mixed clients with random aborts; greedy answers checked
@@ -16,7 +17,7 @@
  *
  * usage: node dist/scripts/stress.js [--quick] [--seed N] [--model FILE]
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -118,6 +119,56 @@ function kvFilePhase(): Count {
   return c;
 }
 
+/**
+ * A cache folder holding what a hostile or broken one holds: symlinks to valid files outside it, a
+ * FIFO, sparse files claiming huge texts, read-only files, random bytes; lookups, loads and tool
+ * lookups must neither load nor rewrite anything outside, nor block, nor throw.
+ */
+function filesPhase(): Count {
+  const c = newCount();
+  const model = modelIdentity(MODEL);
+  const outsideDir = path.join(TMP, 'outside'), dir = path.join(TMP, 'kv-hostile');
+  fs.mkdirSync(outsideDir, { recursive: true });
+  const outside = new DiskCache({ dir: outsideDir, budgetBytes: 1 << 30, model });
+  const real = outside.save({ reason: 'cold', text: 'outside prefix', payload: new Uint8Array(4000), tokens: 5, ctx: 64, tools: new Map([['call_out', 'x']]) });
+  const realBytes = fs.readFileSync(real);
+  const cache = new DiskCache({ dir, budgetBytes: 1 << 30, model });
+  const mine = cache.save({ reason: 'cold', text: 'inside prefix', payload: new Uint8Array(4000), tokens: 5, ctx: 64 });
+  const name = (i: number) => path.join(dir, `${String(i).padStart(40, 'f')}.kv`);
+  for (let i = 0; i < (QUICK ? 20 : 200); i++) {
+    const f = name(i);
+    const kind = rng.int(0, 4);
+    try {
+      if (kind === 0) fs.symlinkSync(real, f);
+      else if (kind === 1) spawnSyncFifo(f);
+      else if (kind === 2) { const b = Buffer.from(fs.readFileSync(mine).subarray(0, 84)); b.writeUInt32LE(rng.int(1 << 20, 1 << 30), 80); fs.writeFileSync(f, b); fs.truncateSync(f, (2 << 20) + rng.int(0, 1 << 20)); }
+      else if (kind === 3) { fs.writeFileSync(f, fs.readFileSync(mine)); fs.chmodSync(f, 0o444); }
+      else fs.writeFileSync(f, Buffer.from(Array.from({ length: rng.int(0, 3000) }, () => rng.int(0, 255))));
+    } catch { continue; }
+    c.tried++;
+    const t0 = Date.now();
+    try {
+      const hit = cache.lookup('outside prefix and more');
+      if (hit) { c.foreignLoaded++; note(c, `${path.basename(hit.file)} outside the folder was found`); }
+      if (cache.findTools(['call_out', 'call_unknown']).size) { c.foreignLoaded++; note(c, 'a tool id outside the folder was found'); }
+      const got = cache.load(f);
+      if (got && got.text !== 'inside prefix') { c.foreignLoaded++; note(c, `kind ${kind} loaded`); }
+      if (Date.now() - t0 > 5000) { c.wrong++; note(c, `kind ${kind} took ${Date.now() - t0} ms`); }
+      c.clean++;
+    } catch (e) {
+      c.crashes++;
+      note(c, `kind ${kind}: ${(e as Error).message}`);
+    }
+  }
+  if (!fs.readFileSync(real).equals(realBytes)) { c.foreignLoaded++; note(c, 'the file outside the folder was rewritten'); }
+  return c;
+}
+
+function spawnSyncFifo(f: string): void {
+  const r = spawnSync('mkfifo', [f]);
+  if (r.status !== 0) throw new Error('mkfifo failed');
+}
+
 // ---- the server under test -------------------------------------------------------------------
 
 interface Server { p: ChildProcess; base: string; err: string[]; exited: boolean }
@@ -179,6 +230,8 @@ function weird(): unknown {
     () => null, () => true, () => -1, () => 0, () => 1e308, () => 2 ** 53 + 1, () => -0.5, () => '', () => 'x'.repeat(rng.int(1000, 200_000)),
     () => '\ud800 lone surrogate', () => '\u0000\u001b[2J\u202e', () => '🙂'.repeat(100), () => [], () => ({}), () => [null], () => ({ a: null }),
     () => deep(rng.int(50, 200)), () => ({ type: 'text' }), () => [{}], () => ({ __proto__: { polluted: true } }), () => 'user', () => 'system', () => [1, 'a', null],
+    // a JSON text nested thousands deep as a string (a tool call's arguments), Object.prototype's names as keys
+    () => `{"a":${'['.repeat(5000)}${']'.repeat(5000)}}`, () => ({ toString: 'x', constructor: 'y', valueOf: 1, hasOwnProperty: null }),
   ])();
 }
 
@@ -199,7 +252,7 @@ function mutate(body: unknown): string {
     for (let k = rng.int(1, 3); k > 0; k--) s[rng.int(0, s.length - 1)] = rng.int(0, 255); // may break the JSON or the UTF-8
     return s.toString('latin1');
   }
-  if (kind === 8) return JSON.stringify(weird());
+  if (kind === 8) return rng.int(0, 1) ? JSON.stringify(weird()) : JSON.stringify(b).replace(/^\{/, pick(['{"__proto__":{"polluted":true},', '{"constructor":{"prototype":{"polluted":true}},']));
   return JSON.stringify({ ...b, extra: weird(), messages: b.messages ?? weird() });
 }
 
@@ -339,6 +392,7 @@ async function main(): Promise<number> {
   console.log(`q36 stress${QUICK ? ' (quick)' : ''}: model ${path.relative(process.cwd(), MODEL)}, ${new Date().toISOString()}`);
   report('gguf', ggufPhase());
   report('kvfile', kvFilePhase());
+  report('files', filesPhase());
   const s = await startServer();
   const models = newCount();
   const stopPoll = modelsPoller(s, models);
