@@ -41,41 +41,15 @@ layout(std430, binding = 5) readonly buffer TB { uvec4 TILES[]; };
 shared float WS[BK * BM];
 shared float US[BK * BM];
 shared float XS[BK * BN];
-shared uint rowOf[BN];   // activation row of each slot (X row; the Y row is yRow[])
-shared uint yRow[BN];
+#define MM_TILE_DECL
+#include "mm_tile.glsl"
+#undef MM_TILE_DECL
 
 void main() {
   uint tid = gl_LocalInvocationID.x;
   bool glu = (pc.flags & 4u) != 0u;
   uint r0 = gl_WorkGroupID.x * BM;
-  uint wBase = pc.wOffset, count;
-#ifdef MOE
-  uvec4 tile = TILES[1u + gl_WorkGroupID.y];
-  // uniform per workgroup: leaving before any barrier is allowed
-  if (gl_WorkGroupID.y >= TILES[0].x) return;
-  uint ei = tile.x - pc.e0;
-  if (ei >= pc.ne) return;
-  wBase += ei * pc.expertBytes;
-  count = tile.z;
-  if (tid < BN) {
-    uint pair = LIST[tile.y + min(tid, count - 1u)];
-    rowOf[tid] = (pc.flags & 2u) != 0u ? pair : pair / pc.K;
-    yRow[tid] = pair;
-  }
-#else
-  uint j0 = gl_WorkGroupID.y * BN;
-  count = min(BN, pc.nRows - j0);
-  if (tid < BN) { rowOf[tid] = j0 + min(tid, count - 1u); yRow[tid] = j0 + tid; }
-#endif
-  barrier();
-  // this thread's decode jobs: group dg of rows dr + NT/4·q of the tile (clamped: rows past the
-  // end decode a real row, their outputs are not stored)
-  uint dr = tid >> 2, dg = tid & 3u;
-  uint wo[DJ];
-  [[unroll]] for (uint q = 0u; q < DJ; q++) wo[q] = wBase + min(r0 + dr + (NT / 4u) * q, pc.rows - 1u) * pc.rowBytes;
-  // X-tile job: XL floats of slot xs from k offset xk
-  uint xs = tid / (BK / XL), xk = (tid % (BK / XL)) * XL;
-  uint xo = pc.xOffset + rowOf[xs] * pc.xStride + xk;
+#include "mm_tile.glsl"
   uint tr = tid & 15u, tc = tid >> 4;
   float acc[4][TN], accU[4][TN];
   [[unroll]] for (uint i = 0u; i < 4u; i++) [[unroll]] for (uint j = 0u; j < TN; j++) { acc[i][j] = 0.0; accU[i][j] = 0.0; }

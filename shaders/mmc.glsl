@@ -54,8 +54,9 @@ shared f16vec4 USL[BM * SK];
 shared f16vec4 XSL[BN * SK];
 #endif
 shared float CS[BN * SC];
-shared uint rowOf[BN];
-shared uint yRow[BN];
+#define MM_TILE_DECL
+#include "mm_tile.glsl"
+#undef MM_TILE_DECL
 
 // the weight groups this thread decodes at step k0 (group dg of its DJ rows; the up rows too for a
 // GLU) and its XL activations
@@ -84,30 +85,7 @@ void main() {
   uint tid = gl_LocalInvocationID.x;
   bool glu = (pc.flags & 4u) != 0u;
   uint r0 = gl_WorkGroupID.x * BM;
-  uint wBase = pc.wOffset, count;
-#ifdef MOE
-  uvec4 tile = TILES[1u + gl_WorkGroupID.y];
-  if (gl_WorkGroupID.y >= TILES[0].x) return;
-  uint ei = tile.x - pc.e0;
-  if (ei >= pc.ne) return;
-  wBase += ei * pc.expertBytes;
-  count = tile.z;
-  if (tid < BN) {
-    uint pair = LIST[tile.y + min(tid, count - 1u)];
-    rowOf[tid] = (pc.flags & 2u) != 0u ? pair : pair / pc.K;
-    yRow[tid] = pair;
-  }
-#else
-  uint j0 = gl_WorkGroupID.y * BN;
-  count = min(BN, pc.nRows - j0);
-  if (tid < BN) { rowOf[tid] = j0 + min(tid, count - 1u); yRow[tid] = j0 + tid; }
-#endif
-  barrier();
-  uint dr = tid >> 2, dg = tid & 3u;
-  uint wo[DJ];
-  [[unroll]] for (uint q = 0u; q < DJ; q++) wo[q] = wBase + min(r0 + dr + (NT / 4u) * q, pc.rows - 1u) * pc.rowBytes;
-  uint xs = tid / (BK / XL), xk = (tid % (BK / XL)) * XL;
-  uint xo = pc.xOffset + rowOf[xs] * pc.xStride + xk;
+#include "mm_tile.glsl"
   // this subgroup's blocks: rows 16·rb …, tokens 16·(cb + j) … for j < CB
   uint sg = gl_SubgroupID, rb = sg % (BM / 16u), cb = (sg / (BM / 16u)) * CB;
   coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> acc[CB], accU[CB];
