@@ -11,8 +11,8 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { ModelIdentity } from '../../model/fingerprint.js';
-import { createTemp, notRegular, openRegular, readRegular, writeAll } from '../../safe-file.js';
-import { BODY_OFFSET, HEADER_BYTES, KvcError, decodeFile, decodeHeader, encodeFile, encodeHeader, type KvcHeader, type SaveReason } from './format.js';
+import { notRegular, openRegular, readRegular, writeAll, writeFileAtomic } from '../../safe-file.js';
+import { BODY_OFFSET, HEADER_BYTES, KvcError, decodeFile, decodeHeader, decodeToolMap, encodeFile, encodeHeader, type KvcHeader, type SaveReason } from './format.js';
 
 export interface DiskCacheOptions {
   dir: string;
@@ -74,19 +74,7 @@ export class DiskCache {
       header: { quantBits: this.o.model.expertBits, reason: o.reason, flags: 0, tokens: o.tokens, hits: 0, ctx: o.ctx, created: now, lastUsed: now, payloadBytes: o.payload.byteLength },
       text: o.text, payload: o.payload, tools: o.tools ?? new Map(),
     });
-    const { fd, tmp } = createTemp(file);
-    try {
-      try {
-        writeAll(fd, bytes);
-        fs.fsyncSync(fd);
-      } finally {
-        fs.closeSync(fd);
-      }
-      fs.renameSync(tmp, file);
-    } catch (e) {
-      fs.rmSync(tmp, { force: true });
-      throw e;
-    }
+    writeFileAtomic(file, bytes);
     this.log(`saved ${path.basename(file)} (${o.reason}, ${o.tokens} tokens, ${bytes.length} bytes)`);
     this.enforceBudget(file);
     return file;
@@ -255,17 +243,7 @@ function readToolIds(fd: number, header: KvcHeader, at: number, size: number): S
   if (!(header.flags & 1) || n < 8 || n > MAX_TOOL_MAP_BYTES) return ids;
   const b = Buffer.alloc(n);
   fs.readSync(fd, b, 0, n, at);
-  if (b.toString('latin1', 0, 3) !== 'KTM' || b[3] !== 1) return ids;
-  const count = b.readUInt32LE(4);
-  let o = 8;
-  for (let i = 0; i < count && o + 8 <= n; i++) {
-    const il = b.readUInt32LE(o), bl = b.readUInt32LE(o + 4);
-    o += 8;
-    if (o + il + bl > n) break;
-    ids.add(b.toString('utf8', o, o + il));
-    o += il + bl;
-  }
-  return ids;
+  try { return new Set(decodeToolMap(b, 0).tools.keys()); } catch { return ids; }
 }
 
 function statKey(st: fs.Stats): string {

@@ -123,6 +123,28 @@ export function checksum(file: Buffer): number {
   return zlib.crc32(file.subarray(HEADER_BYTES), zlib.crc32(h)) || 1;
 }
 
+/**
+ * The KTM tool-id map section starting at `at` of `b` (to the end of `b` at most), and where it
+ * ends; every length checked against the bytes left.
+ */
+export function decodeToolMap(b: Buffer, at: number): { tools: Map<string, string>; end: number } {
+  let o = at;
+  const need = (n: number, what: string) => { if (o + n > b.length) throw new KvcError(`truncated: ${what} needs ${n} bytes at offset ${o}, ${b.length - o} left`); };
+  const tools = new Map<string, string>();
+  need(8, 'tool map header');
+  if (b.toString('latin1', o, o + 3) !== 'KTM') throw new KvcError('bad tool map magic');
+  if (b[o + 3] !== 1) throw new KvcError(`unsupported tool map version ${b[o + 3]}`);
+  const count = b.readUInt32LE(o + 4); o += 8;
+  for (let i = 0; i < count; i++) {
+    need(8, `tool map entry ${i}`);
+    const il = b.readUInt32LE(o), bl = b.readUInt32LE(o + 4); o += 8;
+    need(il + bl, `tool map entry ${i}`);
+    tools.set(b.toString('utf8', o, o + il), b.toString('utf8', o + il, o + il + bl));
+    o += il + bl;
+  }
+  return { tools, end: o };
+}
+
 /** Parses a whole file (header, text, payload, tool map), checking every length against the bytes left. */
 export function decodeFile(b: Buffer): KvcFile {
   const header = decodeHeader(b.subarray(0, HEADER_BYTES), b.length);
@@ -138,20 +160,8 @@ export function decodeFile(b: Buffer): KvcFile {
   const text = b.toString('utf8', o, o + tlen); o += tlen;
   need(header.payloadBytes, 'session payload');
   const payload = new Uint8Array(b.subarray(o, o + header.payloadBytes)); o += header.payloadBytes;
-  const tools = new Map<string, string>();
-  if (header.flags & 1) {
-    need(8, 'tool map header');
-    if (b.toString('latin1', o, o + 3) !== 'KTM') throw new KvcError('bad tool map magic');
-    if (b[o + 3] !== 1) throw new KvcError(`unsupported tool map version ${b[o + 3]}`);
-    const count = b.readUInt32LE(o + 4); o += 8;
-    for (let i = 0; i < count; i++) {
-      need(8, `tool map entry ${i}`);
-      const il = b.readUInt32LE(o), bl = b.readUInt32LE(o + 4); o += 8;
-      need(il + bl, `tool map entry ${i}`);
-      tools.set(b.toString('utf8', o, o + il), b.toString('utf8', o + il, o + il + bl));
-      o += il + bl;
-    }
-  }
+  let tools = new Map<string, string>();
+  if (header.flags & 1) ({ tools, end: o } = decodeToolMap(b, o));
   if (o !== b.length) throw new KvcError(`${b.length - o} unexpected bytes at the end`);
   return { header, fingerprint, text, payload, tools };
 }
