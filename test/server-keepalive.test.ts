@@ -1,7 +1,7 @@
 /**
- * Keep-alives during a long prefill are data events of each API (#45 item 3; #47): some clients
- * reset their idle timers only on data events (Qwen Code's 240 s stream timer ignored SSE comments
- * and cut a cold 46K-token prefill). With a 10 ms keep-alive interval, a ~3K-token prompt on tinyA
+ * Keep-alives during a long prefill are data events of each API (#45 item 3; #47), and ping frames
+ * on both WebSockets: some clients reset their idle timers only on data events (Qwen Code's 240 s
+ * stream timer ignored SSE comments and cut a cold 46K-token prefill). With a 10 ms keep-alive interval, a ~3K-token prompt on tinyA
  * is silent long enough for several: each stream carries its API's keep-alive before the first
  * token, and the official SDKs still parse the stream into the same answer as without streaming.
  */
@@ -95,5 +95,42 @@ describe('keep-alives during a long prefill are data events', () => {
     sse.end();
     expect(idle).toBeGreaterThanOrEqual(2);
     expect(pings - idle).toBeLessThanOrEqual(1);
+  });
+});
+
+describe('keep-alives during a long prefill on both WebSockets: ping frames', () => {
+  /** ping frames the client receives between sending `frame` and the first answer frame of `first` type. */
+  async function pingsBeforeAnswer(url: string, setup: string[], frame: Record<string, unknown>, first: (m: { type: string }) => boolean): Promise<number> {
+    const { WebSocket } = await import('ws');
+    const ws = new WebSocket(url);
+    await new Promise((r, j) => { ws.once('open', r); ws.once('error', j); });
+    try {
+      let pings = 0, counting = false;
+      ws.on('ping', () => { if (counting) pings++; });
+      const msgs: { type: string }[] = [];
+      const waiters: (() => void)[] = [];
+      ws.on('message', (d) => { msgs.push(JSON.parse(String(d))); waiters.splice(0).forEach((w) => w()); });
+      const wait = (ok: (m: { type: string }) => boolean) => new Promise<void>((resolve) => {
+        const look = () => { const i = msgs.findIndex(ok); if (i >= 0) { msgs.splice(0, i + 1); resolve(); } else waiters.push(look); };
+        look();
+      });
+      for (const s of setup) { ws.send(s); await wait((m) => m.type === 'session.ready'); }
+      counting = true;
+      ws.send(JSON.stringify(frame));
+      await wait((m) => first(m) || m.type === 'error');
+      return pings;
+    } finally {
+      ws.close();
+    }
+  }
+  it('WebSocket chat: pings before the first token', async () => {
+    const n = await pingsBeforeAnswer(`${base.replace('http', 'ws')}/v1/chat/ws`, [JSON.stringify({ type: 'session.start', max_tokens: 4, temperature: 0 })],
+      { type: 'message', content: longPrompt() }, (m) => ['token', 'reasoning', 'done'].includes(m.type));
+    expect(n).toBeGreaterThanOrEqual(2);
+  });
+  it('Responses WebSocket mode: pings before the first output item', async () => {
+    const n = await pingsBeforeAnswer(`${base.replace('http', 'ws')}/v1/responses`, [],
+      { type: 'response.create', model: 'x', temperature: 0, max_output_tokens: 4, input: longPrompt() }, (m) => ['response.output_item.added', 'response.completed'].includes(m.type));
+    expect(n).toBeGreaterThanOrEqual(2);
   });
 });

@@ -275,7 +275,7 @@ describe('Vulkan batched decode with mv.comp (vkMvTypes)', () => {
 describe('Vulkan decode with mvq.comp (int8 activation levels)', () => {
   // (batched rows run the dense products through mvq2/mvq4.comp: each row summed as mvq.comp sums it)
   it('the routed experts and dense products run mvq; logits within 1e-3 of the f32 matvec; 3 batched rows bit-identical to alone', () =>
-    againstF32({}, [1, 2, 3], (names, e, base) => {
+    againstF32({ vkMvq: true }, [1, 2, 3], (names, e, base) => {
       expect(e.describe()).toMatch(/matvecs   decode over int8 activation levels \(mvq\): every product/);
       expect(base.describe()).toMatch(/matvecs   decode over int8 activation levels \(mvq\): none \(Q36_VK_MVQ=0\)/);
       // (the routed pairs through mvqw.comp: mvq.comp's sums in 256-thread workgroups)

@@ -52,7 +52,7 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): EnvSettings {
   }
   const q = env.Q36_VK_MVQ;
   if (q !== undefined && q !== '') {
-    if (!['0', '1', 'experts'].includes(q)) throw new Error(`Q36_VK_MVQ must be 0 (f32 matvecs), 1 (int8 levels where the device can) or experts (the routed experts only), got "${q}"`);
+    if (!['0', '1', 'experts'].includes(q)) throw new Error(`Q36_VK_MVQ must be 0 (f32 matvecs), 1 (int8 levels wherever the device has the packed dot, even emulated) or experts (the routed experts only), got "${q}"`);
     out.vkMvq = q === 'experts' ? 'experts' : q === '1';
   }
   const cm = env.Q36_VK_COOPMAT;

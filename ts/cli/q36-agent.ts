@@ -12,6 +12,7 @@ import * as readline from 'node:readline';
 import { Agent, type AgentUi } from '../agent/agent.js';
 import { SessionStore } from '../agent/sessions.js';
 import { Workspace } from '../agent/workspace.js';
+import { AGENT_CTX } from '../engine/defaults.js';
 import { openEngine } from '../engine/index.js';
 import { DEFAULT_MODEL } from '../paths.js';
 import { readEnv } from './env.js';
@@ -22,7 +23,7 @@ import { safeForTerminal } from './terminal.js';
 const HELP = `usage: q36-agent [--chdir DIR] [--yes] [-m MODEL] [--cpu|--vulkan] [--ctx N] [-ctk T -ctv T] [--tokens N] [--nothink]
                  [--temp T] [--seed S] [--sessions-dir DIR]
        q36-agent --non-interactive -p "TASK" [...]
-Presets: Vulkan ctx 32768 with q8_0 K / q4_0 V; CPU f16 KV. Sessions: ~/.q36/kvcache/sessions (or Q36_AGENT_SESSIONS).
+Presets: ctx 32768 with q8_0 K / q4_0 V on Vulkan (f16 KV on the CPU); with --ssd-streaming ctx 100000, f16 KV. Sessions: ~/.q36/kvcache/sessions (or Q36_AGENT_SESSIONS).
 SSD streaming: --ssd-streaming [--ssd-streaming-cache-experts N|SIZE] [--ssd-streaming-cold | --ssd-streaming-preload-experts N]
 [--ssd-streaming-full-layers N], as q36 (F16 KV unless -ctk/-ctv; docs/ssd-streaming.md).`;
 
@@ -59,8 +60,8 @@ async function main(): Promise<number> {
   const sessionsDir = a['sessions-dir'] ?? readEnv().agentSessions ?? path.join(os.homedir(), '.q36', 'kvcache', 'sessions');
   const header = openModelHeader(a.model!);
   const native = Number(header.metadata.get('qwen35moe.context_length')?.value ?? 262144);
-  // the agent preset: a 32768-token context unless --ctx says otherwise (the model's own if smaller)
-  const eo = engineOptions(a.model!, { ...a, ctx: a.ctx ?? String(Math.min(32768, native)) }, native);
+  // the agent presets (defaults.ts AGENT_CTX) unless --ctx says otherwise (the model's own if smaller)
+  const eo = engineOptions(a.model!, { ...a, ctx: a.ctx ?? String(Math.min(a['ssd-streaming'] ? AGENT_CTX.streaming : AGENT_CTX.resident, native)) }, native);
   let engine;
   try { engine = await openEngine(eo); } catch (e) { throw new CliError((e as Error).message); }
   const tty = Boolean(process.stdout.isTTY);

@@ -35,6 +35,7 @@ const main = defineCommand({
     'logprobs-top-k': { type: 'string', description: 'alternatives per step for --dump-logprobs', default: '20' },
     info: { type: 'boolean', description: 'print the file\'s layout and model shape, validate it, and exit' },
     'list-devices': { type: 'boolean', description: 'list Vulkan devices and exit' },
+    doctor: { type: 'boolean', description: 'check this machine against the requirements (Vulkan 1.3, RADV, zero-copy import, memory, ttm.pages_limit, subgroups, int8 dot, matrix cores; no model needed) and exit' },
     'dump-tokens': { type: 'boolean', description: 'tokenize the prompt, print ids and pieces, and exit (no weights loaded)' },
     json: { type: 'boolean', description: 'with --dump-tokens: print {"ids":[...],"pieces":[...]}' },
     render: { type: 'boolean', description: 'render a conversation with the chat template and print the exact prompt' },
@@ -50,6 +51,16 @@ const main = defineCommand({
             `${d.unifiedMemory ? 'unified memory' : 'discrete memory'}, heaps ${d.heaps.map((h) => `${(h.size / 2 ** 30).toFixed(1)} GiB${h.deviceLocal ? ' local' : ''}`).join(', ')}, ` +
             `int8 dot ${d.integerDotAccelerated ? 'accelerated' : d.integerDot ? 'emulated' : 'none'}, matrix cores ${d.coopmat ? 'yes' : d.coopmatShapes ? `not usable (${d.coopmatShapes})` : 'none'}`);
         }
+        return;
+      }
+      if (args.doctor) {
+        const { doctorChecks, doctorLines, gatherFacts } = await import('./doctor.js');
+        const { readEnv } = await import('./env.js');
+        const index = args['vk-device'] !== undefined ? Number(args['vk-device']) : readEnv().vkDevice;
+        if (index !== undefined && !(Number.isInteger(index) && index >= 0)) throw new Error(`--vk-device must be a device index (0, 1, …), got "${args['vk-device']}"`);
+        const checks = doctorChecks(await gatherFacts({ index, modelPath: args.model }));
+        for (const l of doctorLines(checks)) console.log(l);
+        process.exitCode = checks.some((c) => c.verdict === 'fail') ? 1 : 0;
         return;
       }
       if (args.info) {

@@ -45,6 +45,13 @@ export const DEFAULT_SNAPSHOT_INTERVAL = 512;
 export const DEFAULT_CLI_CTX = 8192;
 
 /**
+ * q36-agent's context when --ctx is not given (the model's own if smaller), the QuarkStar README's
+ * presets: 32768 tokens with the weights resident (Q8_0 keys, Q4_0 values on Vulkan), 100000 with
+ * --ssd-streaming (F16 KV); both plan within a 16 GB BC-250 (test/memory-plan.test.ts).
+ */
+export const AGENT_CTX = { resident: 32768, streaming: 100000 } as const;
+
+/**
  * Most sessions one batched decode step takes (q36-server --batched-session): more rows use the
  * ordered fallback. 8 keeps the rows inside one 8-row matmul tile (matvec.glsl's MATMUL_TOKENS;
  * Q8_0's as two 4-row workgroups, graph.ts matmulTokens),

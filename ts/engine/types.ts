@@ -61,9 +61,12 @@ export interface EngineOptions {
   vkMvTypes?: string[];
   /**
    * Vulkan: the products of decode and batched steps over int8 activation levels and packed
-   * integer dot products (mvq.comp) where the device has them: true (default) every product over a
-   * norm's output or the routed SwiGLU, 'experts' the routed experts only, false none (the f32
-   * matvecs; the CLI reads Q36_VK_MVQ=0|1|experts, for measurements)
+   * integer dot products (mvq.comp): true every product over a norm's output or the routed SwiGLU
+   * wherever the device has the packed dot, 'experts' the routed experts only, false none (the f32
+   * matvecs). Default: every product where the packed 4×8-bit signed dot is accelerated
+   * (integerDotAccelerated), none where the driver only emulates it (Vulkan 1.3 makes the feature
+   * mandatory: RADV reports it on GFX10, where it is slower than the f32 matvecs). The CLI reads
+   * Q36_VK_MVQ=0|1|experts, for measurements.
    */
   vkMvq?: boolean | 'experts';
   /**

@@ -4,7 +4,7 @@
  * speed and memory measurements); `tiny` has tinyA's (for tests).
  */
 import * as fs from 'node:fs';
-import { GgmlType, kv, rowBytes, typeInfo, writeGguf, type GgufValue, type TensorSpec } from '../gguf/index.js';
+import { GgmlType, ggufHeader, kv, rowBytes, typeInfo, writeGguf, type GgufValue, type TensorSpec } from '../gguf/index.js';
 import { ARCH, requiredTensors, type ModelShape } from './shape.js';
 import { layerOf } from './schema.js';
 import { Rng, fillRandom, seedFor, type FloatInit } from './synth.js';
@@ -139,6 +139,11 @@ export interface MakeModelOptions {
   chatTemplate?: string;
   /** called after each tensor with bytes written so far */
   progress?: (done: number, total: number, name: string) => void;
+  /**
+   * Only the header: the tensor data left as a hole of the full size (zeros when read), written in
+   * milliseconds. For tests that plan with a full-size file's tensor table, never for running.
+   */
+  headerOnly?: boolean;
 }
 
 export function shapeOf(g: Geometry): ModelShape {
@@ -192,6 +197,13 @@ export function makeModel(o: MakeModelOptions): { bytes: number; tensors: number
   ];
   if (o.chatTemplate) metadata.push(['tokenizer.chat_template', kv.str(o.chatTemplate)]);
 
+  if (o.headerOnly) {
+    const { header, sizes, alignment } = ggufHeader({ metadata, tensors });
+    const end = header.byteLength + sizes.reduce((a, n) => a + Math.ceil(n / alignment) * alignment, 0);
+    const fd = fs.openSync(o.out, 'w');
+    try { fs.writeSync(fd, header, 0, header.byteLength, 0); fs.ftruncateSync(fd, end); } finally { fs.closeSync(fd); }
+    return { bytes: end, tensors: tensors.length };
+  }
   const CHUNK = 16 << 20;
   let total = 0;
   for (const t of tensors) total += rowBytes(t.type, t.shape[0]) * t.shape.slice(1).reduce((a, b) => a * b, 1);

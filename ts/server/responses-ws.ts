@@ -133,6 +133,7 @@ export function registerResponsesWs(app: FastifyInstance, ctx: ServerContext, st
 
       onJsonFrames(socket, {
         onFrame: handle,
+        keepAliveMs: ctx.keepAliveMs,
         onError: (e) => {
           const err = e instanceof ApiError ? e : new ApiError('internal', (e as Error).message);
           send(errorEvent(err, (e as { streamId?: string }).streamId));

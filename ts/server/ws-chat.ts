@@ -15,6 +15,7 @@ import { ApiError, isObj } from './errors.js';
 import { toolsFromOpenAI } from './convert.js';
 import type { ServerContext } from './context.js';
 import { executeTurn, prepareTurn } from './turn.js';
+import { KEEP_ALIVE_MS } from './sse.js';
 import { MAX_JSON_DEPTH, parseJsonBody } from './validate.js';
 
 type Obj = Record<string, unknown>;
@@ -27,9 +28,14 @@ export const WS_MAX_FRAME = 8 << 20;
 /**
  * The frame policy both WebSocket protocols share: text frames of JSON (nesting bounded like
  * HTTP bodies) go to onFrame; a binary frame is an error and closes the socket (1008); any error
- * goes to onError and the socket stays open; a close ends what the connection started.
+ * goes to onError and the socket stays open; a close ends what the connection started. A ping
+ * frame every keepAliveMs (the protocol's own keep-alive, answered by every client's WebSocket
+ * stack) keeps idle-timeout proxies and clients from dropping the connection while a long prompt
+ * is prefilled before the first frame of an answer.
  */
-export function onJsonFrames(socket: WebSocket, o: { onFrame(value: unknown): void; onError(e: unknown): void; onClose(): void }): void {
+export function onJsonFrames(socket: WebSocket, o: { onFrame(value: unknown): void; onError(e: unknown): void; onClose(): void; keepAliveMs?: number }): void {
+  const ping = setInterval(() => { if (socket.readyState === socket.OPEN) socket.ping(); }, o.keepAliveMs ?? KEEP_ALIVE_MS);
+  ping.unref();
   socket.on('message', (data: Buffer, isBinary: boolean) => {
     try {
       if (isBinary) {
@@ -43,7 +49,7 @@ export function onJsonFrames(socket: WebSocket, o: { onFrame(value: unknown): vo
     }
   });
   socket.on('error', () => { /* a broken connection is its own close */ });
-  socket.on('close', () => o.onClose());
+  socket.on('close', () => { clearInterval(ping); o.onClose(); });
 }
 
 /** The fields of a client frame, checked; an ApiError names the first bad one. */
@@ -158,6 +164,6 @@ export async function registerWsChat(app: FastifyInstance, ctx: ServerContext): 
       }
     };
 
-    onJsonFrames(socket, { onFrame: (m) => handle(checkFrame(m)), onError: fail, onClose: () => busy?.abort() });
+    onJsonFrames(socket, { onFrame: (m) => handle(checkFrame(m)), onError: fail, onClose: () => busy?.abort(), keepAliveMs: ctx.keepAliveMs });
   });
 }

@@ -65,6 +65,7 @@ export const KERNELS = {
   attn_tile: k({ name: 'attn_tile', bindings: ['QG', 'Kc', 'Vc', 'P', 'ML', 'PARAMS'], push: ['nHead', 'nHeadKv', 'hd', 'kRowBytes', 'vRowBytes', 'qStride', 'scale:f32', 'nBlk', 'blk', 't0', 'nTok', 'tq'], local: 256 }),
   attn_merge: k({ name: 'attn_merge', bindings: ['P', 'ML', 'QG', 'O', 'PARAMS'], push: ['nHead', 'hd', 'nBlk', 'qStride', 'blk', 't0', 'grow', '_'], local: 1024 }),
   steer: k({ name: 'steer', bindings: ['Y', 'STEER'], push: ['n', 'dOffset', 's:f32', '_'], local: 256 }),
+  subgroup_probe: k({ name: 'subgroup_probe', bindings: ['O'], push: [], local: 256 }),
   router: k({ name: 'router', bindings: ['R', 'IDS', 'WTS'], push: ['nExpert', 'K'], local: 64 }),
   swiglu: k({ name: 'swiglu', bindings: ['G', 'U'], push: ['n'], local: 256, per: 256 }),
   moe_tiles: k({ name: 'moe_tiles', bindings: ['IDS', 'LIST', 'TILES'], push: ['nPairs', 'nExpert', 'BN', '_'], local: 1024 }),

@@ -6,30 +6,31 @@
  * behaviour and payload as the CPU engine.
  */
 import * as fs from 'node:fs';
-import { GgmlType, rowBytes, type GgufFile, type TensorInfo } from '../../gguf/index.js';
+import { GgmlType, type GgufFile, type TensorInfo } from '../../gguf/index.js';
 import { Core } from '../../core/wasm.js';
 import { QuantKernels } from '../../core/quant.js';
 import type { ModelShape } from '../../model/shape.js';
 import type { Tokenizer } from '../../tokenizer/tokenizer.js';
 import { loadAddon, type VkDevice } from '../../vk/addon.js';
-import { KV_TYPE_IDS } from '../common.js';
 import { openModel } from '../open-model.js';
-import { kvBytesPerToken, recurrentStateBytes, stateSizes } from '../payload.js';
+import { kvBytesPerToken, recurrentStateBytes } from '../payload.js';
 import { BaseSession } from '../session-base.js';
 import type { BatchItem, Engine, EngineOptions, KvType, SampleOptions, Session } from '../types.js';
 import { VkSessionState } from './session-state.js';
 import type { MatvecOpts, OutputOwner, RecordedStep, VkHost } from './host.js';
-import { VkExpertStream, slotLayout, splitSlots, tilesFor, type SlotLayout } from './expert-stream.js';
-import { isRoutedExpert, layerOf } from '../../model/schema.js';
-import { minExpertSlots, type ExpertStats } from '../expert-cache.js';
+import { VkExpertStream, tilesFor } from './expert-stream.js';
+import type { ExpertStats } from '../expert-cache.js';
 import { modelIdentity } from '../../model/fingerprint.js';
 import { deviceProblem, shapeProblem } from './limits.js';
-import { DEFAULT_KV, MAX_BATCH_ROWS, STREAMING, vulkanChunk } from '../defaults.js';
-import { BatchSteps, batchProblem } from './batch-step.js';
-import { scratchBytes, scratchTable, type ScratchBuffer } from './scratch.js';
+import { probeSubgroups } from './subgroup-probe.js';
+import { mvqChoice } from './features.js';
+import { DEFAULT_KV, MAX_BATCH_ROWS } from '../defaults.js';
+import { BatchSteps } from './batch-step.js';
+import type { ScratchBuffer } from './scratch.js';
+import { describePlan, planMemory, planScratch, streamedTensors, type MemoryPlan, type StreamPlan } from './memory-plan.js';
 import { recordTopK } from './step.js';
 import { OpList, moePairs, Pipelines, TOPK_MAX, gridBlob, matvecOp, mvqTakes } from './graph.js';
-import { MATVEC, VkWeights, copiedBytesEstimate, readBytes, type DevTensor, type WeightMode } from './weights.js';
+import { MATVEC, VkWeights, readBytes, type DevTensor, type WeightMode } from './weights.js';
 
 export { TOPK_MAX };
 
@@ -88,7 +89,9 @@ export class VkEngine implements Engine, VkHost {
   /** the tiled prefill matmuls on the matrix units (mmc): on, or why not */
   readonly coopmat: boolean;
   private readonly coopmatWhy: string;
-  private streamPlan?: { slots: number[]; fullLayers: number; layout: SlotLayout; budget?: number };
+  private readonly streamPlan?: StreamPlan;
+  /** what the device was planned to hold (memory-plan.ts) */
+  readonly plan: MemoryPlan;
   stream?: VkExpertStream;
 
   /** wall milliseconds spent in dev.run (submit to fence) since the engine opened, for benchmarks */
@@ -138,32 +141,29 @@ export class VkEngine implements Engine, VkHost {
     // a memory limit stands in for the device's memory everywhere the engine plans with it
     this.info = limit === undefined ? info : { ...info, deviceLocalBytes: limit };
     this.deviceBytes = info.deviceLocalBytes;
-    this.mvq = info.integerDot && options.vkMvq !== false;
-    this.mvqDense = this.mvq && options.vkMvq !== 'experts';
+    const mvq = mvqChoice(info, options.vkMvq);
+    this.mvq = mvq !== 'none';
+    this.mvqDense = mvq === 'all';
     const mmc = addon.shaderNames().includes('mmc_q8_0');
     this.coopmat = info.coopmat && mmc && options.vkCoopmat !== false;
     this.coopmatWhy = this.coopmat ? `matrix units (mmc: each operand as two f16, f32 sums; ${info.coopmatShapes.split('; ').length} subgroup shapes listed)`
       : `f32 tiles (mm): ${!info.coopmat ? (info.coopmatShapes ? `the device's matrix shapes lack 16x16x16 f16->f32 (${info.coopmatShapes})` : 'the device has no usable matrix units (VK_KHR_cooperative_matrix, 32-lane subgroups)') : !mmc ? 'this build has no matrix-core kernels (bash scripts/glslc-coopmat.sh, then npm run build)' : 'Q36_VK_COOPMAT=0'}`;
-    // the prefill step follows the device's memory unless the caller chose one
-    this.chunk = options.chunk ?? vulkanChunk(this.info);
-    // all-position logits (test vectors, log-probabilities) for as many rows of a step as 64 MiB
-    // holds: a whole 512-token step of a 248K vocabulary would take 485 MiB (67 rows fit)
-    this.logitsRows = Math.max(1, Math.min(this.chunk, Math.floor((64 << 20) / (s.nVocab * 4))));
-    // batched decode steps: one PARAMS row per session at the device's binding alignment
-    this.paramWords = Math.max(4, this.info.minStorageBufferOffsetAlignment / 4);
-    const want = Math.floor(options.batchRows ?? 1);
-    if (!(want >= 1)) throw new Error(`batchRows must be a positive integer (got ${options.batchRows})`);
-    const rows = Math.min(want, MAX_BATCH_ROWS, this.chunk, this.logitsRows);
-    this.streaming = options.streamExperts === true;
-    this.batchIssue = rows > 1 ? (this.streaming ? 'SSD streaming loads each session\'s experts per step' : batchProblem(this.info)) : undefined;
-    this.batchRows = this.batchIssue ? 1 : rows;
-    this.sessionBytes = this.sessionSize();
     let fd = -1;
+    let plan: MemoryPlan;
+    try {
+      this.checkDevice();
+      // memory-plan.ts: what the device holds, decided before anything is allocated
+      plan = planMemory(this.file, s, options, this.info);
+    } catch (e) {
+      this.dev.dispose();
+      throw e;
+    }
+    ({ chunk: this.chunk, logitsRows: this.logitsRows, paramWords: this.paramWords, batchRows: this.batchRows, batchIssue: this.batchIssue, streaming: this.streaming, sessionBytes: this.sessionBytes } = plan);
+    this.streamPlan = plan.stream;
+    this.plan = plan;
     try {
       this.fd = fd = fs.openSync(options.model, 'r');
-      const { mode, auto } = this.weightMode();
-      this.checkBudget(mode);
-      this.loadWeights(mode, auto);
+      this.loadWeights(plan.mode, plan.auto);
       this.allocScratch();
       this.startStreaming();
     } catch (e) {
@@ -176,92 +176,13 @@ export class VkEngine implements Engine, VkHost {
     this.embd = { t: et, data: et.nbytes <= 256 << 20 ? readBytes(this.fd, et, 0, et.nbytes) : undefined };
   }
 
-  private sessionSize(): number {
-    const s = this.shape, st = stateSizes(s), ctx = this.options.ctx;
-    let b = ctx * (s.nRot / 2) * 8;
-    for (const r of s.recurrent) b += r ? st.convBytes + st.ssmBytes : ctx * (rowBytes(KV_TYPE_IDS[this.kv.k], st.kvDim) + rowBytes(KV_TYPE_IDS[this.kv.v], st.kvDim));
-    return b;
-  }
-
-  /**
-   * Zero-copy import of the file (weights.ts) where the GPU shares host memory and the driver can
-   * import it; upload to device-local memory otherwise (on a discrete GPU imported memory would be
-   * read across PCIe every token). vkWeights (--vk-weights, Q36_VK_WEIGHTS) overrides; auto: nobody chose.
-   */
-  private weightMode(): { mode: WeightMode; auto: boolean } {
-    const want = this.options.vkWeights ?? 'auto';
-    if (!['auto', 'import', 'upload'].includes(want)) throw new Error(`vkWeights must be auto, import or upload (got "${want}")`);
-    const canImport = this.info.externalMemoryHost && this.info.importAlignment > 0;
-    if (want === 'import' && !canImport) throw new Error(`--vk-weights import: ${this.info.name} does not support VK_EXT_external_memory_host`);
-    if (want === 'auto') return { mode: canImport && this.info.unifiedMemory ? 'import' : 'upload', auto: true };
-    return { mode: want, auto: false };
-  }
-
-  /** Refuses, with numbers, a configuration that cannot fit the device. */
-  private checkBudget(mode: WeightMode): void {
+  /** Refuses a device the kernels cannot run on, or whose subgroups do not run as it reports them. */
+  private checkDevice(): void {
     const info = this.info;
     const devIssue = deviceProblem(info, this.shape);
     if (devIssue) throw new Error(`${info.name}: ${devIssue} (use --cpu)`);
-    // imported weights live in the page cache, not in device allocations
-    const full = this.streaming ? Math.min(this.options.expertFullLayers ?? 0, this.shape.nLayer) : 0;
-    const w = copiedBytesEstimate(this.file, this.shape, mode, this.streaming ? this.streamed(full) : undefined);
-    const scratch = this.scratchEstimate();
-    const n = this.options.sessions ?? 1, sessions = n * this.sessionBytes;
-    const total = w + scratch + sessions;
-    if (this.streaming) {
-      // the cache takes what the device can give now: VK_EXT_memory_budget's budget where the
-      // driver has it (other processes' use counted), else the heap size; --vk-memory-limit wins
-      const budget = this.options.vkMemoryLimit === undefined && info.memoryBudgetBytes > 0 ? Math.min(info.deviceLocalBytes, info.memoryBudgetBytes) : undefined;
-      this.planStreaming({ left: (budget ?? info.deviceLocalBytes) * 0.95 - total, weights: w, scratch, sessions, full, budget });
-      return;
-    }
-    if (total > info.deviceLocalBytes * 0.95) {
-      throw new Error(`model does not fit ${info.name}: weights ${(w / 2 ** 30).toFixed(2)} GiB + KV/state ${(sessions / 2 ** 30).toFixed(2)} GiB (ctx ${this.options.ctx}${n > 1 ? ` × ${n} sessions` : ''}) + scratch ${(scratch / 2 ** 30).toFixed(2)} GiB > ${(info.deviceLocalBytes / 2 ** 30).toFixed(2)} GiB device memory${this.options.vkMemoryLimit !== undefined ? ' (--vk-memory-limit)' : ''}: lower --ctx${n > 1 ? ' or --batched-session' : ''}, use -ctk q8_0 -ctv q4_0${scratch > this.sessionBytes ? ` or a smaller prefill chunk (${this.chunk} tokens)` : ''}, or stream the routed experts from the file (--ssd-streaming)`);
-    }
-  }
-
-  /** SSD streaming: the routed-expert tensors left out of the resident weights (layers ≥ full). */
-  private streamed(full: number): (name: string) => boolean {
-    return (name) => isRoutedExpert(name) && layerOf(name) >= full;
-  }
-
-  /**
-   * The expert cache's size in slots: as asked (expertCacheSlots, or expertCacheMiB), else 80% of
-   * the memory left after the resident weights, KV/state and scratch; at most every streamed
-   * expert, at least one layer's (a prefill chunk may route to all of them). Refuses, naming the
-   * numbers, what cannot work.
-   */
-  private planStreaming(o: { left: number; weights: number; scratch: number; sessions: number; full: number; budget?: number }): void {
-    const s = this.shape, o2 = this.options, MiB = (b: number) => `${(b / 2 ** 20).toFixed(1)} MiB`;
-    if (!(Number.isInteger(o.full) && o.full >= 0)) throw new Error(`expertFullLayers must be a whole number of layers (got ${o2.expertFullLayers})`);
-    const min = minExpertSlots({ ...s, fullLayers: o.full, chunk: this.chunk });
-    const ask = o2.expertCacheSlots !== undefined ? { slots: o2.expertCacheSlots } : { bytes: o2.expertCacheMiB !== undefined ? o2.expertCacheMiB * 2 ** 20 : Math.max(0, STREAMING.cacheFraction * o.left) };
-    // slots of each layer's own size where the cache holds a layer's worth of each size, else
-    // one size for all (the largest: the smallest cache that still works)
-    let layout = slotLayout(this.file, s, o.full);
-    let slots = splitSlots(layout.classes, s.nExpert, min, ask);
-    if (layout.classes.length > 1 && slots.some((n) => n < min)) {
-      layout = slotLayout(this.file, s, o.full, true);
-      slots = splitSlots(layout.classes, s.nExpert, min, ask);
-    }
-    const { classes } = layout;
-    const cost = (n: number[]) => n.reduce((a, k, i) => a + k * classes[i].slotBytes, 0);
-    const total = slots.reduce((a, b) => a + b, 0), bytes = cost(slots);
-    const asked = o2.expertCacheSlots !== undefined ? bytes : o2.expertCacheMiB !== undefined ? o2.expertCacheMiB * 2 ** 20 : undefined;
-    const need = classes.map(() => min), needBytes = cost(need), needSlots = min * classes.length;
-    const used = `${MiB(o.weights)} of resident weights${o.full ? ` (with layers 0-${o.full - 1}'s experts)` : ''}, ${MiB(o.sessions)} of KV/state and ${MiB(o.scratch)} of scratch`;
-    if (slots.some((n) => n < min)) {
-      const per = classes.length > 1 ? ` (one layer's worth in each of ${classes.length} slot sizes)` : '';
-      if (asked !== undefined && asked <= o.left) {
-        throw new Error(`an expert cache of ${total} slots (${MiB(asked)} asked) cannot hold one layer's experts: need ${needSlots} expert slots = ${MiB(needBytes)}${per} (raise --ssd-streaming-cache-experts)`);
-      }
-      throw new Error(`${this.info.name}: ${MiB(Math.max(0, o.left))} of device memory left after ${used}${o.full ? ` (--ssd-streaming-full-layers ${o.full})` : ''}; ` +
-        `the expert cache needs at least ${needSlots} slots = ${MiB(needBytes)}, one layer's experts${per}${o.full ? ': lower --ssd-streaming-full-layers' : ''}, lower --ctx or use -ctk q8_0 -ctv q4_0`);
-    }
-    if (bytes > o.left) {
-      throw new Error(`an expert cache of ${total} slots = ${MiB(bytes)} does not fit ${this.info.name}: ${MiB(Math.max(0, o.left))} left after ${used}`);
-    }
-    this.streamPlan = { slots, fullLayers: o.full, layout, budget: o.budget };
+    const sg = probeSubgroups(this.dev, this.pipes);
+    if (sg.problem) throw new Error(`${info.name}: its subgroups do not run as it reports them (${sg.problem}), so the kernels would compute something else${/llvmpipe/i.test(info.name) ? ' (lavapipe runs at most 16 lanes: LP_NATIVE_VECTOR_WIDTH above 512 is not supported)' : ''} (use --cpu)`);
   }
 
   /** The slot pool, the streamed experts' views of it, and the warm start (after the weights: the plan knows their size). */
@@ -321,17 +242,13 @@ export class VkEngine implements Engine, VkHost {
 
   /** The scratch buffers (scratch.ts): the budget counts exactly what allocScratch creates. */
   private scratch(): ScratchBuffer[] {
-    return scratchTable(this.shape, { T: this.chunk, ctx: this.options.ctx, logitsRows: this.logitsRows, steering: !!this.options.steering, unified: this.info.unifiedMemory, batch: this.batchRows, paramWords: this.paramWords, streaming: this.streaming });
-  }
-
-  private scratchEstimate(): number {
-    return scratchBytes(this.scratch());
+    return planScratch(this.shape, this.options, this.info, { chunk: this.chunk, logitsRows: this.logitsRows, batchRows: this.batchRows, paramWords: this.paramWords, streaming: this.streaming });
   }
 
   /** Loads the weights; an automatic import that the driver refuses falls back to upload. */
   private loadWeights(mode: WeightMode, auto: boolean): void {
     const load = (m: WeightMode) => {
-      const w = new VkWeights({ dev: this.dev, file: this.file, fd: this.fd, shape: this.shape, q: this.q, mode: m, maxBinding: this.maxBinding(), skip: this.streamPlan && this.streamed(this.streamPlan.fullLayers) });
+      const w = new VkWeights({ dev: this.dev, file: this.file, fd: this.fd, shape: this.shape, q: this.q, mode: m, maxBinding: this.maxBinding(), skip: this.streamPlan && streamedTensors(this.streamPlan.fullLayers) });
       try { w.load(); } catch (e) { w.free(); throw e; }
       return w;
     };
@@ -541,10 +458,11 @@ export class VkEngine implements Engine, VkHost {
         (this.w.importedBytes ? `, ${(this.w.importedBytes / 2 ** 20).toFixed(1)} MiB of the file bound in place (zero-copy)` : '') +
         (this.importError ? ` (zero-copy import failed: ${this.importError})` : ''),
       ...(this.stream ? [this.describeStreaming()] : []),
+      describePlan(this.plan, this.info, this.options.sessions ?? 1),
       `kv cache  ${this.kv.k}/${this.kv.v}: ${kvTok} B/token, ${(kvTok * this.options.ctx / 2 ** 20).toFixed(1)} MiB for ctx ${this.options.ctx}`,
       `deltanet  state ${(recurrentStateBytes(this.shape) / 2 ** 20).toFixed(1)} MiB per session; scratch ${(this.scratchBytes / 2 ** 20).toFixed(1)} MiB`,
       // which decode products run over int8 activation levels (mvq): recorded numbers depend on it
-      `matvecs   decode over int8 activation levels (mvq): ${this.mvqDense ? 'every product over a norm or the routed SwiGLU' : this.mvq ? 'the routed experts only (Q36_VK_MVQ=experts)' : this.info.integerDot ? 'none (Q36_VK_MVQ=0)' : 'none (the device has no packed integer dot products)'}`,
+      `matvecs   decode over int8 activation levels (mvq): ${this.mvqDense ? 'every product over a norm or the routed SwiGLU' : this.mvq ? 'the routed experts only (Q36_VK_MVQ=experts)' : this.options.vkMvq === false ? 'none (Q36_VK_MVQ=0)' : this.info.integerDot ? 'none: the device emulates the packed int8 dot (f32 matvecs; Q36_VK_MVQ=1 forces it)' : 'none (the device has no packed integer dot products)'}${this.mvq ? (this.info.integerDotAccelerated ? ', packed int8 dot accelerated' : ', packed int8 dot emulated (Q36_VK_MVQ)') : ''}`,
       `prefill   matmuls on ${this.coopmatWhy}`,
       ...((this.options.batchRows ?? 1) > 1 ? [this.batchIssue ? `batched   not available: ${this.batchIssue} (sessions take turns)` : `batched   decode steps of up to ${this.batchRows} sessions`] : []),
     ].join('\n');

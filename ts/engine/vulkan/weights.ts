@@ -345,19 +345,21 @@ export function readBytes(fd: number, t: TensorInfo, start: number, len: number)
 }
 
 /**
- * Bytes load() will copy into device memory (for the budget check before loading): everything in
- * upload mode; float weights and stack candidates in import mode. Floats count as F32. Skipped
- * tensors (streamed experts) are not loaded at all.
+ * The weights' bytes before loading (memory-plan.ts): those load() copies into device memory
+ * (everything in upload mode; float weights and stack candidates in import mode; floats count as
+ * F32) and those it imports from the file (zero-copy: the file's pages, pinned for the GPU; on
+ * unified memory they take the same memory, and on amdgpu the same TTM limit, as the
+ * allocations). Skipped tensors (streamed experts) are not loaded at all.
  */
-export function copiedBytesEstimate(file: GgufFile, shape: ModelShape, mode: WeightMode, skip?: (name: string) => boolean): number {
+export function weightBytesEstimate(file: GgufFile, shape: ModelShape, mode: WeightMode, skip?: (name: string) => boolean): { copied: number; imported: number } {
   const stacked = new Set(STACKS.flatMap((st) => st.parts));
-  let w = 0;
+  let copied = 0, imported = 0;
   for (const r of deviceTensors(shape)) {
     if (skip?.(r.name)) continue;
     const t = file.tensorByName.get(r.name)!;
     const float = r.types === 'float';
-    if (mode === 'import' && !float && !stacked.has(r.name.replace(/^blk\.\d+\./, ''))) continue;
-    w += float ? t.rows * t.rowElems * 4 : t.nbytes;
+    if (mode === 'import' && !float && !stacked.has(r.name.replace(/^blk\.\d+\./, ''))) { imported += t.nbytes; continue; }
+    copied += float ? t.rows * t.rowElems * 4 : t.nbytes;
   }
-  return w;
+  return { copied, imported };
 }
