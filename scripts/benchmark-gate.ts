@@ -4,13 +4,13 @@
  * decode rate falls below a floor (default 0.9) of the baseline; --record measures a new baseline.
  *
  *   npm run benchmark-gate -- -m MODEL [--baseline docs/baselines/NAME.csv] [--floor 0.9] [--vk-device N]
- *   npm run benchmark-gate -- -m MODEL --record docs/baselines/NAME.csv [--bench "ARGS"] [--env "Q36_X=V …"] [--device REGEX]
+ *   npm run benchmark-gate -- -m MODEL --record docs/baselines/NAME.csv [--bench="ARGS"] [--env="Q36_X=V …"] [--device REGEX]
  *
  * Without --baseline, the file in docs/baselines/ whose "# device:" matches this machine's Vulkan
  * device (with no "# env:" settings) is used. Exit: 0 passed (or recorded), 1 below the floor,
  * 2 a usage, baseline or run error. docs/baselines/README.md documents the format.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -18,11 +18,12 @@ import { parseArgs } from 'node:util';
 import { compareToBaseline, gateReport, parseBaseline, type Baseline, type BaselineRow } from '../ts/bench/gate.js';
 import { ROOT } from '../ts/paths.js';
 
-const DEFAULT_BENCH = '--ctx-start 2048 --ctx-max 32768 --step-mul 4 --gen-tokens 64';
+// (a 2048-token warm-up first: the first steps of a process pay for pipeline creation)
+const DEFAULT_BENCH = '--ctx-start 2048 --ctx-max 32768 --step-mul 4 --gen-tokens 64 --warmup 2048';
 const BASELINES = path.join(ROOT, 'docs', 'baselines');
 
 const HELP = `usage: npm run benchmark-gate -- -m MODEL [--baseline docs/baselines/NAME.csv] [--floor 0.9] [--vk-device N]
-       npm run benchmark-gate -- -m MODEL --record FILE [--bench "ARGS" (${DEFAULT_BENCH})] [--env "Q36_X=V …"] [--device REGEX]
+       npm run benchmark-gate -- -m MODEL --record FILE [--bench="ARGS" (${DEFAULT_BENCH})] [--env="Q36_X=V …"] [--device REGEX]
 Runs q36-bench at the baseline's frontiers with its flags ("# bench:") and settings ("# env:") and
 fails (exit 1) when any prefill or decode rate is below the floor times the baseline's; without
 --baseline, the docs/baselines/ file whose "# device:" matches this machine's Vulkan device and that
@@ -47,7 +48,7 @@ function runBench(args: string[], env: Record<string, string>): Promise<Baseline
     p.on('close', (code) => {
       if (code !== 0) return reject(new Error(`q36-bench exited with status ${code}`));
       try {
-        resolve(parseBaseline(`# bench: ${args.join(' ')}\n${out}`, 'q36-bench output').rows);
+        resolve(parseBaseline(`# bench: (this run)\n${out}`, 'q36-bench output').rows);
       } catch (e) {
         reject(e);
       }
@@ -87,19 +88,23 @@ async function main(): Promise<number> {
 
   if (a.record) {
     if (a.baseline) throw new Usage('--record and --baseline are exclusive');
+    // checked before measuring (and the write below still refuses to replace a file)
+    if (fs.existsSync(a.record)) throw new Usage(`--record ${a.record}: the file exists (a baseline is never overwritten: record under a new name)`);
     const name = await deviceName(idx);
     const bench = (a.bench ?? DEFAULT_BENCH).trim();
     // the header lines are parsed back before anything is measured: a bad --bench or --env fails now
-    const head = [`# device: ^${(a.device ?? name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))}$`, `# bench: ${bench}`, ...(a.env ? [`# env: ${a.env}`] : [])];
-    const b0 = parseBaseline(`${head.join('\n')}\nfrontier,prefill_tps,decode_tps\n1,0,0\n`, '--record');
+    const lines0 = [`# device: ${a.device ?? `^${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`}`, `# bench: ${bench}`, ...(a.env ? [`# env: ${a.env}`] : [])];
+    const b0 = parseBaseline(`${lines0.join('\n')}\nfrontier,prefill_tps,decode_tps\n1,0,0\n`, '--record');
     const rows = await runBench(['-m', a.model, ...b0.benchArgs, ...dev], b0.env);
-    let commit = 'unknown';
-    try { commit = fs.readFileSync(path.join(ROOT, '.git', 'HEAD'), 'utf8').trim(); if (commit.startsWith('ref: ')) commit = fs.readFileSync(path.join(ROOT, '.git', commit.slice(5)), 'utf8').trim(); } catch { /* not a git checkout */ }
-    const text = [...head,
+    // the commit as git sees it (a copy without git, e.g. a shipped working tree: unknown)
+    const git = (...args: string[]) => spawnSync('git', ['-C', ROOT, ...args], { encoding: 'utf8' });
+    const head = git('rev-parse', '--short=12', 'HEAD'), dirty = git('status', '--porcelain', '--untracked-files=no');
+    const commit = head.status === 0 ? `${head.stdout.trim()}${dirty.stdout.trim() ? ' (with uncommitted changes)' : ''}` : 'unknown (not a git checkout)';
+    const text = [...lines0,
       `# machine: ${name}; ${os.cpus()[0]?.model ?? 'cpu'}; ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB RAM`,
       `# model: ${path.basename(a.model)} (${fs.statSync(a.model).size} bytes)`,
-      `# commit: ${commit.slice(0, 12)}`, `# date: ${new Date().toISOString()}`,
-      `# command: npm run benchmark-gate -- -m ${path.basename(a.model)} --record ${path.basename(a.record)} --bench "${bench}"${a.env ? ` --env "${a.env}"` : ''}`,
+      `# commit: ${commit}`, `# date: ${new Date().toISOString()}`,
+      `# command: npm run benchmark-gate -- -m ${path.basename(a.model)} --record ${path.basename(a.record)} --bench="${bench}"${a.env ? ` --env="${a.env}"` : ''}`,
       'frontier,prefill_tps,decode_tps', ...rows.map((r) => `${r.frontier},${r.prefillTps.toFixed(2)},${r.decodeTps.toFixed(2)}`), ''].join('\n');
     parseBaseline(text, a.record);
     fs.writeFileSync(a.record, text, { flag: 'wx' });

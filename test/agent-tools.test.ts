@@ -182,3 +182,35 @@ describe('commands', () => {
     }
   });
 });
+
+describe('the agent on SIGTERM / SIGHUP (#45 item 12)', () => {
+  // a process holding background processes as q36-agent does (the same Processes and the same
+  // signal handling, from the build), signalled as a supervisor or a closed terminal would
+  const DIST = path.resolve(__dirname, '..', 'dist', 'ts', 'agent');
+  const holder = `import { Processes } from ${JSON.stringify(path.join(DIST, 'tools.js'))};
+import { exitWithAgentOnSignals } from ${JSON.stringify(path.join(DIST, 'signals.js'))};
+const procs = new Processes();
+procs.start('sleep 300', process.cwd());
+exitWithAgentOnSignals(() => procs.stopAll());
+console.log([...procs.procs.values()][0].p.pid);
+setInterval(() => {}, 1000);`;
+  // any process of the group alive, zombies aside (a killed orphan waits for an init that may never reap it: in
+  // containers PID 1 is often not a reaping init)
+  const alive = (pgid: number) => fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d)).some((d) => {
+    let st: string;
+    try { st = fs.readFileSync(`/proc/${d}/stat`, 'utf8'); } catch { return false; }
+    const f = st.slice(st.lastIndexOf(')') + 2).split(' ');  // state, ppid, pgrp, …
+    return f[0] !== 'Z' && Number(f[2]) === pgid;
+  });
+  it.each([['SIGTERM', 143], ['SIGHUP', 129]] as const)('%s: the background processes go with it (exit %i)', async (sig, code) => {
+    const { spawn } = await import('node:child_process');
+    const p = spawn(process.execPath, ['--input-type=module', '-e', holder], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const pgid = await new Promise<number>((resolve) => p.stdout!.once('data', (d) => resolve(Number(String(d).trim()))));
+    expect(alive(pgid)).toBe(true);
+    const exited = new Promise<number | null>((resolve) => p.once('exit', (c) => resolve(c)));
+    p.kill(sig);
+    expect(await exited).toBe(code);
+    for (let i = 0; i < 50 && alive(pgid); i++) await new Promise((r) => setTimeout(r, 20));
+    expect(alive(pgid)).toBe(false);
+  });
+});

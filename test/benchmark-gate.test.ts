@@ -68,12 +68,12 @@ describe('npm run benchmark-gate (tinyA, lavapipe)', () => {
       expect(bad.stdout).toMatch(/benchmark gate FAILED: 2 of 4 below 0\.9 × the baseline/);
       expect(bad.status).toBe(1);
       const rec = path.join(dir, 'mine.csv');
-      const r = gate('--record', rec, '--bench', BENCH);
+      const r = gate('--record', rec, `--bench=${BENCH}`);
       expect(r.status, r.stderr).toBe(0);
       const b = parseBaseline(fs.readFileSync(rec, 'utf8'));
       expect(b.rows.map((x) => x.frontier)).toEqual([64, 128]);
-      expect(b.notes.join('\n')).toMatch(/machine: .*\ncommit: .*\ndate: 20\d\d-.*\ncommand: npm run benchmark-gate -- -m tinyA-q2\.gguf --record mine\.csv/);
-      expect(gate('--record', rec).stderr).toMatch(/EEXIST/);
+      expect(b.notes.join('\n')).toMatch(/machine: .*\nmodel: tinyA-q2\.gguf \(\d+ bytes\)\ncommit: .*\ndate: 20\d\d-.*\ncommand: npm run benchmark-gate -- -m tinyA-q2\.gguf --record mine\.csv/);
+      expect(gate('--record', rec).stderr).toMatch(/--record .*mine\.csv: the file exists/);
       expect(gate('--baseline', rec, '--floor', '0.05').status).toBe(0);
       expect(gate('--baseline', path.join(dir, 'none.csv')).stderr).toMatch(/benchmark-gate: --baseline .*none\.csv: ENOENT/);
       expect(gate('--floor', '2').status).toBe(2);

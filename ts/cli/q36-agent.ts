@@ -11,6 +11,7 @@ import * as path from 'node:path';
 import * as readline from 'node:readline';
 import { Agent, type AgentUi } from '../agent/agent.js';
 import { SessionStore } from '../agent/sessions.js';
+import { exitWithAgentOnSignals } from '../agent/signals.js';
 import { Workspace } from '../agent/workspace.js';
 import { AGENT_CTX } from '../engine/defaults.js';
 import { openEngine } from '../engine/index.js';
@@ -80,14 +81,7 @@ async function main(): Promise<number> {
   const store = new SessionStore(sessionsDir, (w) => process.stderr.write(`warning: ${w}\n`));
   const sampling = { temperature: num('--temp', a.temp, { min: 0 })!, topP: num('--top-p', a['top-p'], { min: 0, max: 1 })!, topK: num('--top-k', a['top-k'], { min: 0, int: true })!, minP: 0 };
   const agent = new Agent({ engine, workspace: ws, store, think: !a.nothink, sampling, maxTokens: num('--tokens', a.tokens, { min: 16, int: true })!, maxSteps: num('--max-steps', a['max-steps'], { min: 1, int: true })!, ui });
-  // SIGTERM / SIGHUP (a closed terminal, a supervisor): the background processes the agent
-  // started go with it instead of outliving it
-  const onSignal = (sig: NodeJS.Signals) => {
-    try { agent.dispose(); } catch { /* exiting anyway */ }
-    process.exit(sig === 'SIGHUP' ? 129 : 143);
-  };
-  process.once('SIGTERM', onSignal);
-  process.once('SIGHUP', onSignal);
+  exitWithAgentOnSignals(() => agent.dispose());
   agent.session.seed(num('--seed', a.seed, { int: true })!);
   try {
     if (!interactive) {
