@@ -141,10 +141,13 @@ describe('q36 download', () => {
     }
   });
 
-  it('the CLI downloads into gguf/, and names a clear error for unknown models or HTTP errors', async () => {
-    const cwd = tmpDir();
-    const run = (args: string[]) => new Promise<{ code: number; out: string; err: string }>((resolve) => {
-      const p = spawn(process.execPath, [path.join(ROOT, 'dist/ts/cli/q36.js'), 'download', ...args], { cwd, env: { ...process.env, HF_TOKEN: 'hf_from_env' } });
+  it('the CLI downloads into the model store (HOME/.q36/models, Q36_MODELS, --dir), and names a clear error for unknown models or HTTP errors', async () => {
+    const cwd = tmpDir(), home = tmpDir();
+    const run = (args: string[], extra: Record<string, string> = {}) => new Promise<{ code: number; out: string; err: string }>((resolve) => {
+      const env: NodeJS.ProcessEnv = { ...process.env, HF_TOKEN: 'hf_from_env', HOME: home, ...extra };
+      delete env.Q36_MODELS; delete env.Q36_MODEL;
+      Object.assign(env, extra);
+      const p = spawn(process.execPath, [path.join(ROOT, 'dist/ts/cli/q36.js'), 'download', ...args], { cwd, env });
       let out = '', err = '';
       p.stdout.on('data', (d) => (out += d));
       p.stderr.on('data', (d) => (err += d));
@@ -157,7 +160,13 @@ describe('q36 download', () => {
     const flagged = await run(['q2-imatrix', '--base-url', base, '--tokn', 'x']);
     expect(flagged.code).toBe(2);
     expect(flagged.err).toMatch(/unknown flag --tokn/);
-    expect(fs.readFileSync(path.join(cwd, 'gguf', MODELS['q2-imatrix'])).equals(BODY)).toBe(true);
+    expect(fs.readFileSync(path.join(home, '.q36', 'models', MODELS['q2-imatrix'])).equals(BODY)).toBe(true);
+    expect(ok.out).toContain(`downloaded ${path.join(home, '.q36', 'models', MODELS['q2-imatrix'])}`);
+    expect(fs.existsSync(path.join(cwd, 'gguf'))).toBe(false);
+    expect((await run(['q2-imatrix', '--base-url', base], { Q36_MODELS: path.join(cwd, 'store') })).code).toBe(0);
+    expect(fs.readFileSync(path.join(cwd, 'store', MODELS['q2-imatrix'])).equals(BODY)).toBe(true);
+    expect((await run(['q2-imatrix', '--base-url', base, '--dir', 'here'])).code).toBe(0);
+    expect(fs.readFileSync(path.join(cwd, 'here', MODELS['q2-imatrix'])).equals(BODY)).toBe(true);
     const bad = await run(['q9']);
     expect(bad.code).toBe(2);
     expect(bad.err).toMatch(/unknown model "q9"/);

@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { fixture } from './helpers.js';
@@ -37,7 +38,7 @@ describe('q36 --info', () => {
 
 describe('q36 --dump-tokens and --render', () => {
   const model = fixture('tinyA/tinyA-q2.gguf');
-  const ref = JSON.parse(require('node:fs').readFileSync(fixture('tinyA/reference.json'), 'utf8'));
+  const ref = JSON.parse(fs.readFileSync(fixture('tinyA/reference.json'), 'utf8'));
   it('--dump-tokens --json prints the HF ids for a reference text', () => {
     const c = ref.tokenizer_cases[2];
     const r = q36('-m', model, '--dump-tokens', '--json', '-p', c.text);
@@ -69,5 +70,21 @@ describe('q36 --dump-tokens and --render', () => {
     expect(r3.stderr).toMatch(/chat template: No messages provided/);
     require('node:fs').writeFileSync(m, '{not json');
     expect(q36('--render', '--messages-file', m).stderr).toMatch(/is not valid JSON/);
+  });
+});
+
+describe('--version on every command (#48 item 3)', () => {
+  const version = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')).version as string;
+  it.each(['q36', 'q36-server', 'q36-agent', 'q36-bench', 'q36-eval', 'q36-quantize', 'q36-imatrix'])('%s --version: one line, exit 0, also among other flags', (tool) => {
+    for (const args of [['--version'], ['-m', fixture('tinyA/tinyA-q2.gguf'), '--version']]) {
+      const r = spawnSync(process.execPath, [path.join(ROOT, `dist/ts/cli/${tool}.js`), ...args], { encoding: 'utf8', timeout: 30_000 });
+      expect(r.stdout, r.stderr).toBe(`${tool} ${version} (QuarkStar)\n`);
+      expect(r.status).toBe(0);
+    }
+  });
+  it('q36-bench names the flags it was given when the walk exceeds the model\'s context', () => {
+    const r = spawnSync(process.execPath, [path.join(ROOT, 'dist/ts/cli/q36-bench.js'), '--cpu', '-m', fixture('tinyA/tinyA-q2.gguf'), '--ctx-max', '32768'], { encoding: 'utf8', timeout: 30_000 });
+    expect(r.stderr).toMatch(/--ctx-max 32768 \+ --gen-tokens 128 \(\+1\) = 32897 tokens exceed the model's context length 4096: lower --ctx-max or --gen-tokens/);
+    expect(r.status).not.toBe(0);
   });
 });

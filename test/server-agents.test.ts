@@ -190,9 +190,20 @@ describe('Codex shapes (Responses API, openai SDK)', () => {
     expect(err.code).toBe('previous_response_not_found');
   });
 
-  it('input_image parts are accepted', async () => {
-    const r = await openai().responses.create({ model: 'x', max_output_tokens: 2, input: [{ role: 'user', content: [{ type: 'input_text', text: 'What is this?' }, { type: 'input_image', image_url: 'data:image/png;base64,iVBORw0KGgo=', detail: 'auto' }] }] });
-    expect(r.object).toBe('response');
+  it('images are refused by name in every API (no vision encoder); a tool result\'s image is named in its text', async () => {
+    const img = 'data:image/png;base64,iVBORw0KGgo=';
+    const e1 = await openai().responses.create({ model: 'x', max_output_tokens: 2, input: [{ role: 'user', content: [{ type: 'input_text', text: 'What is this?' }, { type: 'input_image', image_url: img, detail: 'auto' }] }] }).then(() => null, (e) => e);
+    expect([e1.status, e1.message]).toEqual([400, expect.stringMatching(/input\[0\]\.content\[1\] is an image: this model reads text only/)]);
+    const e2 = await openai().chat.completions.create({ model: 'x', max_tokens: 2, messages: [{ role: 'user', content: [{ type: 'text', text: 'What is this?' }, { type: 'image_url', image_url: { url: img } }] }] }).then(() => null, (e) => e);
+    expect([e2.status, e2.message]).toEqual([400, expect.stringMatching(/messages\[0\]\.content\[1\] is an image: this model reads text only/)]);
+    const e3 = await anthropic().messages.create({ model: 'x', max_tokens: 2, messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } }] }] }).then(() => null, (e) => e);
+    expect([e3.status, e3.message]).toEqual([400, expect.stringMatching(/an image block: this model reads text only/)]);
+    await anthropic().messages.create({ model: 'x', max_tokens: 2, tools: [{ name: 'shot', input_schema: { type: 'object' } }], messages: [
+      { role: 'user', content: 'Take a screenshot.' },
+      { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_img', name: 'shot', input: {} }] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_img', content: [{ type: 'text', text: 'done:' }, { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } }] }] },
+    ] });
+    expect(lastPrompt()).toContain('done:[an image was returned here: this model reads text only]');
   });
 });
 

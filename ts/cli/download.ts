@@ -15,14 +15,12 @@ import * as http from 'node:http';
 import * as https from 'node:https';
 import * as path from 'node:path';
 import { CliError } from './load-tokenizer.js';
+import { MODELS } from './model-store.js';
 
 export const HF_BASE = 'https://huggingface.co/Ninnix96/Qwen3.6-35B-A3B-gguf/resolve/main';
 
-export const MODELS: Record<string, string> = {
-  'q2-imatrix': 'Qwen3.6-35B-A3B-AntirezExperts-IQ2XXS-gateup-Q2K-down-Q8rest.gguf',
-  'q2-q4-imatrix': 'Qwen3.6-35B-A3B-Layers34-39Q4KExperts-OtherExpertLayersIQ2XXSGateUp-Q2KDown-Q8Rest-imatrix.gguf',
-  mtp: 'Qwen3.6-35B-A3B-MTP.gguf',
-};
+/** The files `q36 download NAME` fetches (model-store.ts names them for `q36 models` too). */
+export { MODELS };
 
 interface Response {
   status: number;

@@ -26,6 +26,15 @@ export interface EnvSettings {
   hfToken?: string;
   /** Q36_AGENT_SESSIONS: q36-agent's saved sessions (as --sessions-dir) */
   agentSessions?: string;
+  /** Q36_MODEL: the model file every command loads without -m */
+  modelFile?: string;
+  /** Q36_MODELS: the model store (q36 download writes there, q36 models lists it; default ~/.q36/models) */
+  modelStore?: string;
+}
+
+/** Only the model's location (Q36_MODEL, Q36_MODELS): read where option defaults are built, never throws. */
+export function modelEnv(env: NodeJS.ProcessEnv = process.env): Pick<EnvSettings, 'modelFile' | 'modelStore'> {
+  return { modelFile: env.Q36_MODEL || undefined, modelStore: env.Q36_MODELS || undefined };
 }
 
 export function readEnv(env: NodeJS.ProcessEnv = process.env): EnvSettings {
@@ -68,6 +77,7 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): EnvSettings {
   if (env.Q36_HF_BASE) out.hfBase = env.Q36_HF_BASE;
   if (env.HF_TOKEN) out.hfToken = env.HF_TOKEN;
   if (env.Q36_AGENT_SESSIONS) out.agentSessions = env.Q36_AGENT_SESSIONS;
+  Object.assign(out, modelEnv(env));
   return out;
 }
 

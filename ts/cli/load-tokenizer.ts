@@ -1,7 +1,8 @@
 /** Opens a GGUF's header and builds its tokenizer (no weights are read). */
 import * as fs from 'node:fs';
 import { readGguf, type GgufFile } from '../gguf/index.js';
-import { DEFAULT_MODEL } from '../paths.js';
+import { modelEnv } from './env.js';
+import { missingModelHint } from './model-store.js';
 import { Tokenizer } from '../tokenizer/tokenizer.js';
 
 export class CliError extends Error {
@@ -12,7 +13,8 @@ export class CliError extends Error {
 
 export function openModelHeader(path: string): GgufFile {
   if (!fs.existsSync(path)) {
-    throw new CliError(`model file "${path}" not found${path === DEFAULT_MODEL ? ' (pass -m FILE, or fetch it with: q36 download q2-imatrix)' : ''}`);
+    const hint = missingModelHint(path, modelEnv());
+    throw new CliError(`model file "${path}" not found${hint ? ` (${hint})` : ''}`);
   }
   try {
     return readGguf(path);

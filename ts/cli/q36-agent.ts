@@ -15,11 +15,12 @@ import { exitWithAgentOnSignals } from '../agent/signals.js';
 import { Workspace } from '../agent/workspace.js';
 import { AGENT_CTX } from '../engine/defaults.js';
 import { openEngine } from '../engine/index.js';
-import { DEFAULT_MODEL } from '../paths.js';
-import { readEnv } from './env.js';
+import { readEnv, modelEnv } from './env.js';
 import { CliError, openModelHeader } from './load-tokenizer.js';
 import { ENGINE_PARSE_OPTIONS, engineOptions, num, parseCliArgs } from './options.js';
 import { safeForTerminal } from './terminal.js';
+import { printVersionIfAsked } from './version.js';
+import { defaultModel } from './model-store.js';
 
 const HELP = `usage: q36-agent [--chdir DIR] [--yes] [-m MODEL] [--cpu|--vulkan] [--ctx N] [-ctk T -ctv T] [--tokens N] [--nothink]
                  [--temp T] [--seed S] [--sessions-dir DIR]
@@ -40,8 +41,9 @@ const COMMANDS = `commands:
 Ctrl+C stops a generation or a running tool; twice at the prompt exits.`;
 
 async function main(): Promise<number> {
+  if (printVersionIfAsked('q36-agent')) return 0;
   const a = parseCliArgs({
-    ...ENGINE_PARSE_OPTIONS, model: { type: 'string', short: 'm', default: DEFAULT_MODEL }, chdir: { type: 'string' },
+    ...ENGINE_PARSE_OPTIONS, model: { type: 'string', short: 'm', default: defaultModel(modelEnv()) }, chdir: { type: 'string' },
     'non-interactive': { type: 'boolean' }, prompt: { type: 'string', short: 'p' }, yes: { type: 'boolean' },
     'sessions-dir': { type: 'string' }, tokens: { type: 'string', default: '8192' }, 'max-steps': { type: 'string', default: '50' },
     nothink: { type: 'boolean' }, temp: { type: 'string', default: '0.6' }, 'top-p': { type: 'string', default: '0.95' }, 'top-k': { type: 'string', default: '20' },

@@ -9,10 +9,13 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { openEngine } from '../engine/index.js';
 import { kvBytesPerToken } from '../engine/payload.js';
-import { DEFAULT_MODEL, ROOT } from '../paths.js';
+import { ROOT } from '../paths.js';
 import { CSV_HEADER, expertLine, csvRow, frontierList, runFrontiers, tokenSequence } from '../bench/frontiers.js';
 import { CliError, openModelHeader } from './load-tokenizer.js';
 import { ENGINE_PARSE_OPTIONS, engineOptions, num, parseCliArgs } from './options.js';
+import { printVersionIfAsked } from './version.js';
+import { defaultModel } from './model-store.js';
+import { modelEnv } from './env.js';
 
 const HELP = `usage: q36-bench [--cpu|--vulkan] -m MODEL [--prompt-file F] --ctx-start N --ctx-max N [--step-incr N (default 2048) | --step-mul F]
                  [--gen-tokens 128] [-ctk f16|q8_0|q4_0] [-ctv f16|q8_0|q4_0] [--warmup N] [--vk-device N]
@@ -24,9 +27,10 @@ SSD streaming: --ssd-streaming [--ssd-streaming-cache-experts N|SIZE] [--ssd-str
 each row then adds "experts at N: …" on stderr (hit rate and MiB read, prefill and per decoded token).`;
 
 async function main(): Promise<number> {
+  if (printVersionIfAsked('q36-bench')) return 0;
   const a = parseCliArgs({
     ...ENGINE_PARSE_OPTIONS,
-    model: { type: 'string', short: 'm', default: DEFAULT_MODEL }, 'prompt-file': { type: 'string' },
+    model: { type: 'string', short: 'm', default: defaultModel(modelEnv()) }, 'prompt-file': { type: 'string' },
     'ctx-start': { type: 'string', default: '2048' }, 'ctx-max': { type: 'string', default: '32768' },
     'step-incr': { type: 'string' }, 'step-mul': { type: 'string' }, 'gen-tokens': { type: 'string', default: '128' },
     warmup: { type: 'string', default: '0' },
@@ -49,7 +53,10 @@ async function main(): Promise<number> {
   try { text = fs.readFileSync(promptFile, 'utf8'); } catch (e) { throw new CliError(`cannot read --prompt-file "${promptFile}": ${(e as NodeJS.ErrnoException).code}`); }
   const header = openModelHeader(a.model!);
   const ctx = max + gen + 1;
-  const eo = engineOptions(a.model!, { ...a, ctx: String(ctx) }, Number(header.metadata.get('qwen35moe.context_length')?.value ?? 262144));
+  const native = Number(header.metadata.get('qwen35moe.context_length')?.value ?? 262144);
+  // the context is sized from the flags the user gave: name those, not an internal --ctx
+  if (ctx > native) throw new CliError(`--ctx-max ${max} + --gen-tokens ${gen} (+1) = ${ctx} tokens exceed the model's context length ${native}: lower --ctx-max or --gen-tokens`);
+  const eo = engineOptions(a.model!, { ...a, ctx: String(ctx) }, native);
   let engine;
   try { engine = await openEngine(eo); } catch (e) { throw new CliError((e as Error).message); }
   try {

@@ -8,7 +8,6 @@
  *   q36-eval --self-test-extractors    (no model)
  */
 import { openEngine } from '../engine/index.js';
-import { DEFAULT_MODEL } from '../paths.js';
 import { EXTRACTOR_CORPUS, runCorpus } from '../eval/extractor-corpus.js';
 import { loadQuestions, type Question } from '../eval/questions.js';
 import { report, resultLine } from '../eval/report.js';
@@ -17,6 +16,9 @@ import { TraceWriter, regrade } from '../eval/trace.js';
 import { EvalTui } from '../eval/tui.js';
 import { CliError, loadTokenizer, openModelHeader } from './load-tokenizer.js';
 import { ENGINE_PARSE_OPTIONS, engineOptions, num, parseCliArgs } from './options.js';
+import { printVersionIfAsked } from './version.js';
+import { defaultModel } from './model-store.js';
+import { modelEnv } from './env.js';
 
 const HELP = `usage: q36-eval [-m MODEL] [--cpu|--vulkan] [--tokens N (16000)] [--nothink] [--questions N | --only IDS/CATEGORIES]
                 [--temp T (0.6)] [--seed S (1)] [--trace FILE] [--plain] [-ctk T -ctv T] [--vk-device N]
@@ -41,9 +43,10 @@ function select(all: Question[], a: { questions?: string; only?: string }): Ques
 }
 
 async function main(): Promise<number> {
+  if (printVersionIfAsked('q36-eval')) return 0;
   const a = parseCliArgs({
     ...ENGINE_PARSE_OPTIONS,
-    model: { type: 'string', short: 'm', default: DEFAULT_MODEL }, tokens: { type: 'string', default: '16000' },
+    model: { type: 'string', short: 'm', default: defaultModel(modelEnv()) }, tokens: { type: 'string', default: '16000' },
     nothink: { type: 'boolean' }, questions: { type: 'string' }, only: { type: 'string' },
     temp: { type: 'string', default: '0.6' }, 'top-p': { type: 'string', default: '0.95' }, 'top-k': { type: 'string', default: '20' },
     seed: { type: 'string', default: '1' }, trace: { type: 'string' }, plain: { type: 'boolean' },

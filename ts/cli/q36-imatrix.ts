@@ -11,6 +11,7 @@ import { collectImatrix } from '../quantize/imatrix-collect.js';
 import { writeImatrix } from '../quantize/imatrix-file.js';
 import { CliError } from './load-tokenizer.js';
 import { num } from './options.js';
+import { printVersionIfAsked } from './version.js';
 
 const HELP = `usage: q36-imatrix -m MODEL -f TEXT [-c 128] [--chunks N] -o OUT.imatrix
 Evaluates TEXT in chunks of -c tokens (each from an empty context, like llama-imatrix) on the CPU
@@ -19,6 +20,7 @@ input activations and the token counts (routed experts: per expert, the tokens r
 The file is llama.cpp's GGUF imatrix format: llama-quantize and q36-quantize both read it.`;
 
 async function main(): Promise<number> {
+  if (printVersionIfAsked('q36-imatrix')) return 0;
   let a;
   try {
     a = parseArgs({

@@ -17,6 +17,7 @@ import { quantizeModel } from '../quantize/quantize.js';
 import { OUTPUT_TYPES } from '../quantize/rows.js';
 import { CliError } from './load-tokenizer.js';
 import { num } from './options.js';
+import { printVersionIfAsked } from './version.js';
 
 const HELP = `usage: q36-quantize IN.gguf OUT.gguf --recipe q2|q2q4|q8_0 [--imatrix FILE] [--tensor-type PATTERN=TYPE]...
                     [--q4-layers A-B] [--threads N]
@@ -99,6 +100,7 @@ async function check(a: Record<string, unknown>, pos: string[]): Promise<number>
 }
 
 async function main(): Promise<number> {
+  if (printVersionIfAsked('q36-quantize')) return 0;
   let parsed;
   try {
     parsed = parseArgs({

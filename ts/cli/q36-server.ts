@@ -14,11 +14,12 @@ import { metaNumber } from '../gguf/index.js';
 import { openEngine } from '../engine/index.js';
 import { DEFAULT_KV, MAX_BATCH_ROWS } from '../engine/defaults.js';
 import { kvBytesPerToken, recurrentStateBytes } from '../engine/payload.js';
-import { DEFAULT_MODEL } from '../paths.js';
 import { buildApp, DEFAULT_CACHE_RAM_MIB } from '../server/app.js';
 import { CliError, openModelHeader } from './load-tokenizer.js';
 import { ENGINE_PARSE_OPTIONS, engineOptions, num, parseCliArgs } from './options.js';
-import { readEnv } from './env.js';
+import { readEnv, modelEnv } from './env.js';
+import { printVersionIfAsked } from './version.js';
+import { defaultModel } from './model-store.js';
 
 const HELP = `usage: q36-server [-m MODEL] [--cpu|--vulkan] [--host 127.0.0.1] [--port 8000] [--ctx N (default: 65536 or what fits)] [-ctk T -ctv T]
                   [--cors] [--allow-origin ORIGIN]... [--api-key KEY] [--trace FILE] [--log-level info]
@@ -46,9 +47,10 @@ export const LOG_LEVELS = ['error', 'warn', 'info', 'debug'] as const;
 type Level = (typeof LOG_LEVELS)[number];
 
 async function main(): Promise<number> {
+  if (printVersionIfAsked('q36-server')) return 0;
   const a = parseCliArgs({
     ...ENGINE_PARSE_OPTIONS,
-    model: { type: 'string', short: 'm', default: DEFAULT_MODEL }, host: { type: 'string', default: '127.0.0.1' }, port: { type: 'string', default: '8000' },
+    model: { type: 'string', short: 'm', default: defaultModel(modelEnv()) }, host: { type: 'string', default: '127.0.0.1' }, port: { type: 'string', default: '8000' },
     cors: { type: 'boolean' }, 'allow-origin': { type: 'string', multiple: true }, 'api-key': { type: 'string' }, trace: { type: 'string' },
     'log-level': { type: 'string', default: 'info' }, 'cache-ram': { type: 'string', default: String(DEFAULT_CACHE_RAM_MIB) }, 'max-queue': { type: 'string', default: '64' }, 'request-timeout': { type: 'string' },
     'tool-memory-max-ids': { type: 'string', default: '100000' }, 'disable-exact-tool-replay': { type: 'boolean' },

@@ -1,28 +1,32 @@
 #!/usr/bin/env node
 /**
- * q36: the QuarkStar command line. Modes: one-shot generation (-p), test vectors (--prompt-ids),
- * --info, --list-devices, --dump-tokens, --render. The interactive chat lands with the CLI issue.
+ * q36: the QuarkStar command line. Modes: the interactive chat, one-shot generation (-p), test
+ * vectors (--prompt-ids), --info, --list-devices, --doctor, --dump-tokens, --render; subcommands
+ * `download` and `models` (the model store).
  */
-import { readEnv } from './env.js';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { readEnv, modelEnv } from './env.js';
 import { defineCommand, runMain } from 'citty';
 import { metaNumber } from '../gguf/index.js';
-import { DEFAULT_MODEL } from '../paths.js';
 import { dumpTokens } from './dump-tokens.js';
 import { openEngineForCli, parsePromptIds, runGenerate } from './generate-cmd.js';
 import { runInfo } from './info.js';
 import { CliError, loadTokenizer, openModelHeader, promptText } from './load-tokenizer.js';
 import { ENGINE_ARGS, SAMPLING_ARGS, checkUnknownFlags, engineOptions, normalizeArgv, num, sampleOptions } from './options.js';
 import { renderFromFiles } from './render.js';
+import { printVersionIfAsked } from './version.js';
 import { runChat } from './chat/chat.js';
 import { download, MODELS } from './download.js';
 import { safeForTerminal } from './terminal.js';
 import { AbortError } from '../engine/common.js';
+import { defaultModel, listModels, storeDir } from './model-store.js';
 
 const main = defineCommand({
   // (args are checked against this list before parsing: unknown flags are errors)
   meta: { name: 'q36', description: 'QuarkStar: Qwen3.6-35B-A3B inference (WASM CPU reference + Vulkan). Without -p: interactive chat. Also: q36 download q2-imatrix | q2-q4-imatrix | mtp [--base-url URL]' },
   args: {
-    model: { type: 'string', alias: 'm', description: 'GGUF model file', default: DEFAULT_MODEL },
+    model: { type: 'string', alias: 'm', description: 'GGUF model file', default: defaultModel(modelEnv()) },
     prompt: { type: 'string', alias: 'p', description: 'one-shot prompt (rendered with the chat template)' },
     'prompt-file': { type: 'string', description: 'read the prompt from a file' },
     'prompt-ids': { type: 'string', description: 'raw token ids "1,2,3" or @file (no chat template): test-vector mode' },
@@ -122,11 +126,11 @@ const main = defineCommand({
 async function downloadCommand(argv: string[]): Promise<void> {
   const which = argv[0];
   const flag = (name: string) => { const i = argv.indexOf(name); return i >= 0 ? argv[i + 1] : undefined; };
-  const known = new Set(['--base-url', '--token']);
+  const known = new Set(['--base-url', '--token', '--dir']);
   const unknown = argv.slice(1).filter((x, i, all) => x.startsWith('-') && !known.has(x) && !known.has(all[i - 1]));
   if (!which || which.startsWith('-') || unknown.length) {
     if (unknown.length) console.error(`q36: download: unknown flag ${unknown[0]}`);
-    console.error(`usage: q36 download ${Object.keys(MODELS).join(' | ')} [--base-url URL] [--token HF_TOKEN]   (env: Q36_HF_BASE, HF_TOKEN)`);
+    console.error(`usage: q36 download ${Object.keys(MODELS).join(' | ')} [--dir DIR (the model store: Q36_MODELS, ~/.q36/models)] [--base-url URL] [--token HF_TOKEN]   (env: Q36_HF_BASE, HF_TOKEN)`);
     process.exitCode = 2;
     return;
   }
@@ -137,7 +141,7 @@ async function downloadCommand(argv: string[]): Promise<void> {
     let last = 0;
     const env = readEnv();
     const file = await download({
-      which, dir: 'gguf', baseUrl: flag('--base-url') ?? env.hfBase, token: flag('--token') ?? env.hfToken,
+      which, dir: flag('--dir') ?? storeDir(env), baseUrl: flag('--base-url') ?? env.hfBase, token: flag('--token') ?? env.hfToken,
       verifying: () => process.stderr.write('\nverifying SHA-256…'),
       progress: (done, total) => {
         const now = Date.now();
@@ -156,8 +160,27 @@ async function downloadCommand(argv: string[]): Promise<void> {
   }
 }
 
+/** q36 models: the model files in the store and in ./gguf, with sizes and download names. */
+function modelsCommand(argv: string[]): void {
+  if (argv.length) { console.error(`q36: models takes no arguments (got ${argv[0]}); the store is Q36_MODELS or ~/.q36/models`); process.exitCode = 2; return; }
+  let env;
+  try { env = readEnv(); } catch (e) { console.error(`q36: ${(e as Error).message}`); process.exitCode = 2; return; }
+  const def = defaultModel(env);
+  for (const { dir, models } of listModels(env)) {
+    console.log(`${dir}${models.length ? '' : ': no models'}`);
+    for (const m of models) {
+      console.log(`  ${(m.bytes / 2 ** 30).toFixed(2).padStart(7)} GiB  ${path.basename(m.file)}${m.name ? `  (${m.name})` : ''}${m.partial ? '  [unfinished download: q36 download resumes it]' : ''}${m.file === def ? '  [default]' : ''}`);
+    }
+  }
+  console.log(`default model: ${def}${fs.existsSync(def) ? '' : ' (missing: q36 download q2-imatrix)'}`);
+}
+
 const argv = normalizeArgv(process.argv.slice(2));
-if (argv[0] === 'download') {
+if (printVersionIfAsked('q36', argv)) {
+  // printed
+} else if (argv[0] === 'models') {
+  modelsCommand(argv.slice(1));
+} else if (argv[0] === 'download') {
   void downloadCommand(argv.slice(1));
 } else {
   try {

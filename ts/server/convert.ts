@@ -10,6 +10,9 @@ import { MAX_JSON_DEPTH, checkToolSchema, jsonDepth } from './validate.js';
 
 type Obj = Record<string, unknown>;
 
+/** Why image parts are refused (every API's error names the part). */
+export const NO_VISION = 'this model reads text only (no vision encoder): send the image as text (a description, OCR) or leave it out';
+
 function text(content: unknown, where: string): string | ContentPart[] | null {
   if (content === null || content === undefined) return null;
   if (typeof content === 'string') return content;
@@ -20,7 +23,7 @@ function text(content: unknown, where: string): string | ContentPart[] | null {
         if (typeof p.text !== 'string') throw new ApiError('invalid_request', `${where}.content[${i}].text must be a string`);
         return { type: 'text', text: p.text };
       }
-      if (p.type === 'image_url' || p.type === 'image') return { type: 'image' };
+      if (p.type === 'image_url' || p.type === 'image') throw new ApiError('invalid_request', `${where}.content[${i}] is an image: ${NO_VISION}`);
       throw new ApiError('invalid_request', `${where}.content[${i}] has unsupported type ${JSON.stringify(p.type)}`);
     });
   }
@@ -139,10 +142,12 @@ export function fromAnthropic(system: unknown, messages: unknown, mem: ToolMemor
           if (b.content !== undefined && b.content !== null && typeof b.content !== 'string' && !Array.isArray(b.content)) throw new ApiError('invalid_request', `${where}: tool_result content must be a string or an array of blocks`);
           const parts = Array.isArray(b.content) ? (b.content as unknown[]) : [];
           parts.forEach((x, k) => { if (!isObj(x)) throw new ApiError('invalid_request', `${where}: tool_result content[${k}] must be an object`); });
-          const c = typeof b.content === 'string' ? b.content : (parts as Obj[]).map((x) => (typeof x.text === 'string' ? x.text : '')).join('');
+          // a tool's image (a screenshot, an image file read) is named in the text the model sees,
+          // not dropped: refusing would end an agent's turn over one tool result
+          const c = typeof b.content === 'string' ? b.content : (parts as Obj[]).map((x) => (x.type === 'image' ? '[an image was returned here: this model reads text only]' : typeof x.text === 'string' ? x.text : '')).join('');
           out.push({ role: 'tool', content: c });
         } else if (b.type === 'text') texts.push({ type: 'text', text: String(b.text ?? '') });
-        else if (b.type === 'image') texts.push({ type: 'image' });
+        else if (b.type === 'image') throw new ApiError('invalid_request', `${where}: an image block: ${NO_VISION}`);
         else if (b.type === 'document') texts.push({ type: 'text', text: documentText(b, `${where}: document`) });
         else throw new ApiError('invalid_request', `${where}: unsupported block type ${JSON.stringify(b.type)}`);
       }

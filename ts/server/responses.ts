@@ -10,7 +10,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ChatMessage } from '../chat/types.js';
 import { ApiError, isObj, jsonBody } from './errors.js';
-import { fromOpenAI, toolsFromOpenAI } from './convert.js';
+import { NO_VISION, fromOpenAI, toolsFromOpenAI } from './convert.js';
 import { maxTokens, sampling, stops, thinkingBudget, thinkingOn, toolChoice, unsupported } from './sampling.js';
 import { responsesBody } from './schemas.js';
 import { recallToolIds, type ServerContext } from './context.js';
@@ -55,12 +55,12 @@ export function toolsFromResponses(tools: unknown): { tools?: Obj[]; origin: Map
   return { tools: out.length ? toolsFromOpenAI(out) : undefined, origin };
 }
 
-/** A message's content parts → chat parts (images kept as images, files as a placeholder). */
+/** A message's content parts → chat parts (images refused, files as a placeholder). */
 function parts(content: unknown, where: string): unknown {
   if (!Array.isArray(content)) return content;
   return content.map((p, k) => {
     if (!isObj(p)) throw new ApiError('invalid_request', `${where}.content[${k}] must be an object`, 'input');
-    if (p.type === 'input_image') return { type: 'image' };
+    if (p.type === 'input_image') throw new ApiError('invalid_request', `${where}.content[${k}] is an image: ${NO_VISION}`, 'input');
     if (p.type === 'input_file') return { type: 'text', text: `[file ${typeof p.filename === 'string' ? p.filename : ''} omitted: this server reads text only]` };
     if (p.type === 'refusal') return { type: 'text', text: String(p.refusal ?? '') };
     return p;
