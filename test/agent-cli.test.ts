@@ -39,8 +39,11 @@ describe('q36-agent', () => {
   it('--non-interactive: runs to the end and exits 0/1 by whether there is a final answer; bad flags', () => {
     const ws = tmpDir('q36-agent-cli-');
     const r = agentCli(['-m', model, '--cpu', '--non-interactive', '-p', 'hi', '--tokens', '32', '--sessions-dir', path.join(ws, 's')], ws);
-    // tinyA's random weights think past 32 tokens: no final answer, exit 1 (and no crash)
-    expect([0, 1]).toContain(r.status);
+    // tinyA's random weights think past 32 tokens: no final answer, exit 1, and stderr says why
+    // (#48 item 4: it used to print an empty line and nothing on stderr)
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/\[the answer budget of 32 tokens ran out while thinking, before any answer: raise --tokens, or --nothink\]/);
+    expect(r.stdout).toBe('');
     expect(r.stderr).not.toMatch(/TypeError|RangeError|at .*\.js:\d+/);
     expect(agentCli(['--non-interactive', '-m', model, '--cpu'], ws).stderr).toMatch(/--non-interactive needs -p/);
     const bad = agentCli(['-m', model, '--cpu', '--chdir', '/nonexistent/dir', '--non-interactive', '-p', 'x'], ws);

@@ -92,7 +92,7 @@ export class Agent {
         if (e instanceof AbortError) { if (this.conv.length === keep + 1) this.conv.truncate(keep); return { answer: '', steps: step, stopped: 'stopped by the user' }; }
         throw e;
       }
-      if (!r.calls.length) return { answer: r.content, steps: step };
+      if (!r.calls.length) return { answer: r.content, steps: step, stopped: this.whyNoAnswer(r) };
       if (step + 1 >= max) return { answer: r.content, steps: step + 1, stopped: `stopped after ${max} tool rounds` };
       for (const c of r.calls) {
         this.o.ui?.toolStart?.(c.name, c.arguments);
@@ -153,7 +153,19 @@ export class Agent {
     this.conv.addAnswer({ prompt, raw, think: this.think, reasoning: parser.result().reasoning });
     this.heldText = tok.decode(this.session.tokens);
     const out = parser.result();
-    return { content: out.content, calls: out.toolCalls };
+    return { content: out.content, calls: out.toolCalls, stop: res.stop, inThinking: parser.inReasoning(), budget: Math.min(this.o.maxTokens, e.options.ctx - tokens.length) };
+  }
+
+  /** Why a turn without tool calls has no complete answer (undefined: it has one). */
+  private whyNoAnswer(r: { content: string; stop: string; inThinking: boolean; budget: number }): string | undefined {
+    if (r.stop === 'length') {
+      const room = r.budget < this.o.maxTokens ? ' (the context is nearly full: /compact or a new session)' : '';
+      return r.inThinking
+        ? `the answer budget of ${r.budget} tokens ran out while thinking, before any answer${room}: raise --tokens, or --nothink`
+        : `the answer budget of ${r.budget} tokens ran out mid-answer${room}: raise --tokens`;
+    }
+    if (!r.content.trim()) return 'the model ended its turn without an answer';
+    return undefined;
   }
 
   /** /compact: the model summarises the work so far; the context restarts from the task and that summary. */

@@ -89,7 +89,7 @@ async function main(): Promise<number> {
     if (!interactive) {
       const r = await agent.send(a.prompt!);
       if (r.stopped) process.stderr.write(`[${r.stopped}]\n`);
-      console.log(r.answer);
+      if (r.answer.trim()) console.log(r.answer);
       return r.answer.trim() && !r.stopped ? 0 : 1;
     }
     rl = readline.createInterface({ input: process.stdin, output: process.stdout, prompt: 'agent> ', terminal: tty, historySize: 1000 });
