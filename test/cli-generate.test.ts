@@ -88,3 +88,15 @@ describe('q36 test-vector interface (--prompt-ids, --dump-logits, --dump-logprob
     expect(r.stderr).toMatch(/steering directions hold 3 floats, expected 4 × 256/);
   });
 });
+
+describe('q36 on a terminal and in a pipe (#48 item 2)', () => {
+  it('a terminal sees what loads and how long it took; a pipe sees none of it', async () => {
+    const { driveQ36 } = await import('./helpers.js');
+    const m = fixture('tinyA/tinyA-q2.gguf');
+    const tty = driveQ36([{ expect: 'loading .*tinyA-q2\\.gguf \\(\\d+\\.\\d MiB\\) on the CPU… \\d+\\.\\d s', timeout: 60 }, { expect: 'generated 1 tokens', timeout: 60 }], ['--cpu', '-m', m, '-p', 'hi', '-n', '1'], 120_000);
+    expect(tty.ok, tty.transcript.slice(-800)).toBe(true);
+    const pipe = q36('--cpu', '-m', m, '-p', 'hi', '-n', '1');
+    expect(pipe.status).toBe(0);
+    expect(pipe.stderr).not.toMatch(/loading/);
+  }, 200_000);
+});

@@ -99,10 +99,26 @@ export async function runGenerate(c: GenerateCmd): Promise<number> {
   }
 }
 
-export async function openEngineForCli(o: Parameters<typeof openEngine>[0]): Promise<Engine> {
+/**
+ * Opens the engine for a command; on a terminal (stderr a TTY) it says what it loads and how long it
+ * took, so a multi-second load is not a blank screen; in a pipe it stays quiet.
+ */
+export async function openEngineForCli(o: Parameters<typeof openEngine>[0], tty = Boolean(process.stderr.isTTY)): Promise<Engine> {
+  const t0 = performance.now();
+  if (tty) {
+    let size = '';
+    try {
+      const b = fs.statSync(o.model).size;
+      size = b >= 2 ** 30 ? ` (${(b / 2 ** 30).toFixed(2)} GiB)` : ` (${(b / 2 ** 20).toFixed(1)} MiB)`;
+    } catch { /* the open below names the problem */ }
+    process.stderr.write(`loading ${o.model}${size} on the ${o.backend === 'cpu' ? 'CPU' : 'GPU'}…`);
+  }
   try {
-    return await openEngine(o);
+    const e = await openEngine(o);
+    if (tty) process.stderr.write(` ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
+    return e;
   } catch (e) {
+    if (tty) process.stderr.write('\n');
     throw new CliError((e as Error).message);
   }
 }
