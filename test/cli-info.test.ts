@@ -88,3 +88,14 @@ describe('--version on every command (#48 item 3)', () => {
     expect(r.status).not.toBe(0);
   });
 });
+
+describe('--help on every command (#48 item 3)', () => {
+  it.each(['q36', 'q36-server', 'q36-agent', 'q36-bench', 'q36-eval', 'q36-quantize', 'q36-imatrix'])('%s --help: plain text, at most 100 columns (a single longer word aside), exit 0', (tool) => {
+    const r = spawnSync(process.execPath, [path.join(ROOT, `dist/ts/cli/${tool}.js`), '--help'], { encoding: 'utf8', timeout: 30_000 });
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(new RegExp(`usage: ${tool}`));
+    expect(r.stdout).not.toMatch(/\x1b\[/);
+    for (const line of r.stdout.split('\n')) if (line.length > 100) expect(line.trim(), line).not.toMatch(/\s/);
+    if (tool === 'q36') expect(r.stdout).toMatch(/^ {2}-n VALUE +tokens to generate \(default: 2048\)$/m);
+  });
+});

@@ -20,6 +20,7 @@ import { CliError, openModelHeader } from './load-tokenizer.js';
 import { ENGINE_PARSE_OPTIONS, engineOptions, num, parseCliArgs } from './options.js';
 import { safeForTerminal } from './terminal.js';
 import { printVersionIfAsked } from './version.js';
+import { wrapHelp } from './help.js';
 import { defaultModel } from './model-store.js';
 
 const HELP = `usage: q36-agent [--chdir DIR] [--yes] [-m MODEL] [--cpu|--vulkan] [--ctx N] [-ctk T -ctv T] [--tokens N] [--nothink]
@@ -49,7 +50,7 @@ async function main(): Promise<number> {
     nothink: { type: 'boolean' }, temp: { type: 'string', default: '0.6' }, 'top-p': { type: 'string', default: '0.95' }, 'top-k': { type: 'string', default: '20' },
     seed: { type: 'string', default: '0' }, help: { type: 'boolean', short: 'h' },
   });
-  if (a.help) { console.log(`${HELP}\n${COMMANDS}`); return 0; }
+  if (a.help) { console.log(wrapHelp(`${HELP}\n${COMMANDS}`)); return 0; }
   if (a['non-interactive'] && !a.prompt) throw new CliError('--non-interactive needs -p "TASK"');
   const root = path.resolve(a.chdir ?? '.');
   let ws: Workspace;

@@ -14,6 +14,7 @@ import { CSV_HEADER, expertLine, csvRow, frontierList, runFrontiers, tokenSequen
 import { CliError, openModelHeader } from './load-tokenizer.js';
 import { ENGINE_PARSE_OPTIONS, engineOptions, num, parseCliArgs } from './options.js';
 import { printVersionIfAsked } from './version.js';
+import { wrapHelp } from './help.js';
 import { defaultModel } from './model-store.js';
 import { modelEnv } from './env.js';
 
@@ -36,7 +37,7 @@ async function main(): Promise<number> {
     warmup: { type: 'string', default: '0' },
     help: { type: 'boolean', short: 'h' },
   });
-  if (a.help) { console.log(HELP); return 0; }
+  if (a.help) { console.log(wrapHelp(HELP)); return 0; }
   if (a.ctx !== undefined) throw new CliError('--ctx is not a q36-bench flag: the context is sized from --ctx-max and --gen-tokens');
   const start = num('--ctx-start', a['ctx-start'], { min: 1, int: true })!;
   const max = num('--ctx-max', a['ctx-max'], { min: 1, int: true })!;

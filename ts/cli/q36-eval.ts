@@ -17,6 +17,7 @@ import { EvalTui } from '../eval/tui.js';
 import { CliError, loadTokenizer, openModelHeader } from './load-tokenizer.js';
 import { ENGINE_PARSE_OPTIONS, engineOptions, num, parseCliArgs } from './options.js';
 import { printVersionIfAsked } from './version.js';
+import { wrapHelp } from './help.js';
 import { defaultModel } from './model-store.js';
 import { modelEnv } from './env.js';
 
@@ -52,7 +53,7 @@ async function main(): Promise<number> {
     seed: { type: 'string', default: '1' }, trace: { type: 'string' }, plain: { type: 'boolean' },
     'regrade-trace': { type: 'string' }, 'self-test-extractors': { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
   });
-  if (a.help) { console.log(HELP); return 0; }
+  if (a.help) { console.log(wrapHelp(HELP)); return 0; }
   if (a['self-test-extractors']) {
     const fails = runCorpus(EXTRACTOR_CORPUS);
     for (const f of fails) console.log(`FAIL ${f}`);

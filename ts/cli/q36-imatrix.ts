@@ -12,6 +12,7 @@ import { writeImatrix } from '../quantize/imatrix-file.js';
 import { CliError } from './load-tokenizer.js';
 import { num } from './options.js';
 import { printVersionIfAsked } from './version.js';
+import { wrapHelp } from './help.js';
 
 const HELP = `usage: q36-imatrix -m MODEL -f TEXT [-c 128] [--chunks N] -o OUT.imatrix
 Evaluates TEXT in chunks of -c tokens (each from an empty context, like llama-imatrix) on the CPU
@@ -34,7 +35,7 @@ async function main(): Promise<number> {
   } catch (e) {
     throw new CliError((e as Error).message);
   }
-  if (a.help) { console.log(HELP); return 0; }
+  if (a.help) { console.log(wrapHelp(HELP)); return 0; }
   if (a.vulkan) throw new CliError('q36-imatrix runs on the CPU reference engine (--cpu); the Vulkan engine has no activation statistics');
   if (!a.model) throw new CliError('-m MODEL is required');
   if (!a.file) throw new CliError('-f TEXT (the calibration text) is required');

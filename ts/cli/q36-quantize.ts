@@ -18,6 +18,7 @@ import { OUTPUT_TYPES } from '../quantize/rows.js';
 import { CliError } from './load-tokenizer.js';
 import { num } from './options.js';
 import { printVersionIfAsked } from './version.js';
+import { wrapHelp } from './help.js';
 
 const HELP = `usage: q36-quantize IN.gguf OUT.gguf --recipe q2|q2q4|q8_0 [--imatrix FILE] [--tensor-type PATTERN=TYPE]...
                     [--q4-layers A-B] [--threads N]
@@ -116,7 +117,7 @@ async function main(): Promise<number> {
     throw new CliError((e as Error).message);
   }
   const a = parsed.values, pos = parsed.positionals;
-  if (a.help) { console.log(HELP); return 0; }
+  if (a.help) { console.log(wrapHelp(HELP)); return 0; }
   if (a.check) return check(a, pos);
   for (const f of ['file', 'ctx', 'chunks', 'positions'] as const) if (a[f] !== undefined) throw new CliError(`--${f === 'file' ? 'file/-f' : f} is a --check flag`);
   if (pos.length !== 2) throw new CliError('expected IN.gguf OUT.gguf (see --help)');

@@ -19,6 +19,7 @@ import { CliError, openModelHeader } from './load-tokenizer.js';
 import { ENGINE_PARSE_OPTIONS, engineOptions, num, parseCliArgs } from './options.js';
 import { readEnv, modelEnv } from './env.js';
 import { printVersionIfAsked } from './version.js';
+import { wrapHelp } from './help.js';
 import { defaultModel } from './model-store.js';
 
 const HELP = `usage: q36-server [-m MODEL] [--cpu|--vulkan] [--host 127.0.0.1] [--port 8000] [--ctx N (default: 65536 or what fits)] [-ctk T -ctv T]
@@ -61,7 +62,7 @@ async function main(): Promise<number> {
     'kv-cache-boundary-align-tokens': { type: 'string', default: '2048' }, 'batched-session': { type: 'string', default: '1' },
     help: { type: 'boolean', short: 'h' },
   });
-  if (a.help) { console.log(HELP); return 0; }
+  if (a.help) { console.log(wrapHelp(HELP)); return 0; }
   const port = num('--port', a.port, { min: 0, max: 65535, int: true })!;
   const level = a['log-level'] as Level;
   if (!LOG_LEVELS.includes(level)) throw new CliError(`--log-level must be one of ${LOG_LEVELS.join(', ')} (got "${level}")`);

@@ -21,6 +21,7 @@ import { download, MODELS } from './download.js';
 import { safeForTerminal } from './terminal.js';
 import { AbortError } from '../engine/common.js';
 import { defaultModel, listModels, storeDir } from './model-store.js';
+import { optionsHelp, wrapHelp } from './help.js';
 
 const main = defineCommand({
   // (args are checked against this list before parsing: unknown flags are errors)
@@ -178,6 +179,8 @@ function modelsCommand(argv: string[]): void {
 const argv = normalizeArgv(process.argv.slice(2));
 if (printVersionIfAsked('q36', argv)) {
   // printed
+} else if (argv.includes('--help') || argv.includes('-h')) {
+  console.log(wrapHelp(`usage: q36 [OPTIONS]\n       q36 download NAME | q36 models | q36 --doctor | q36 --version\n\n${(main.meta as { description: string }).description}\n\n${optionsHelp(main.args as Record<string, { type: string }>)}\n\n-ctk / -ctv are --cache-type-k / --cache-type-v (llama.cpp's spelling). Environment: docs/environment.md.`));
 } else if (argv[0] === 'models') {
   modelsCommand(argv.slice(1));
 } else if (argv[0] === 'download') {
