@@ -100,3 +100,15 @@ describe('q36 on a terminal and in a pipe (#48 item 2)', () => {
     expect(pipe.stderr).not.toMatch(/loading/);
   }, 200_000);
 });
+
+describe('the backend chosen without --cpu/--vulkan (#48 item 2)', () => {
+  it('says in one line why it is the CPU engine when the only Vulkan device is a CPU device', () => {
+    const r = q36('-m', fixture('tinyA/tinyA-q2.gguf'), '-p', 'hi', '-n', '1');
+    expect(r.status).toBe(0);
+    const gpu = /backend +vulkan/.test(r.stderr);
+    // lavapipe in CI: the CPU engine, and why; on a machine with a GPU: Vulkan, no note
+    if (!gpu) expect(r.stderr).toMatch(/^using the CPU engine: the only Vulkan device is llvmpipe.*, a CPU device \(--vulkan uses it anyway\)$/m);
+    else expect(r.stderr).not.toMatch(/using the CPU engine/);
+    expect(q36('--cpu', '-m', fixture('tinyA/tinyA-q2.gguf'), '-p', 'hi', '-n', '1').stderr).not.toMatch(/using the CPU engine/);
+  });
+});

@@ -18,13 +18,26 @@ import { parseSize } from './size.js';
 
 /** Vulkan when a real GPU is visible, else the CPU reference (lavapipe alone is slower than the CPU path). */
 export function defaultBackend(): 'cpu' | 'vulkan' {
+  return autoBackend().backend;
+}
+
+/**
+ * The backend without --cpu/--vulkan: Vulkan when a GPU is present; else the CPU engine, with one
+ * line saying why (only a CPU Vulkan device such as lavapipe, no Vulkan device, or no addon).
+ */
+export function autoBackend(): { backend: 'cpu' | 'vulkan'; note?: string } {
+  let devs: { type: string; name: string }[];
   try {
     const req = createRequire(import.meta.url);
-    const addon = req(ADDON_PATH) as { listDevices(): { type: string }[] };
-    return addon.listDevices().some((d) => d.type !== 'cpu') ? 'vulkan' : 'cpu';
-  } catch {
-    return 'cpu';
+    devs = (req(ADDON_PATH) as { listDevices(): { type: string; name: string }[] }).listDevices();
+  } catch (e) {
+    return { backend: 'cpu', note: `using the CPU engine: the Vulkan addon did not load (${(e as Error).message.split('\n')[0]})` };
   }
+  if (devs.some((d) => d.type !== 'cpu')) return { backend: 'vulkan' };
+  return {
+    backend: 'cpu',
+    note: devs.length ? `using the CPU engine: the only Vulkan device is ${devs.map((d) => d.name).join(', ')}, a CPU device (--vulkan uses it anyway)` : 'using the CPU engine: no Vulkan device found (q36 --doctor says why)',
+  };
 }
 
 /** llama.cpp spells some flags with one dash and several letters; citty would split them. */
@@ -104,7 +117,9 @@ export function engineOptions(model: string, a: Record<string, unknown>, modelCo
   const kIn = kvType('-ctk/--cache-type-k', a['cache-type-k'] as Str);
   const vIn = kvType('-ctv/--cache-type-v', a['cache-type-v'] as Str);
   const mb = num('--expert-cache-mb', a['expert-cache-mb'] as Str, { min: 1 });
-  const backend = a.vulkan ? 'vulkan' : a.cpu ? 'cpu' : defaultBackend();
+  const auto = a.vulkan || a.cpu ? undefined : autoBackend();
+  if (auto?.note) process.stderr.write(`${auto.note}\n`);
+  const backend = a.vulkan ? 'vulkan' : a.cpu ? 'cpu' : auto!.backend;
   // flags win over the environment (read once, ts/cli/env.ts)
   let env;
   try { env = envEngineOptions(); } catch (e) { throw new CliError((e as Error).message); }
