@@ -67,16 +67,22 @@ describe('the agent loop', () => {
 describe('saved sessions', () => {
   it('/save, /switch without prefill, /strip rebuilt by prefill, /list order, damaged files skipped', async () => {
     const { agent, store, warnings } = setup([final('First answer.'), final('Second answer.'), final('Third.')]);
+    expect(agent.unsaved()).toBe(false); // nothing said yet
     await agent.send('First task');
+    expect(agent.unsaved()).toBe(true);
     const saved = agent.save();
+    expect(agent.unsaved()).toBe(false);
     const savedPayload = agent.session.savePayload();
     expect(store.list().map((x) => x.id)).toEqual([saved.id]);
-    // go on in the same session, then come back to the saved point
+    // go on in the same session (unsaved turns: q36-agent's /switch saves them first), then come
+    // back to the saved point
     await agent.send('More');
+    expect(agent.unsaved()).toBe(true);
     expect(agent.session.tokens.length).toBeGreaterThan(0);
     const before = agent.session.evaluated;
     const sw = await agent.switchTo(saved.id.slice(0, 6));
     expect(sw?.prefilled).toBe(false);
+    expect(agent.unsaved()).toBe(false);
     expect(agent.session.evaluated).toBe(before); // nothing evaluated
     expect(Buffer.from(agent.session.savePayload()).equals(Buffer.from(savedPayload))).toBe(true);
     expect(agent.conv.text).toBe(saved.conversation.held);

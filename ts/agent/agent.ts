@@ -196,10 +196,19 @@ export class Agent {
     return modelIdentity(this.o.engine.options.model).fingerprint;
   }
 
+  /** The conversation's length when it was last saved or loaded (unsaved(): it has changed since). */
+  private savedLength = -1;
+
+  /** Whether the conversation holds turns that no saved session has. */
+  unsaved(): boolean {
+    return this.id !== undefined && this.conv.length !== this.savedLength;
+  }
+
   /** /save: the transcript and the live KV state. */
   save(): SessionRecord {
     if (!this.id) throw new Error('nothing to save yet: send a message first');
     const text = this.o.engine.tokenizer.decode(this.session.tokens);
+    this.savedLength = this.conv.length;
     return this.o.store.save(
       { id: this.id, title: this.title, created: this.created, updated: Date.now(), conversation: this.conv.toJSON() },
       { fingerprint: this.fingerprint(), text, payload: this.session.savePayload(), tokens: this.session.tokens.length, ctx: this.session.ctx },
@@ -213,6 +222,7 @@ export class Agent {
     const kv = this.o.store.payload(r, this.fingerprint());
     this.conv = Conversation.fromJSON(r.conversation);
     this.id = r.id; this.title = r.title; this.created = r.created;
+    this.savedLength = this.conv.length;
     if (kv) {
       this.session.loadPayload(kv.payload);
       this.heldText = kv.text;

@@ -125,6 +125,9 @@ async function main(): Promise<number> {
         }
         case '/switch': {
           if (!arg) { out('usage: /switch ID\n'); return true; }
+          if (!store.find(arg)) { out(`no saved session ${arg} (/list)\n`); return true; }
+          // the conversation being left is kept, not replaced without a word
+          if (agent.unsaved()) { const s = agent.save(); out(`saved the current session first: ${s.id}: ${s.title}\n`); }
           const r = await agent.switchTo(arg);
           if (r) out(`switched to ${r.record.id}: ${r.record.title}${r.prefilled ? ' (rebuilt by prefill)' : ' (KV state restored, no prefill)'}\n`);
           return true;

@@ -138,6 +138,8 @@ async function downloadCommand(argv: string[]): Promise<void> {
   for (const f of known) {
     if (argv.includes(f) && !flag(f)) { console.error(`q36: download: ${f} needs a value`); process.exitCode = 2; return; }
   }
+  // said before a 1 GB download, not after: nothing loads this file yet
+  if (which === 'mtp') console.error('q36: note: the MTP draft weights are not used yet (speculative decoding with --mtp is not built); downloading them for later');
   try {
     let last = 0;
     const env = readEnv();
