@@ -176,3 +176,15 @@ describe('q36 download', () => {
     expect(missing.err).toMatch(/answered HTTP 404/);
   });
 });
+
+describe('the download progress line (#48 item 1)', () => {
+  it('size, share, speed of this run and time left', async () => {
+    const { progressLine } = await import('../ts/cli/download.js');
+    const G = 2 ** 30;
+    expect(progressLine(1.2 * G, 10.93 * G, 1e9, 10_000)).toBe('1.20 / 10.93 GiB 11.0%, 100.0 MB/s, 1 min 44 s left');
+    expect(progressLine(5 * G, 10 * G, 5e6, 1000)).toBe('5.00 / 10.00 GiB 50.0%, 5.0 MB/s, 17 min 54 s left');
+    expect(progressLine(1 * G, 1.5 * G, 1e8, 1000)).toBe('1.00 / 1.50 GiB 66.7%, 100.0 MB/s, 5 s left');
+    expect(progressLine(3 * G, Infinity, 0, 0)).toBe('3.00 / ? GiB');
+    expect(progressLine(1 * G, 200 * G, 1e6, 1000)).toMatch(/, 1\.0 MB\/s, 59 h 21 min left$/);
+  });
+});

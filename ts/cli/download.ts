@@ -22,6 +22,15 @@ export const HF_BASE = 'https://huggingface.co/Ninnix96/Qwen3.6-35B-A3B-gguf/res
 /** The files `q36 download NAME` fetches (model-store.ts names them for `q36 models` too). */
 export { MODELS };
 
+/** "1.20 / 10.93 GiB 11.0%, 85.3 MB/s, 1 min 54 s left": `got` bytes of this run in `ms` (a resumed part not counted in the speed). */
+export function progressLine(done: number, total: number, got: number, ms: number): string {
+  const known = Number.isFinite(total) && total > 0;
+  const rate = ms > 0 ? got / (ms / 1000) : 0;
+  const left = known && rate > 0 ? (total - done) / rate : undefined;
+  const eta = left === undefined ? '' : left >= 3600 ? `, ${Math.floor(left / 3600)} h ${Math.round((left % 3600) / 60)} min left` : left >= 60 ? `, ${Math.floor(left / 60)} min ${Math.round(left % 60)} s left` : `, ${Math.round(left)} s left`;
+  return `${(done / 2 ** 30).toFixed(2)} / ${known ? (total / 2 ** 30).toFixed(2) : '?'} GiB${known ? ` ${(100 * done / total).toFixed(1)}%` : ''}${rate > 0 ? `, ${(rate / 1e6).toFixed(1)} MB/s` : ''}${eta}`;
+}
+
 interface Response {
   status: number;
   headers: http.IncomingHttpHeaders;

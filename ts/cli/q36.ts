@@ -17,7 +17,7 @@ import { ENGINE_ARGS, SAMPLING_ARGS, checkUnknownFlags, engineOptions, normalize
 import { renderFromFiles } from './render.js';
 import { printVersionIfAsked } from './version.js';
 import { runChat } from './chat/chat.js';
-import { download, MODELS } from './download.js';
+import { download, MODELS, progressLine } from './download.js';
 import { safeForTerminal } from './terminal.js';
 import { AbortError } from '../engine/common.js';
 import { defaultModel, listModels, storeDir } from './model-store.js';
@@ -141,17 +141,18 @@ async function downloadCommand(argv: string[]): Promise<void> {
   // said before a 1 GB download, not after: nothing loads this file yet
   if (which === 'mtp') console.error('q36: note: the MTP draft weights are not used yet (speculative decoding with --mtp is not built); downloading them for later');
   try {
-    let last = 0;
+    let last = 0, start: { at: number; done: number } | undefined;
     const env = readEnv();
     const file = await download({
       which, dir: flag('--dir') ?? storeDir(env), baseUrl: flag('--base-url') ?? env.hfBase, token: flag('--token') ?? env.hfToken,
       verifying: () => process.stderr.write('\nverifying SHA-256…'),
       progress: (done, total) => {
         const now = Date.now();
-        if (now - last > 500 || done === total) {
+        start ??= { at: now, done };
+        // a terminal sees the progress line; a pipe only the result
+        if (process.stderr.isTTY && (now - last > 500 || done === total)) {
           last = now;
-          const pct = Number.isFinite(total) ? ` ${(100 * done / total).toFixed(1)}%` : '';
-          process.stderr.write(`\r${(done / 2 ** 30).toFixed(2)} / ${Number.isFinite(total) ? (total / 2 ** 30).toFixed(2) : '?'} GiB${pct}   `);
+          process.stderr.write(`\r${progressLine(done, total, done - start.done, now - start.at)}   `);
         }
       },
     });
