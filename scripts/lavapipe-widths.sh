@@ -8,7 +8,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 files=("$@")
-[ ${#files[@]} -gt 0 ] || files=(test/vulkan-ops.test.ts test/vulkan-geometry.test.ts test/vulkan-topk.test.ts test/vulkan-decoders.test.ts test/vulkan-subgroups.test.ts)
+# (default: the files vitest.config.ts lists for its subgroup16 project, read from vitest itself)
+[ ${#files[@]} -gt 0 ] || mapfile -t files < <(npx vitest list --project subgroup16 --filesOnly | sed -n 's/^\[subgroup16\] //p')
+[ ${#files[@]} -gt 0 ] || { echo "no test files: vitest list --project subgroup16 found none"; exit 2; }
 status=0
 for w in 256 512 1024 2048; do
   line=$(LP_NATIVE_VECTOR_WIDTH=$w node dist/ts/cli/q36.js --doctor | grep -E '^[a-z]+ +subgroups ')

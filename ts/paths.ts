@@ -15,4 +15,3 @@ function findRoot(): string {
 export const ROOT = findRoot();
 export const WASM_PATH = path.join(ROOT, 'build', 'core.wasm');
 export const ADDON_PATH = path.join(ROOT, 'native-vk', 'build', 'Release', 'q36vk.node');
-export const DEFAULT_MODEL = 'gguf/Qwen3.6-35B-A3B-AntirezExperts-IQ2XXS-gateup-Q2K-down-Q8rest.gguf';

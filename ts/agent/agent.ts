@@ -131,6 +131,8 @@ export class Agent {
       if (tokens.length + 16 > e.options.ctx) throw new Error(`the conversation does not fit the context (${tokens.length} tokens > ${e.options.ctx}) even after compacting: start a new session`);
     }
     await this.session.sync(tokens, { signal, progress: (d, t) => this.o.ui?.prefill?.(d, t) });
+    // the turn's budget: --tokens, or less where the context is nearly full
+    const budget = Math.min(this.o.maxTokens, e.options.ctx - tokens.length);
     const parser = new OutputParser({ startInReasoning: this.think, tools: toolsSpec as never });
     const dec = tok.decoder();
     let raw = '';
@@ -138,7 +140,7 @@ export class Agent {
     let res;
     try {
       res = await generate(this.session, {
-        maxTokens: Math.min(this.o.maxTokens, e.options.ctx - this.session.tokens.length), stopIds: tok.stopIds, signal, feed: 'non-stop',
+        maxTokens: budget, stopIds: tok.stopIds, signal, feed: 'non-stop',
         sampling: () => (parser.inProtocol() ? { temperature: 0 } : this.o.sampling),
         next: this.scripted(),
         onToken: (id) => { if (tok.stopIds.has(id)) return; const t = dec.push(id); raw += t; emit(parser.push(t)); },
@@ -153,7 +155,7 @@ export class Agent {
     this.conv.addAnswer({ prompt, raw, think: this.think, reasoning: parser.result().reasoning });
     this.heldText = tok.decode(this.session.tokens);
     const out = parser.result();
-    return { content: out.content, calls: out.toolCalls, stop: res.stop, inThinking: parser.inReasoning(), budget: Math.min(this.o.maxTokens, e.options.ctx - tokens.length) };
+    return { content: out.content, calls: out.toolCalls, stop: res.stop, inThinking: parser.inReasoning(), budget };
   }
 
   /** Why a turn without tool calls has no complete answer (undefined: it has one). */

@@ -8,6 +8,7 @@ import * as fs from 'node:fs';
 import { mvqChoice } from '../engine/vulkan/features.js';
 import type { SubgroupRun } from '../engine/vulkan/subgroup-probe.js';
 import type { VkDeviceInfo } from '../vk/addon.js';
+import { formatSize } from './size.js';
 
 /** The boot parameters the QuarkStar README asks for on the BC-250 (≈ 15.1 GiB of 4 KiB pages). */
 export const TTM_BOOT_PARAMS = 'ttm.pages_limit=3959290 ttm.page_pool_size=3959290';
@@ -32,7 +33,6 @@ export interface DoctorFacts {
 export type Verdict = 'ok' | 'note' | 'warn' | 'fail';
 export interface Check { verdict: Verdict; what: string; detail: string }
 
-const gib = (b: number) => (b >= 2 ** 30 ? `${(b / 2 ** 30).toFixed(2)} GiB` : `${(b / 2 ** 20).toFixed(1)} MiB`);
 
 function apiAtLeast(v: string, major: number, minor: number): boolean {
   const m = /^(\d+)\.(\d+)/.exec(v);
@@ -61,22 +61,22 @@ export function doctorChecks(f: DoctorFacts): Check[] {
   const budget = f.budgetBytes && f.budgetBytes > 0 ? Math.min(f.budgetBytes, local) : undefined;
   const avail = budget ?? local;
   const memWhat = `device memory${d.unifiedMemory ? ' (unified)' : ''}`;
-  const memText = `${gib(local)} device-local${budget !== undefined ? `, ${gib(budget)} free now (VK_EXT_memory_budget)` : ''}`;
+  const memText = `${formatSize(local)} device-local${budget !== undefined ? `, ${formatSize(budget)} free now (VK_EXT_memory_budget)` : ''}`;
   if (f.modelBytes !== undefined) {
     const fits = f.modelBytes <= avail * 0.95;
-    add(fits ? 'ok' : 'warn', memWhat, `${memText}; ${f.modelPath ?? 'the model'} is ${gib(f.modelBytes)}${fits ? '' : ': it does not fit resident: run with --ssd-streaming (routed experts from the file) or a smaller quantization'}`);
+    add(fits ? 'ok' : 'warn', memWhat, `${memText}; ${f.modelPath ?? 'the model'} is ${formatSize(f.modelBytes)}${fits ? '' : ': it does not fit resident: run with --ssd-streaming (routed experts from the file) or a smaller quantization'}`);
   } else add('ok', memWhat, memText);
   // the amdgpu TTM limit: GPU-reachable system memory on an APU; the Mesa loader cannot see past it
   const amd = radv || d.vendorId === 0x1002;
   if (f.ttmPagesLimit === undefined) {
     add(amd && d.unifiedMemory ? 'warn' : 'note', 'ttm.pages_limit', `${TTM_PAGES_LIMIT} not found${amd && d.unifiedMemory ? `: cannot check the GPU's share of memory (the BC-250 needs ${TTM_BOOT_PARAMS})` : ' (not an amdgpu system)'}`);
   } else if (!(amd && d.unifiedMemory)) {
-    add('note', 'ttm.pages_limit', `${f.ttmPagesLimit} pages = ${gib(f.ttmPagesLimit * 4096)} (it bounds the GPU's memory on amdgpu APUs only)`);
+    add('note', 'ttm.pages_limit', `${f.ttmPagesLimit} pages = ${formatSize(f.ttmPagesLimit * 4096)} (it bounds the GPU's memory on amdgpu APUs only)`);
   } else {
     const limit = f.ttmPagesLimit * 4096;
     const need = f.modelBytes;
     const short = need !== undefined ? limit < need : limit < 3959290 * 4096 * 0.99;
-    const detail = `${f.ttmPagesLimit} pages = ${gib(limit)} the GPU may map${need !== undefined ? `, the model needs ${gib(need)}` : ''}`;
+    const detail = `${f.ttmPagesLimit} pages = ${formatSize(limit)} the GPU may map${need !== undefined ? `, the model needs ${formatSize(need)}` : ''}`;
     add(short ? (need !== undefined ? 'fail' : 'warn') : 'ok', 'ttm.pages_limit', short
       ? `${detail}: ${need !== undefined ? 'loading the model will fail' : 'the q2 model will not load'}; add ${TTM_BOOT_PARAMS} to the kernel command line (bootloader), then reboot`
       : detail);

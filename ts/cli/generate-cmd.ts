@@ -9,6 +9,7 @@ import { renderChat } from '../chat/render.js';
 import { generate } from '../engine/generate.js';
 import { openEngine, type Engine, type TokenLogprob } from '../engine/index.js';
 import { CliError } from './load-tokenizer.js';
+import { formatSize } from './size.js';
 import type { SampleOptions } from '../engine/types.js';
 
 export interface GenerateCmd {
@@ -107,10 +108,7 @@ export async function openEngineForCli(o: Parameters<typeof openEngine>[0], tty 
   const t0 = performance.now();
   if (tty) {
     let size = '';
-    try {
-      const b = fs.statSync(o.model).size;
-      size = b >= 2 ** 30 ? ` (${(b / 2 ** 30).toFixed(2)} GiB)` : ` (${(b / 2 ** 20).toFixed(1)} MiB)`;
-    } catch { /* the open below names the problem */ }
+    try { size = ` (${formatSize(fs.statSync(o.model).size)})`; } catch { /* the open below names the problem */ }
     process.stderr.write(`loading ${o.model}${size} on the ${o.backend === 'cpu' ? 'CPU' : 'GPU'}…`);
   }
   try {

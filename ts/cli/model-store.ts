@@ -7,7 +7,6 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { DEFAULT_MODEL } from '../paths.js';
 import type { EnvSettings } from './env.js';
 
 /** The published files by download name (q36 download NAME). */
@@ -18,7 +17,7 @@ export const MODELS: Record<string, string> = {
 };
 
 /** The default model's file name (the q2 recipe). */
-export const DEFAULT_FILE = path.basename(DEFAULT_MODEL);
+export const DEFAULT_FILE = MODELS['q2-imatrix'];
 
 export interface Place { cwd: string; home: string }
 const here = (): Place => ({ cwd: process.cwd(), home: os.homedir() });

@@ -17,10 +17,6 @@ import { parseSize } from './size.js';
 
 
 /** Vulkan when a real GPU is visible, else the CPU reference (lavapipe alone is slower than the CPU path). */
-export function defaultBackend(): 'cpu' | 'vulkan' {
-  return autoBackend().backend;
-}
-
 /**
  * The backend without --cpu/--vulkan: Vulkan when a GPU is present; else the CPU engine, with one
  * line saying why (only a CPU Vulkan device such as lavapipe, no Vulkan device, or no addon).

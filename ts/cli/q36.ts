@@ -60,9 +60,7 @@ const main = defineCommand({
       }
       if (args.doctor) {
         const { doctorChecks, doctorLines, gatherFacts } = await import('./doctor.js');
-        const { readEnv } = await import('./env.js');
-        const index = args['vk-device'] !== undefined ? Number(args['vk-device']) : readEnv().vkDevice;
-        if (index !== undefined && !(Number.isInteger(index) && index >= 0)) throw new Error(`--vk-device must be a device index (0, 1, …), got "${args['vk-device']}"`);
+        const index = num('--vk-device', args['vk-device'], { min: 0, int: true }) ?? readEnv().vkDevice;
         const checks = doctorChecks(await gatherFacts({ index, modelPath: args.model }));
         for (const l of doctorLines(checks)) console.log(l);
         process.exitCode = checks.some((c) => c.verdict === 'fail') ? 1 : 0;

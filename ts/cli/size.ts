@@ -13,6 +13,11 @@ const UNITS: Record<string, number> = {
   kib: 2 ** 10, mib: 2 ** 20, gib: 2 ** 30, tib: 2 ** 40,
 };
 
+/** A size for people: GiB with two decimals from 1 GiB up, else MiB with one. */
+export function formatSize(bytes: number): string {
+  return bytes >= 2 ** 30 ? `${(bytes / 2 ** 30).toFixed(2)} GiB` : `${(bytes / 2 ** 20).toFixed(1)} MiB`;
+}
+
 export function parseSize(flag: string, v: string | undefined): number | undefined {
   if (v === undefined) return undefined;
   const m = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(v);

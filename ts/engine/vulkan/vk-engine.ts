@@ -24,10 +24,10 @@ import { modelIdentity } from '../../model/fingerprint.js';
 import { deviceProblem, shapeProblem } from './limits.js';
 import { probeSubgroups } from './subgroup-probe.js';
 import { mvqChoice } from './features.js';
-import { DEFAULT_KV, MAX_BATCH_ROWS } from '../defaults.js';
+import { MAX_BATCH_ROWS } from '../defaults.js';
 import { BatchSteps } from './batch-step.js';
 import type { ScratchBuffer } from './scratch.js';
-import { describePlan, planMemory, planScratch, streamedTensors, type MemoryPlan, type StreamPlan } from './memory-plan.js';
+import { describePlan, planMemory, planScratch, streamedTensors, type MemoryPlan } from './memory-plan.js';
 import { recordTopK } from './step.js';
 import { OpList, moePairs, Pipelines, TOPK_MAX, gridBlob, matvecOp, mvqTakes } from './graph.js';
 import { MATVEC, VkWeights, readBytes, type DevTensor, type WeightMode } from './weights.js';
@@ -49,16 +49,8 @@ export class VkEngine implements Engine, VkHost {
   readonly info: ReturnType<VkDevice['info']>;
   /** the device's own device-local memory */
   private readonly deviceBytes: number;
-  readonly chunk: number;
-  readonly kv: { k: KvType; v: KvType };
   readonly q: QuantKernels;
   readonly core: Core;
-  readonly logitsRows: number;
-  readonly paramWords: number;
-  /** rows a batched decode step takes (1: none; see batchIssue) */
-  readonly batchRows: number;
-  /** why batched steps were asked for and are not available */
-  readonly batchIssue?: string;
   private batches?: BatchSteps;
   /** the weights (see weights.ts: zero-copy import or upload, windows, stacks, fused gate+up) */
   w!: VkWeights;
@@ -72,15 +64,12 @@ export class VkEngine implements Engine, VkHost {
   private topkCmds = new Map<number, number>();
   /** why an automatic zero-copy import fell back to upload (for describe()) */
   private importError?: string;
-  private sessionBytes: number;
   readonly logitsPtr: number;
   /** the sessions whose last logits row is still only in LOGITS/ARG (forward deferLast, a batched step) */
   private deferred = new Set<OutputOwner>();
   private ranMs = 0;
   /** with vkProfile: GPU time of each dispatch of the last step */
   private lastProfile?: { names: string[]; ns: Float64Array };
-  /** SSD streaming (streamExperts): whether asked, the plan made before loading, then the slot pool */
-  private readonly streaming: boolean;
   /** the weight types whose one-row products run on mv.comp (options.vkMvTypes), or undefined: graph.ts's default */
   private readonly mvTypes?: Set<string>;
   /** int8 activation levels for the routed experts, and for the dense products too (VkHost.mvq, mvqDense) */
@@ -89,10 +78,19 @@ export class VkEngine implements Engine, VkHost {
   /** the tiled prefill matmuls on the matrix units (mmc): on, or why not */
   readonly coopmat: boolean;
   private readonly coopmatWhy: string;
-  private readonly streamPlan?: StreamPlan;
-  /** what the device was planned to hold (memory-plan.ts) */
+  /** what the device was planned to hold (memory-plan.ts): the step sizes below and the expert cache's slots */
   readonly plan: MemoryPlan;
+  /** SSD streaming: the slot pool (made by the plan's stream part) */
   stream?: VkExpertStream;
+
+  get chunk(): number { return this.plan.chunk; }
+  get kv(): { k: KvType; v: KvType } { return this.plan.kv; }
+  get logitsRows(): number { return this.plan.logitsRows; }
+  get paramWords(): number { return this.plan.paramWords; }
+  /** rows a batched decode step takes (1: none; see batchIssue) */
+  get batchRows(): number { return this.plan.batchRows; }
+  /** why batched steps were asked for and are not available */
+  get batchIssue(): string | undefined { return this.plan.batchIssue; }
 
   /** wall milliseconds spent in dev.run (submit to fence) since the engine opened, for benchmarks */
   get runMs(): number { return this.ranMs; }
@@ -119,7 +117,6 @@ export class VkEngine implements Engine, VkHost {
   constructor(readonly options: EngineOptions) {
     ({ file: this.file, shape: this.shape, tokenizer: this.tokenizer } = openModel(options));
     const s = this.shape;
-    this.kv = options.kvTypes ?? DEFAULT_KV.vulkan;
     const shapeIssue = shapeProblem(s);
     if (shapeIssue) throw new Error(`Vulkan backend: ${shapeIssue} (use --cpu)`);
     const known = new Set(Object.values(MATVEC));
@@ -149,21 +146,17 @@ export class VkEngine implements Engine, VkHost {
     this.coopmatWhy = this.coopmat ? `matrix units (mmc: each operand as two f16, f32 sums; ${info.coopmatShapes.split('; ').length} subgroup shapes listed)`
       : `f32 tiles (mm): ${!info.coopmat ? (info.coopmatShapes ? `the device's matrix shapes lack 16x16x16 f16->f32 (${info.coopmatShapes})` : 'the device has no usable matrix units (VK_KHR_cooperative_matrix, 32-lane subgroups)') : !mmc ? 'this build has no matrix-core kernels (bash scripts/glslc-coopmat.sh, then npm run build)' : 'Q36_VK_COOPMAT=0'}`;
     let fd = -1;
-    let plan: MemoryPlan;
     try {
       this.checkDevice();
       // memory-plan.ts: what the device holds, decided before anything is allocated
-      plan = planMemory(this.file, s, options, this.info);
+      this.plan = planMemory(this.file, s, options, this.info);
     } catch (e) {
       this.dev.dispose();
       throw e;
     }
-    ({ chunk: this.chunk, logitsRows: this.logitsRows, paramWords: this.paramWords, batchRows: this.batchRows, batchIssue: this.batchIssue, streaming: this.streaming, sessionBytes: this.sessionBytes } = plan);
-    this.streamPlan = plan.stream;
-    this.plan = plan;
     try {
       this.fd = fd = fs.openSync(options.model, 'r');
-      this.loadWeights(plan.mode, plan.auto);
+      this.loadWeights(this.plan.mode, this.plan.auto);
       this.allocScratch();
       this.startStreaming();
     } catch (e) {
@@ -187,7 +180,7 @@ export class VkEngine implements Engine, VkHost {
 
   /** The slot pool, the streamed experts' views of it, and the warm start (after the weights: the plan knows their size). */
   private startStreaming(): void {
-    const p = this.streamPlan;
+    const p = this.plan.stream;
     if (!p) return;
     const u = this.options.expertUsage;
     this.stream = new VkExpertStream({
@@ -242,13 +235,13 @@ export class VkEngine implements Engine, VkHost {
 
   /** The scratch buffers (scratch.ts): the budget counts exactly what allocScratch creates. */
   private scratch(): ScratchBuffer[] {
-    return planScratch(this.shape, this.options, this.info, { chunk: this.chunk, logitsRows: this.logitsRows, batchRows: this.batchRows, paramWords: this.paramWords, streaming: this.streaming });
+    return planScratch(this.shape, this.options, this.info, this.plan);
   }
 
   /** Loads the weights; an automatic import that the driver refuses falls back to upload. */
   private loadWeights(mode: WeightMode, auto: boolean): void {
     const load = (m: WeightMode) => {
-      const w = new VkWeights({ dev: this.dev, file: this.file, fd: this.fd, shape: this.shape, q: this.q, mode: m, maxBinding: this.maxBinding(), skip: this.streamPlan && streamedTensors(this.streamPlan.fullLayers) });
+      const w = new VkWeights({ dev: this.dev, file: this.file, fd: this.fd, shape: this.shape, q: this.q, mode: m, maxBinding: this.maxBinding(), skip: this.plan.stream && streamedTensors(this.plan.stream.fullLayers) });
       try { w.load(); } catch (e) { w.free(); throw e; }
       return w;
     };
@@ -469,7 +462,7 @@ export class VkEngine implements Engine, VkHost {
   }
 
   private describeStreaming(): string {
-    const st = this.stream!, p = this.streamPlan!;
+    const st = this.stream!, p = this.plan.stream!;
     const sizes = st.classes.map((c, i) => `${p.slots[i]} of ${(c.slotBytes / 1024).toFixed(0)} KiB${st.classes.length > 1 ? ` for ${c.layers.length} layer${c.layers.length === 1 ? '' : 's'}` : ''}`).join(', ');
     return `experts   routed experts ${p.fullLayers ? `of layers 0-${p.fullLayers - 1} resident, the rest ` : ''}streamed from the file through ${st.slots} device slots (${sizes}; ${(st.bytes / 2 ** 20).toFixed(1)} MiB, ${st.how})${p.budget !== undefined ? `; planned within the driver's memory budget of ${(p.budget / 2 ** 30).toFixed(2)} GiB (VK_EXT_memory_budget)` : ''}${st.cache.warm ? `; ${st.cache.warm}` : ''}`;
   }
