@@ -55,6 +55,7 @@ for (const { f, name, defs } of jobs) {
   header += `static const uint32_t spv_${name}[] = {${Array.from(words, (w) => `0x${w.toString(16)}u`).join(',')}};\n`;
   // what the module itself declares: the addon checks each pipeline's bindings and push size against it
   const r = reflect(words);
+  if (!Number.isFinite(r.push)) throw new Error(`build-shaders: ${name}'s push block has a member of a type the reflection does not size`);
   if (r.counts.length > MAX_BINDINGS) throw new Error(`build-shaders: ${name} has ${r.counts.length} bindings, more than ${MAX_BINDINGS}`);
   entries.push(`  {"${name}", spv_${name}, sizeof(spv_${name}), ${r.bindings}u, ${r.push}u, {${r.local.join('u, ')}u}, {${r.counts.length ? r.counts.join('u, ') + 'u' : '0u'}}},`);
 }

@@ -3,6 +3,7 @@
  * after every dispatch), to see where a step's time goes.
  *
  *   node dist/scripts/profile-vk.js -m /tmp/full-q2.gguf [--ctx 4096] [--prefill 1024] [--chunk N]
+ * (--ctx 32771 --prefill 32768: the last prefill step is the 2048 tokens at depth 30720)
  */
 import { envEngineOptions } from '../ts/cli/env.js';
 import { parseArgs } from 'node:util';
@@ -11,6 +12,8 @@ import type { VkEngine } from '../ts/engine/vulkan/vk-engine.js';
 
 const { values: a } = parseArgs({ options: { model: { type: 'string', short: 'm' }, ctx: { type: 'string', default: '4096' }, prefill: { type: 'string', default: '1024' }, chunk: { type: 'string' } } });
 if (!a.model) { console.error('profile-vk: -m MODEL is required'); process.exit(2); }
+// the decode steps after the prefill need 3 positions of their own
+if (!(Number(a.prefill) >= 1 && Number(a.prefill) + 3 <= Number(a.ctx))) { console.error(`profile-vk: --prefill ${a.prefill} must be at least 1 and leave 3 positions of --ctx ${a.ctx} for the decode steps`); process.exit(2); }
 const e = await openEngine({ ...envEngineOptions(), model: a.model, backend: 'vulkan', ctx: Number(a.ctx), vkProfile: true, chunk: a.chunk ? Number(a.chunk) : undefined }) as VkEngine;
 const s = e.newSession();
 const n = Number(a.prefill);

@@ -1,16 +1,16 @@
 /**
- * The matrix-core prefill matmuls (mmc.comp, mmc_moe.comp): built into the addon (setup.sh brings
+ * The matrix-core prefill matmuls (mmc.comp, mmc_moe.comp) and attention (attn_mmc.comp): built into the addon (setup.sh brings
  * a glslc that compiles GL_KHR_cooperative_matrix), chosen by matvecOp where asked and never for
  * the router, refused by the engine on a device without matrix units (lavapipe: the fallback mm
  * runs, and says why), switched off by Q36_VK_COOPMAT=0. Their arithmetic is checked on the H200
- * (scripts/vk-decoders.ts, mmc-check.ts, vk-parity.ts: docs/vulkan.md); the expected values of the
+ * (scripts/vk-decoders.ts, mmc-check.ts, attn-mmc-check.ts, vk-parity.ts: docs/vulkan.md); the expected values of the
  * decoder check (f16Round, splitRound) are checked here against IEEE 754 facts.
  */
 import { describe, expect, it } from 'vitest';
 import { readEnv } from '../ts/cli/env.js';
 import { openEngine } from '../ts/engine/index.js';
 import { KERNELS } from '../ts/engine/vulkan/kernels.js';
-import { MMC_MOE_PAIRS, MM_MOE_PAIRS, OpList, matvecOp, moePairs, type Pipelines } from '../ts/engine/vulkan/graph.js';
+import { MMC_MOE_PAIRS, MM_MOE_PAIRS, OpList, attnTileKernel, matvecOp, moePairs, type Pipelines } from '../ts/engine/vulkan/graph.js';
 import { loadAddon } from '../ts/vk/addon.js';
 import { f16Round, splitRound } from '../scripts/lib/decoder-check.js';
 import { fixture } from './helpers.js';
@@ -51,6 +51,15 @@ describe('the matrix-core kernels in the build and in the op choice', () => {
     for (const n of moe) expect(names, n).toContain(n.replace(/^mm_moe_/, 'mmc_moe_'));
     expect(KERNELS.mmc.bindings).toEqual(KERNELS.mm.bindings);
     expect(KERNELS.mmc_moe.bindings).toEqual(KERNELS.mm_moe.bindings);
+  });
+  it('the addon embeds attn_mmc for every cache-type pair attn_tile has, with attn_tile\'s interface; the prefill attention is attn_mmc only where asked', () => {
+    const names = loadAddon().shaderNames();
+    const tile = names.filter((n) => n.startsWith('attn_tile_'));
+    expect(tile.length).toBe(16);
+    for (const n of tile) expect(names, n).toContain(n.replace(/^attn_tile_/, 'attn_mmc_'));
+    expect(KERNELS.attn_mmc.bindings).toEqual(KERNELS.attn_tile.bindings);
+    expect(KERNELS.attn_mmc.push).toEqual(KERNELS.attn_tile.push);
+    expect([attnTileKernel(true).name, attnTileKernel(false).name]).toEqual(['attn_mmc', 'attn_tile']);
   });
   it('matvecOp runs mmc / mmc_moe where asked, mm / mm_moe otherwise, with the same grid', () => {
     const fake = { get: () => 0 } as unknown as Pipelines;

@@ -1,7 +1,8 @@
 // Minimal SPIR-V reflection for build-shaders.mjs: the descriptor bindings (set 0) and their array lengths, the push-
 // constant block's size and the workgroup size a compute module declares, read from the module
 // itself so the addon can check what the TypeScript side binds and pushes against the shader.
-// Handles what our shaders use: 32-bit scalars, vectors and arrays in the push block.
+// Handles what our shaders use: 32-bit scalars, vectors and arrays in the push block (a type it does
+// not follow has no size: a push block made of one would read NaN, and build-shaders refuses it).
 const OP = { Name: 5, ExecutionMode: 16, TypeInt: 21, TypeFloat: 22, TypeVector: 23, TypeArray: 28, TypeStruct: 30, TypePointer: 32, Constant: 43, Variable: 59, Decorate: 71, MemberDecorate: 72 };
 const DEC = { Binding: 33, Offset: 35 };
 const SC = { PushConstant: 9 };
@@ -21,7 +22,8 @@ export function reflect(words) {
       case OP.MemberDecorate: if (a[2] === DEC.Offset) { const m = offsets.get(a[0]) ?? []; m[a[1]] = a[3]; offsets.set(a[0], m); } break;
       case OP.TypeInt: case OP.TypeFloat: types.set(a[0], { bytes: a[1] / 8 }); break;
       case OP.TypeVector: types.set(a[0], { bytes: types.get(a[1]).bytes * a[2] }); break;
-      case OP.TypeArray: types.set(a[0], { bytes: types.get(a[1]).bytes * consts.get(a[2]), count: consts.get(a[2]) }); break;
+      // an array of a type not followed here (a cooperative matrix in registers): its length only
+      case OP.TypeArray: types.set(a[0], { bytes: (types.get(a[1])?.bytes ?? NaN) * consts.get(a[2]), count: consts.get(a[2]) }); break;
       case OP.TypeStruct: types.set(a[0], { members: Array.from(a.subarray(1)) }); break;
       case OP.Constant: consts.set(a[1], a[2]); break;
       case OP.TypePointer: pointers.set(a[0], { sc: a[1], type: a[2] }); break;

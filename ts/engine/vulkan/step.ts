@@ -8,7 +8,7 @@ import { rowBytes } from '../../gguf/index.js';
 import { KV_TYPE_IDS } from '../common.js';
 import { stateSizes } from '../payload.js';
 import type { KvType } from '../types.js';
-import { OpList, moePairs, TOPK_ITEMS, attnBlock, attnTileFits, attnTileTokens, attnTokens, moeMaxTiles } from './graph.js';
+import { OpList, moePairs, TOPK_ITEMS, attnBlock, attnTileFits, attnTileKernel, attnTileTokens, attnTokens, moeMaxTiles } from './graph.js';
 import type { MatvecOpts, VkHost } from './host.js';
 import { KERNELS as K, ROW_KERNELS as KR, dispatch, groups } from './kernels.js';
 import type { LayerTensorKey } from '../../model/schema.js';
@@ -165,9 +165,10 @@ function attentionMixer(c: StepContext, l: number): Pending {
     const push = attnPush(blk, nBlk, t0);
     const bind = { QG, Kc: kc, Vc: vc, P: B.P, ML: B.ML, PARAMS: B.PARAMS };
     if (tiled) {
-      // prefill: tiles of tokens × the KV head's query heads share every K/V read
+      // prefill: tiles of tokens × the KV head's query heads share every K/V read (on the
+      // matrix units where the engine uses them, as its matmuls do)
       const tq = attnTileTokens(s);
-      dispatch(c.ops, K.attn_tile, bind, { ...push, nTok: n, tq }, [Math.ceil(n / tq), s.nHeadKv, nBlk], { variant });
+      dispatch(c.ops, attnTileKernel(h.coopmat), bind, { ...push, nTok: n, tq }, [Math.ceil(n / tq), s.nHeadKv, nBlk], { variant });
     } else {
       dispatch(c.ops, K.attn_flash, bind, push, [n, s.nHeadKv, nBlk], { variant });
     }

@@ -1,0 +1,259 @@
+#version 450
+// attn_mmc: attn_tile on the matrix units (GL_KHR_cooperative_matrix, 16 × 16 × 16 f16 products,
+// f32 sums). Same dispatch, push block, bindings and outputs as attn_tile (the partials P and ML
+// that attn_merge combines), so the step swaps one for the other where the device has the matrix
+// units; attn_tile stays the fallback and the reference the parity runs compare against.
+// Per tile of 64 keys: S = Q·Kᵀ over 32-dim slices staged in shared memory, the online softmax
+// of attn_tile in f32 (its code unchanged), then O += P·V over 16-key slices (V staged 128 dims at
+// a time). Every operand is held as two f16 as in mmc.glsl (hi: the value's first 11 significant
+// bits; lo: the rest, times LO), so products keep ~22 significant bits: one f16 an operand moved
+// the tiny random models' logits by up to ~1 (docs/vulkan.md).
+// S's cross terms go to accumulators of their own (Q and K may be too large to scale by LO in
+// f16). P lies in [0, 1], so P·V goes into one accumulator as (LO·Ph)·Vh + Ph·(LO·Vl) +
+// (LO·Pl)·Vh, divided by LO at the end: half the accumulator registers.
+// The online softmax's per-row rescale of O cannot touch a cooperative matrix's rows directly:
+// O is multiplied elementwise by a matrix of the rows' alphas, only where one of the subgroup's
+// rows' maximum grew (a subgroup vote; a workgroup-shared 'grew' flag in its place turned the
+// first query row's scores into NaN on the H200's driver, cause not found: docs/vulkan.md).
+// Tiles past the first mostly keep every row's maximum.
+// Subgroup s (32 lanes, 8 a workgroup) owns the 16 query rows 16·(s % 4) …; of S the key blocks
+// 2·(s / 4) and +1; of O the dim blocks 2j + s / 4 of each 128-dim pass (hd ≤ 256: 8 blocks).
+// Needs 32-lane subgroups and 16 × 16 × 16 f16 → f32 subgroup products (the engine's matrix-unit
+// check), hd a multiple of 32, ≤ 256. Shared memory 48128 bytes.
+#extension GL_GOOGLE_include_directive : enable
+#extension GL_KHR_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_vote : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#include "common.glsl"
+layout(local_size_x = 256) in;
+layout(std430, binding = 0) readonly buffer QB { float QG[]; };
+layout(std430, binding = 1) readonly buffer KB { uint KC[]; };
+layout(std430, binding = 2) readonly buffer VB { uint VC[]; };
+layout(std430, binding = 3) writeonly buffer PPB { float P[]; };
+layout(std430, binding = 4) writeonly buffer MLB { vec2 ML[]; };
+layout(std430, binding = 5) readonly buffer PB { uint PARAMS[]; };
+layout(push_constant) uniform PC {
+  uint nHead; uint nHeadKv; uint hd; uint kRowBytes;
+  uint vRowBytes; uint qStride; float scale; uint nBlk;
+  uint blk; uint t0; uint nTok; uint tq;
+} pc;
+#define KV_FN4 k_get4
+#define KVBUF KC
+#define KV_T KT
+#include "kv.glsl"
+#undef KV_FN4
+#undef KVBUF
+#undef KV_T
+#define KV_FN4 v_get4
+#define KVBUF VC
+#define KV_T VT
+#include "kv.glsl"
+
+const uint R = 64u;    // query rows per workgroup
+const uint BC = 64u;   // keys per tile
+const uint DS = 32u;   // dims per staging step of S
+const uint VD = 128u;  // dims per staging pass of V
+const uint PS = BC + 4u;
+const float LO = 2048.0;
+// shared rows as f16vec4 with 8 values of padding (16-byte aligned rows on other banks)
+const uint SQ = (DS + 8u) / 4u;    // a Q or K row of a dim slice
+const uint SP = (16u + 8u) / 4u;   // a P row of a 16-key slice
+const uint SV = (VD + 8u) / 4u;    // a V row (one key) of a pass
+// one staging array for both phases: S: Q hi, Q lo, K hi, K lo (64 rows each); P·V: P hi, P lo
+// (64 rows), V hi, V lo (16 keys)
+const uint QH = 0u, QL = R * SQ, KH = 2u * R * SQ, KL = 3u * R * SQ;
+const uint PH = 0u, PL = R * SP, VH = 2u * R * SP, VL = 2u * R * SP + 16u * SV;
+const uint ST_LEN = max(4u * R * SQ, 2u * R * SP + 32u * SV);
+shared f16vec4 ST[ST_LEN];
+shared float ps[R * PS];          // scores, then probabilities; at the end each subgroup's 16 × 16 output scratch
+shared float AM[8u * 256u];       // per subgroup, its rows' alphas in all 16 columns (O's rescale as a product)
+shared float red[256];            // softmax partial max / sum, 4 threads per row
+shared float rowM[R];
+shared float rowL[R];
+shared float rowA[R];
+shared uint rowPos[R];            // the row's token position (its last visible key); 0 for padding
+
+// v as hi (11 significant bits, by mask: exact in f16 across its normal range) at element i of the
+// staging array and the rest times LO at element i + lo
+void put(uint i, uint lo, vec4 v) {
+  vec4 h = uintBitsToFloat(floatBitsToUint(v) & 0xFFFFE000u);
+  ST[i] = f16vec4(h);
+  ST[i + lo] = f16vec4((v - h) * LO);
+}
+
+// one 128-dim pass p of O += P·V for the keys j0 … j0 + 15 (P staged in pass 0)
+#define PV_PASS(p) { \
+  barrier(); \
+  if (p == 0u) { \
+    uint c = (tid & 3u) * 4u; \
+    put(PH + sr * SP + (tid & 3u), PL - PH, vec4(ps[sr * PS + j0 + c], ps[sr * PS + j0 + c + 1u], ps[sr * PS + j0 + c + 2u], ps[sr * PS + j0 + c + 3u])); \
+  } \
+  { \
+    uint d = p * VD + vd; \
+    bool ok = j0 + vk < nk && d < hd; \
+    [[unroll]] for (uint e = 0u; e < 2u; e++) put(VH + vk * SV + vd / 4u + e, VL - VH, ok ? v_get4((kt + j0 + vk) * pc.vRowBytes, kd + d + 4u * e) : vec4(0.0)); \
+  } \
+  barrier(); \
+  coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> pa, pal, pa1; \
+  coopMatLoad(pa, ST, PH + rb * 16u * SP, SP, gl_CooperativeMatrixLayoutRowMajor); \
+  coopMatLoad(pal, ST, PL + rb * 16u * SP, SP, gl_CooperativeMatrixLayoutRowMajor); \
+  pa1 = pa * float16_t(LO); \
+  [[unroll]] for (uint j = 0u; j < 4u; j++) { \
+    uint db = 2u * j + hf; \
+    if (p * VD + db * 16u < hd) { \
+      coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> vb, vbl; \
+      coopMatLoad(vb, ST, VH + db * 4u, SV, gl_CooperativeMatrixLayoutRowMajor); \
+      coopMatLoad(vbl, ST, VL + db * 4u, SV, gl_CooperativeMatrixLayoutRowMajor); \
+      o[p * 4u + j] = coopMatMulAdd(pa1, vb, o[p * 4u + j]); \
+      o[p * 4u + j] = coopMatMulAdd(pa, vbl, o[p * 4u + j]); \
+      o[p * 4u + j] = coopMatMulAdd(pal, vb, o[p * 4u + j]); \
+    } \
+  } \
+}
+
+// accumulator oi's 16 × 16 values (dims p·128 + 16·db …) into the partials P, divided by LO,
+// through the subgroup's 256 floats of ps (free once the last tile's P·V is done)
+#define O_OUT(oi) { \
+  uint d = (oi / 4u) * VD + (2u * (oi % 4u) + hf) * 16u; \
+  if (d < hd) { \
+    coopMatStore(o[oi] * (1.0 / LO), ps, sg * 256u, 16u, gl_CooperativeMatrixLayoutRowMajor); \
+    subgroupMemoryBarrierShared(); \
+    subgroupBarrier(); \
+    [[unroll]] for (uint i = 0u; i < 8u; i++) { \
+      uint e = lane + 32u * i, r = rb * 16u + (e >> 4u); \
+      if (r < rows) P[(((tok0 + r / G) * pc.nHead + kvh * G + r % G) * pc.nBlk + b) * hd + d + (e & 15u)] = ps[sg * 256u + e]; \
+    } \
+    subgroupBarrier(); \
+  } \
+}
+
+void main() {
+  uint tile = gl_WorkGroupID.x, kvh = gl_WorkGroupID.y, b = gl_WorkGroupID.z, tid = gl_LocalInvocationID.x;
+  uint G = pc.nHead / pc.nHeadKv, hd = pc.hd, tq = pc.tq;
+  uint tok0 = tile * tq;
+  uint ntk = min(tq, pc.nTok - tok0);
+  uint base = PARAMS[0] + pc.t0;
+  uint u0 = b * pc.blk;
+  uint pLast = base + tok0 + ntk - 1u;
+  if (u0 > pLast) return;                        // the block is in every row's future
+  uint uEnd = min(u0 + pc.blk, pLast + 1u);
+  uint rows = ntk * G;
+  if (tid < R) {
+    rowM[tid] = -3.0e38;
+    rowL[tid] = 0.0;
+    rowPos[tid] = tid < rows ? base + tok0 + tid / G : 0u;
+  }
+  uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID, rb = sg & 3u, hf = sg >> 2u;
+  uint passes = (hd + VD - 1u) / VD;
+  coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> o[8];
+  [[unroll]] for (uint j = 0u; j < 8u; j++) o[j] = coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>(0.0);
+  // what this thread stages: Q row / key sr, dims sd … sd + 7 of each dim slice; P row sr, keys
+  // 4·(tid % 4) … of each key slice; V key vk, dims vd … vd + 7 of each pass
+  uint sr = tid >> 2u, sd = (tid & 3u) * 8u, vk = tid >> 4u, vd = (tid & 15u) * 8u;
+  uint qOff = sr < rows ? (pc.t0 + tok0 + sr / G) * pc.qStride + (kvh * G + sr % G) * 2u * hd + sd : 0xffffffffu;
+  uint kd = kvh * hd;
+  for (uint kt = u0; kt < uEnd; kt += BC) {
+    uint nk = min(BC, uEnd - kt);
+    coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> s[2], sl[2];
+    [[unroll]] for (uint c = 0u; c < 2u; c++) { s[c] = coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>(0.0); sl[c] = s[c]; }
+    // the next dim slice's Q and K values load into registers while the current one multiplies
+    vec4 qn[2], kn[2];
+    [[unroll]] for (uint e = 0u; e < 2u; e++) {
+      qn[e] = qOff != 0xffffffffu ? vec4(QG[qOff + 4u * e], QG[qOff + 4u * e + 1u], QG[qOff + 4u * e + 2u], QG[qOff + 4u * e + 3u]) : vec4(0.0);
+      kn[e] = sr < nk ? k_get4((kt + sr) * pc.kRowBytes, kd + sd + 4u * e) : vec4(0.0);
+    }
+    for (uint d0 = 0u; d0 < hd; d0 += DS) {
+      barrier();
+      [[unroll]] for (uint e = 0u; e < 2u; e++) {
+        put(QH + sr * SQ + sd / 4u + e, QL - QH, qn[e]);
+        put(KH + sr * SQ + sd / 4u + e, KL - KH, kn[e]);
+      }
+      barrier();
+      if (d0 + DS < hd) {
+        uint d = d0 + DS;
+        [[unroll]] for (uint e = 0u; e < 2u; e++) {
+          qn[e] = qOff != 0xffffffffu ? vec4(QG[qOff + d + 4u * e], QG[qOff + d + 4u * e + 1u], QG[qOff + d + 4u * e + 2u], QG[qOff + d + 4u * e + 3u]) : vec4(0.0);
+          kn[e] = sr < nk ? k_get4((kt + sr) * pc.kRowBytes, kd + d + sd + 4u * e) : vec4(0.0);
+        }
+      }
+      [[unroll]] for (uint kk = 0u; kk < DS / 4u; kk += 4u) {
+        coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> qa, qal;
+        coopMatLoad(qa, ST, QH + rb * 16u * SQ + kk, SQ, gl_CooperativeMatrixLayoutRowMajor);
+        coopMatLoad(qal, ST, QL + rb * 16u * SQ + kk, SQ, gl_CooperativeMatrixLayoutRowMajor);
+        [[unroll]] for (uint c = 0u; c < 2u; c++) {
+          coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> kb, kbl;
+          uint kr = (2u * hf + c) * 16u;
+          coopMatLoad(kb, ST, KH + kr * SQ + kk, SQ, gl_CooperativeMatrixLayoutColumnMajor);
+          coopMatLoad(kbl, ST, KL + kr * SQ + kk, SQ, gl_CooperativeMatrixLayoutColumnMajor);
+          s[c] = coopMatMulAdd(qa, kb, s[c]);
+          sl[c] = coopMatMulAdd(qal, kb, sl[c]);
+          sl[c] = coopMatMulAdd(qa, kbl, sl[c]);
+        }
+      }
+    }
+    [[unroll]] for (uint c = 0u; c < 2u; c++) {
+      s[c] = (s[c] + sl[c] * (1.0 / LO)) * pc.scale;
+      coopMatStore(s[c], ps, rb * 16u * PS + (2u * hf + c) * 16u, PS, gl_CooperativeMatrixLayoutRowMajor);
+    }
+    barrier();
+    // online softmax (attn_tile's), 4 threads per row (16 keys each): keys past the row's position
+    // (or the tile) count as −∞
+    {
+      uint r = tid >> 2u, j0 = (tid & 3u) * 16u;
+      uint lim = r < rows ? min(nk, rowPos[r] + 1u - min(rowPos[r] + 1u, kt)) : 0u;
+      float mOld = rowM[r], m = mOld;
+      for (uint j = j0; j < min(lim, j0 + 16u); j++) m = max(m, ps[r * PS + j]);
+      red[tid] = m;
+      barrier();
+      m = max(max(red[r * 4u], red[r * 4u + 1u]), max(red[r * 4u + 2u], red[r * 4u + 3u]));
+      float l = 0.0;
+      [[unroll]] for (uint j = j0; j < j0 + 16u; j++) {
+        float e = j < lim ? exp(ps[r * PS + j] - m) : 0.0;
+        ps[r * PS + j] = e;
+        l += e;
+      }
+      barrier();
+      red[tid] = l;
+      barrier();
+      if ((tid & 3u) == 0u) {
+        float alpha = exp(mOld - m);
+        rowL[r] = rowL[r] * alpha + (red[tid] + red[tid + 1u]) + (red[tid + 2u] + red[tid + 3u]);
+        rowM[r] = m;
+        rowA[r] = alpha;
+      }
+      barrier();
+    }
+    // O's rows times their alpha where one of the subgroup's rows' maximum grew (the first
+    // tile's O is still 0): a cooperative matrix's rows cannot be scaled one by one, so the
+    // subgroup writes its rows' alphas as a 16 × 16 matrix (the row's alpha in every column) and
+    // multiplies O by it elementwise
+    if (kt != u0 && subgroupAny(rowA[rb * 16u + (lane & 15u)] != 1.0)) {
+      [[unroll]] for (uint i = 0u; i < 8u; i++) {
+        uint e = lane + 32u * i;
+        AM[sg * 256u + e] = rowA[rb * 16u + (e >> 4u)];
+      }
+      subgroupMemoryBarrierShared();
+      subgroupBarrier();
+      coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> am;
+      coopMatLoad(am, AM, sg * 256u, 16u, gl_CooperativeMatrixLayoutRowMajor);
+      [[unroll]] for (uint j = 0u; j < 8u; j++) o[j] = o[j] * am;
+      subgroupBarrier();
+    }
+    // O += P·V, 16 keys at a time (keys past the tile: P = 0 and V staged as 0, never garbage);
+    // the two passes written out (PV_PASS), so every accumulator has a constant index (an array
+    // of cooperative matrices indexed at run time stays an array in memory)
+    for (uint j0 = 0u; j0 < nk; j0 += 16u) {
+      PV_PASS(0u)
+      if (passes > 1u) PV_PASS(1u)
+    }
+  }
+  // the partials: O / LO through each subgroup's scratch, rows as attn_tile writes them
+  barrier();
+  O_OUT(0u) O_OUT(1u) O_OUT(2u) O_OUT(3u) O_OUT(4u) O_OUT(5u) O_OUT(6u) O_OUT(7u)
+  if (tid < rows) {
+    uint slot = ((tok0 + tid / G) * pc.nHead + kvh * G + tid % G) * pc.nBlk + b;
+    ML[slot] = vec2(rowM[tid], rowL[tid]);
+  }
+}
