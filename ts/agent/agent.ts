@@ -7,10 +7,9 @@
  * session's own plus the new suffix's: only new tokens are ever prefilled.
  */
 import { Conversation } from '../chat/conversation.js';
-import { OutputParser, type ParserEvent } from '../chat/output-parser.js';
+import { decodeAnswer } from '../chat/answer.js';
 import { THINK_CLOSE } from '../chat/template-tokens.js';
 import { AbortError } from '../engine/common.js';
-import { generate } from '../engine/generate.js';
 import type { Engine, SampleOptions, Session } from '../engine/types.js';
 import { modelIdentity } from '../model/fingerprint.js';
 import { makeTools, Processes, runTool, toolSpecs, DEFAULT_LIMITS, type ToolLimits } from './tools.js';
@@ -133,29 +132,17 @@ export class Agent {
     await this.session.sync(tokens, { signal, progress: (d, t) => this.o.ui?.prefill?.(d, t) });
     // the turn's budget: --tokens, or less where the context is nearly full
     const budget = Math.min(this.o.maxTokens, e.options.ctx - tokens.length);
-    const parser = new OutputParser({ startInReasoning: this.think, tools: toolsSpec as never });
-    const dec = tok.decoder();
-    let raw = '';
-    const emit = (evs: ParserEvent[]) => { for (const ev of evs) { if (ev.type === 'reasoning') this.o.ui?.reasoning?.(ev.text); else if (ev.type === 'content') this.o.ui?.content?.(ev.text); } };
-    let res;
-    try {
-      res = await generate(this.session, {
-        maxTokens: budget, stopIds: tok.stopIds, signal, feed: 'non-stop',
-        sampling: () => (parser.inProtocol() ? { temperature: 0 } : this.o.sampling),
-        next: this.scripted(),
-        onToken: (id) => { if (tok.stopIds.has(id)) return; const t = dec.push(id); raw += t; emit(parser.push(t)); },
-      });
-    } finally {
-      const tail = dec.end();
-      raw += tail;
-      emit(parser.push(tail));
-      emit(parser.end());
-    }
-    if (res.stop === 'abort' && !raw) throw new AbortError();
-    this.conv.addAnswer({ prompt, raw, think: this.think, reasoning: parser.result().reasoning });
+    const ui = this.o.ui;
+    const ans = await decodeAnswer(this.session, tok, {
+      maxTokens: budget, sampling: this.o.sampling, greedyProtocol: true, signal, startInReasoning: this.think, tools: toolsSpec as never,
+      script: this.scripted(),
+      onEvent: (ev) => { if (ev.type === 'reasoning') ui?.reasoning?.(ev.text); else if (ev.type === 'content') ui?.content?.(ev.text); },
+    });
+    if (ans.stop === 'abort' && !ans.raw) throw new AbortError();
+    this.conv.addAnswer({ prompt, raw: ans.raw, think: this.think, reasoning: ans.parsed.reasoning });
     this.heldText = tok.decode(this.session.tokens);
-    const out = parser.result();
-    return { content: out.content, calls: out.toolCalls, stop: res.stop, inThinking: parser.inReasoning(), budget };
+    const out = ans.parsed;
+    return { content: out.content, calls: out.toolCalls, stop: ans.stop, inThinking: ans.inReasoning, budget };
   }
 
   /** Why a turn without tool calls has no complete answer (undefined: it has one). */
@@ -181,9 +168,9 @@ export class Agent {
     const tokens = this.promptTokens(probe.render({ think: false, tools: this.toolsSpec }));
     if (tokens.length + 512 <= this.o.engine.options.ctx) {
       await this.session.sync(tokens, { signal });
-      const tok = this.o.engine.tokenizer, dec = tok.decoder();
-      await generate(this.session, { maxTokens: 512, stopIds: tok.stopIds, signal, sampling: this.o.sampling, next: this.scripted(), onToken: (id) => { if (!tok.stopIds.has(id)) summary += dec.push(id); } });
-      summary += dec.end();
+      // the text as it comes (a think block, if any, is cut below), the last token not fed: the
+      // session is re-synced to the fresh conversation next
+      summary = (await decodeAnswer(this.session, this.o.engine.tokenizer, { maxTokens: 512, sampling: this.o.sampling, signal, raw: true, feed: 'not-last', script: this.scripted() })).raw;
       const i = summary.lastIndexOf(THINK_CLOSE);
       if (i >= 0) summary = summary.slice(i + THINK_CLOSE.length);
     }

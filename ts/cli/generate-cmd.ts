@@ -6,8 +6,8 @@
  */
 import * as fs from 'node:fs';
 import { renderChat } from '../chat/render.js';
-import { generate } from '../engine/generate.js';
-import { openEngine, type Engine, type TokenLogprob } from '../engine/index.js';
+import { decodeAnswer } from '../chat/answer.js';
+import { openEngine, type Engine } from '../engine/index.js';
 import { CliError } from './load-tokenizer.js';
 import { formatSize } from './size.js';
 import type { SampleOptions } from '../engine/types.js';
@@ -73,20 +73,22 @@ export async function runGenerate(c: GenerateCmd): Promise<number> {
       },
     });
     const prefillMs = performance.now() - t0;
-    const dec = tok.decoder();
-    const res = await generate(s, {
+    // the text as it comes (raw: not parsed), or with --prompt-ids the token ids only and no stop
+    // tokens, every token fed (a logits row each)
+    const res = await decodeAnswer(s, tok, {
       maxTokens: c.maxTokens,
       sampling: c.sampling,
-      stopIds: c.promptIds ? undefined : tok.stopIds,
+      raw: true,
+      stopIds: c.promptIds ? new Set() : tok.stopIds,
       feed: c.promptIds ? 'all' : 'not-last',
       onLogits: writeRow,
       signal: c.signal,
-      logprobsTopK: c.dumpLogprobs ? c.logprobsTopK : undefined,
-      onLogprobs: (chosen: TokenLogprob, top: TokenLogprob[]) => steps.push({ token: chosen.id, piece: piece(chosen.id), logprob: chosen.logprob, top: top.map((t) => ({ id: t.id, piece: piece(t.id), logprob: t.logprob })) }),
-      onToken: (id) => { if (!c.promptIds && !tok.stopIds.has(id)) c.out(dec.push(id)); },
+      logprobs: c.dumpLogprobs ? c.logprobsTopK : undefined,
+      onTokenLogprobs: (chosen, top) => steps.push({ token: chosen.id, piece: piece(chosen.id), logprob: chosen.logprob, top: top.map((t) => ({ id: t.id, piece: piece(t.id), logprob: t.logprob })) }),
+      onEvent: (ev) => { if (!c.promptIds && ev.type === 'content') c.out(ev.text); },
     });
     if (c.promptIds) c.out(`generated: ${res.tokens.join(' ')}\n`);
-    else c.out(dec.end() + '\n');
+    else c.out('\n');
     if (c.dumpLogprobs) {
       try { fs.writeFileSync(c.dumpLogprobs, JSON.stringify({ prompt_tokens: prompt.length, top_k: c.logprobsTopK, steps }, null, 1) + '\n'); } catch (e2) { throw new CliError(`cannot write --dump-logprobs "${c.dumpLogprobs}": ${(e2 as NodeJS.ErrnoException).code}`); }
     }

@@ -7,7 +7,7 @@
 import { renderChat } from '../chat/render.js';
 import { THINK_CLOSE } from '../chat/template-tokens.js';
 import { AbortError } from '../engine/common.js';
-import { generate } from '../engine/generate.js';
+import { decodeAnswer } from '../chat/answer.js';
 import type { Engine, SampleOptions, Session } from '../engine/types.js';
 import { extractAnswer, isCorrect } from './extract.js';
 import { promptFor, type Question } from './questions.js';
@@ -69,30 +69,27 @@ export async function runQuestion(engine: Engine, s: Session, q: Question, o: Ru
     throw e;
   }
   s.seed(o.seed);
-  const dec = tok.decoder();
   let text = '';
   let inThink = o.think;
   const forced: number[] = [];
   let forcedUsed = false;
   const budget = thinkingBudget(o.tokens);
-  const r = await generate(s, {
-    maxTokens: o.tokens, sampling: o.sampling, stopIds: tok.stopIds, signal: o.signal, gate: o.gate,
-    next: (step) => {
+  // the text unparsed (the grader reads the think block too), the last token not fed (the next
+  // question syncs the session anew); the think block closed by FORCED_CLOSE once its budget is spent
+  const r = await decodeAnswer(s, tok, {
+    maxTokens: o.tokens, sampling: o.sampling, signal: o.signal, gate: o.gate, raw: true, feed: 'not-last',
+    script: (step) => {
       if (inThink && !forcedUsed && step >= budget) { forced.push(...tok.encode(FORCED_CLOSE)); forcedUsed = true; }
       return forced.shift();
     },
-    onToken: (id) => {
-      if (tok.stopIds.has(id)) return;
-      const piece = dec.push(id);
-      text += piece;
+    onEvent: (ev) => {
+      if (ev.type !== 'content') return;
+      text += ev.text;
       const wasThinking = inThink;
       if (inThink && text.includes(THINK_CLOSE)) inThink = false;
-      if (piece) o.onText?.(piece, wasThinking);
+      o.onText?.(ev.text, wasThinking);
     },
   });
-  const tail = dec.end();
-  text += tail;
-  if (tail) o.onText?.(tail, inThink);
   const given = extractAnswer(q.format, text, o.think, q.choices?.length);
   return { ...base, generated: text, generatedTokens: r.tokens.length, ms: performance.now() - t0, given, pass: isCorrect(q, given), stop: r.stop, forced: forcedUsed };
 }

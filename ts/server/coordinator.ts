@@ -9,18 +9,17 @@
  * slots are batched, prefills run in quanta between them.
  */
 import * as fs from 'node:fs';
-import { OutputParser, type ParsedOutput, type ParserEvent } from '../chat/output-parser.js';
+import type { ParsedOutput, ParserEvent } from '../chat/output-parser.js';
+import { decodeAnswer, type Answer, type LogprobEntry } from '../chat/answer.js';
 import type { ToolSpec } from '../chat/tool-call.js';
 import { AbortError } from '../engine/common.js';
-import { generate, type GenerateResult } from '../engine/generate.js';
-import type { Engine, SampleOptions, Session, TokenLogprob } from '../engine/types.js';
+import type { Engine, SampleOptions, Session } from '../engine/types.js';
 import type { DiskCache } from './kv-disk/disk-cache.js';
 import type { SaveReason } from './kv-disk/format.js';
 import type { ToolMemory } from './tool-memory.js';
 import { ApiError } from './errors.js';
-import { StopScanner } from './stop-scanner.js';
 import type { RamCache } from './ram-cache.js';
-import { ASSISTANT_HEADER, IM_START, THINK_END, TOOL_CALL_OPEN } from '../chat/template-tokens.js';
+import { ASSISTANT_HEADER, IM_START } from '../chat/template-tokens.js';
 import { ModelExecutor, type ExecutorOptions } from './executor.js';
 
 export interface TurnRequest {
@@ -58,13 +57,7 @@ export interface TurnRequest {
   checkpointEnd?: boolean;
 }
 
-/** One generated token's log-probability, OpenAI's shape. */
-export interface LogprobEntry {
-  token: string;
-  logprob: number;
-  bytes: number[];
-  top_logprobs: { token: string; logprob: number; bytes: number[] }[];
-}
+export type { LogprobEntry } from '../chat/answer.js';
 
 export interface TurnResult {
   /** with checkpointEnd: the tokens the session holds after the turn and their text (a later turn from here reuses them exactly) */
@@ -474,92 +467,31 @@ export class Coordinator {
     slot.liveText = req.prompt;
     if (req.sampling.seed !== undefined) s.seed(req.sampling.seed);
 
-    const parser = new OutputParser({ startInReasoning: req.startInReasoning, tools: req.tools });
-    const dec = tok.decoder();
-    let raw = '';
     let fed = ''; // text of the tokens that entered the session (the live text must match them)
-    let visible = '';
-    let finish: TurnResult['finish'];
-    let pending = ''; // the text of the token being fed
-    let stopSequence: string | undefined;
-    let n = 0, reasoningTokens = 0;
-    const budget = Math.min(req.maxTokens, e.options.ctx - s.tokens.length);
-    // answer text is held back while it could be the start of a stop string, so a stop string
-    // never reaches the client, streamed or not (as the providers do)
-    const stopper = new StopScanner(req.stop ?? []);
-    const emit = (events: ParserEvent[]) => {
-      for (const ev of events) {
-        if (ev.type !== 'content') { req.onEvent?.(ev); continue; }
-        if (stopSequence !== undefined) continue;
-        const { text, hit } = stopper.push(ev.text);
-        if (text) { visible += text; req.onEvent?.({ type: 'content', text }); }
-        if (hit !== undefined) stopSequence = hit;
-      }
-    };
-    const feed = (t: string): ParserEvent[] => (req.raw ? (t ? [{ type: 'content', text: t }] : []) : parser.push(t));
-    // tokens fed instead of sampled: the end of the think block when its budget is spent, the
-    // opening of a tool call when the request forces one
-    const forced: number[] = [];
-    const logprobs: LogprobEntry[] = [];
-    let callForced = false;
-    const next = (): number | undefined => {
-      if (!forced.length && !req.raw) {
-        if (req.thinkingBudget !== undefined && parser.inReasoning() && reasoningTokens >= req.thinkingBudget) {
-          forced.push(...tok.encode(THINK_END));
-          this.trace('thinking-budget', { reasoningTokens });
-        } else if (req.forceToolCall && !callForced && !parser.inReasoning() && !parser.inProtocol()) {
-          const name = req.forceToolCall.name;
-          forced.push(...tok.encode(`${TOOL_CALL_OPEN}\n<function=${name ? `${name}>\n` : ''}`));
-          callForced = true;
-        }
-      }
-      if (!req.raw && parser.inReasoning()) reasoningTokens++;
-      return forced.shift();
-    };
-    const piece = (t: number) => tok.decode([t]);
-    const entry = (x: TokenLogprob) => { const str = piece(x.id); return { token: str, logprob: x.logprob, bytes: [...Buffer.from(str, 'utf8')] }; };
-    let res: GenerateResult | undefined;
+    let ans: Answer;
     x.beginDecode(s);
     try {
-      res = await generate(s, {
+      ans = await decodeAnswer(s, tok, {
+        maxTokens: Math.min(req.maxTokens, e.options.ctx - s.tokens.length), sampling: req.sampling, greedyProtocol: true,
+        signal: req.signal, raw: req.raw, startInReasoning: req.startInReasoning, tools: req.tools, stop: req.stop,
+        thinkingBudget: req.thinkingBudget, forceToolCall: req.forceToolCall, logprobs: req.logprobs, onLogprob: req.onLogprob, onEvent: req.onEvent,
         // decode steps are shared with the other slots' (executor.ts)
         feedToken: (id) => x.decode(s, id, req.signal),
-        maxTokens: budget, stopIds: tok.stopIds, signal: req.signal, feed: 'non-stop', next,
-        // protocol structure (tags, parameter headers) is sampled greedily; values use the request's sampling
-        sampling: () => (parser.inProtocol() ? { temperature: 0 } : req.sampling),
-        logprobsTopK: req.logprobs,
-        onLogprobs: (chosen, top) => { const e = { ...entry(chosen), top_logprobs: top.map(entry) }; logprobs.push(e); req.onLogprob?.(e); },
-        onToken: (id) => {
-          if (tok.stopIds.has(id)) return;
-          const text = dec.push(id);
-          raw += text;
-          pending = text;
-          emit(feed(text));
-          return stopSequence === undefined;
-        },
-        onFed: async () => {
-          fed += pending;
+        onFed: async (text) => {
+          fed = text;
           if (this.disk && s.tokens.length % this.disk.continuedIntervalTokens === 0) await x.run(() => this.saveDisk(slot, 'continued', req.prompt + fed));
         },
+        trace: (event, data) => this.trace(event, data),
       });
     } finally {
       x.endDecode(s);
-      const tail = dec.end();
-      raw += tail;
-      emit(feed(tail));
-      if (!req.raw) emit(parser.end());
-      if (stopSequence === undefined) { const rest = stopper.flush(); if (rest) { visible += rest; req.onEvent?.({ type: 'content', text: rest }); } }
       slot.liveText = req.prompt + fed;
     }
-    n = res.tokens.length;
-    if (req.checkpointEnd && res.stop !== 'abort') await x.run(() => s.checkpoint());
-    finish = stopSequence !== undefined ? 'stop_sequence' : ({ eos: 'stop', length: 'length', callback: 'stop', abort: 'abort' } as const)[res.stop];
+    const n = ans.tokens.length;
+    if (req.checkpointEnd && ans.stop !== 'abort') await x.run(() => s.checkpoint());
     this.stats.generated += n;
     this.stats.decodeMs += performance.now() - tDecode;
-    const parsed = req.raw ? { reasoning: '', content: visible, toolCalls: [] } : parser.result();
-    // the answer ends before the stop string (and whatever followed it in the same token)
-    if (stopSequence !== undefined) parsed.content = visible;
-    if (finish === 'stop' && parsed.toolCalls.length > 0) finish = 'tool_calls';
+    const { parsed, raw, finish, stopSequence, reasoningTokens, logprobs } = ans;
     this.trace('generated', { slot: slot.index, tokens: n, finish, text: raw });
     return {
       parsed, rawText: raw, promptTokens: tokens.length, cachedTokens: reused, completionTokens: n, reasoningTokens, finish, stopSequence, ...(req.logprobs !== undefined ? { logprobs } : {}),

@@ -5,9 +5,9 @@
  */
 import * as fs from 'node:fs';
 import * as readline from 'node:readline';
-import { OutputParser } from '../../chat/output-parser.js';
+import type { ParserEvent } from '../../chat/output-parser.js';
+import { decodeAnswer } from '../../chat/answer.js';
 import { AbortError } from '../../engine/common.js';
-import { generate } from '../../engine/generate.js';
 import type { Engine, EngineOptions, SampleOptions, Session } from '../../engine/types.js';
 import { Conversation } from '../../chat/conversation.js';
 
@@ -99,26 +99,15 @@ export async function runChat(o: ChatOptions): Promise<number> {
       });
       prefilled = true;
       const prefillMs = performance.now() - t0;
-      const parser = new OutputParser({ startInReasoning: think !== 'off' });
-      const dec = tok.decoder();
       let inReasoning = false;
-      const show = (events: ReturnType<OutputParser['push']>) => {
-        for (const ev of events) {
-          if (ev.type === 'reasoning') { if (!inReasoning) write(thinkOpen); inReasoning = true; write(dim(model(ev.text))); }
-          else if (ev.type === 'content') { if (inReasoning) { write(`${thinkClose}\n\n`); inReasoning = false; } write(model(ev.text)); }
-          else if (ev.type === 'tool_call_end') write(model(ev.call.raw));
-        }
+      const show = (ev: ParserEvent) => {
+        if (ev.type === 'reasoning') { if (!inReasoning) write(thinkOpen); inReasoning = true; write(dim(model(ev.text))); }
+        else if (ev.type === 'content') { if (inReasoning) { write(`${thinkClose}\n\n`); inReasoning = false; } write(model(ev.text)); }
+        else if (ev.type === 'tool_call_end') write(model(ev.call.raw));
       };
-      let answer = '';
-      const res = await generate(session, {
-        maxTokens: budget, sampling: o.sampling, stopIds: tok.stopIds, signal: busy.signal, feed: 'non-stop', // the live session holds the whole answer
-        onToken: (id) => { if (!tok.stopIds.has(id)) { const t = dec.push(id); answer += t; show(parser.push(t)); } },
-      });
-      const tail = dec.end();
-      answer += tail;
-      show(parser.push(tail));
-      conv.addAnswer({ prompt, raw: answer, think: think !== 'off', reasoning: parser.result().reasoning });
-      show(parser.end());
+      // the live session holds the whole answer (decodeAnswer feeds every token but a stop token)
+      const res = await decodeAnswer(session, tok, { maxTokens: budget, sampling: o.sampling, signal: busy.signal, startInReasoning: think !== 'off', onEvent: show });
+      conv.addAnswer({ prompt, raw: res.raw, think: think !== 'off', reasoning: res.parsed.reasoning });
       if (inReasoning) write(thinkClose);
       const n = res.tokens.length;
       const note = res.stop === 'abort' ? ' (interrupted)' : res.stop === 'length' ? ' (token budget reached)' : '';

@@ -1,0 +1,169 @@
+/**
+ * The answer decoder: one assistant answer generated from a session that holds its prompt, as
+ * every front end needs it — the server's turns, the agent, the CLI chat, the one-shot CLI and
+ * q36-eval.
+ * Around the decode loop (engine/generate.ts) it keeps the text (a streaming detokenizer), the
+ * parse of reasoning / content / tool calls (OutputParser), stop strings (held back until they
+ * cannot start one: StopScanner), the tokens fed instead of sampled (the end of the think block
+ * when its budget is spent, the opening of a forced tool call), log-probabilities in OpenAI's
+ * shape, and why it ended. One place, so a change to how answers are generated (speculative
+ * decoding, grammars) is made once.
+ */
+import { OutputParser, type ParsedOutput, type ParserEvent } from './output-parser.js';
+import { StopScanner } from './stop-scanner.js';
+import { THINK_END, TOOL_CALL_OPEN } from './template-tokens.js';
+import type { ToolSpec } from './tool-call.js';
+import { generate, type GenerateOptions, type GenerateResult } from '../engine/generate.js';
+import type { SampleOptions, Session, TokenLogprob } from '../engine/types.js';
+import type { Tokenizer } from '../tokenizer/tokenizer.js';
+
+/** One generated token's log-probability, OpenAI's shape. */
+export interface LogprobEntry {
+  token: string;
+  logprob: number;
+  bytes: number[];
+  top_logprobs: { token: string; logprob: number; bytes: number[] }[];
+}
+
+export interface AnswerOptions {
+  /** most tokens to generate */
+  maxTokens: number;
+  sampling: SampleOptions;
+  /** tool-call structure (tags, parameter headers) sampled greedily, values with `sampling` (server, agent) */
+  greedyProtocol?: boolean;
+  signal?: AbortSignal;
+  /** the text as content, not parsed (completions, the one-shot CLI) */
+  raw?: boolean;
+  /** the answer begins inside a think block (thinking mode: the template opened it) */
+  startInReasoning?: boolean;
+  tools?: ToolSpec[];
+  /** stop strings: the answer ends before the first one, which is never emitted */
+  stop?: readonly string[];
+  /** reasoning tokens before "\n</think>\n\n" is fed instead of sampled */
+  thinkingBudget?: number;
+  /** the answer must be a tool call (of this tool when named): its opening is fed once reasoning ends */
+  forceToolCall?: { name?: string };
+  /** log-probabilities of each generated token with this many alternatives */
+  logprobs?: number;
+  onLogprob?: (e: LogprobEntry) => void;
+  /** the same by token id (the one-shot CLI's --dump-logprobs file) */
+  onTokenLogprobs?: GenerateOptions['onLogprobs'];
+  /** each event as it is parsed (content after the stop-string check) */
+  onEvent?: (ev: ParserEvent) => void;
+  /** tokens fed before the decoder's own forced ones (a test's scripted turn) */
+  script?: (step: number) => number | undefined;
+  /** stop tokens (default the tokenizer's; none for raw token-id runs) */
+  stopIds?: ReadonlySet<number>;
+  /** which tokens enter the session (generate.ts; default 'non-stop': the live session holds the whole answer) */
+  feed?: GenerateOptions['feed'];
+  feedToken?: GenerateOptions['feedToken'];
+  onLogits?: GenerateOptions['onLogits'];
+  /** awaited before each step (q36-eval's pause) */
+  gate?: GenerateOptions['gate'];
+  /** after each token entered the session, with the answer text that entered so far */
+  onFed?: (fedText: string) => void | Promise<void>;
+  /** notes for a trace (the thinking budget closing the think block) */
+  trace?: (event: string, data: Record<string, unknown>) => void;
+}
+
+export interface Answer {
+  /** reasoning, content (up to a stop string) and tool calls; with raw, the text as content */
+  parsed: ParsedOutput;
+  /** all generated text (stop tokens excluded, stop strings included) */
+  raw: string;
+  tokens: number[];
+  /** the text of the tokens that entered the session */
+  fed: string;
+  stop: GenerateResult['stop'];
+  finish: 'stop' | 'length' | 'stop_sequence' | 'tool_calls' | 'abort';
+  stopSequence?: string;
+  /** generated tokens inside the think block */
+  reasoningTokens: number;
+  /** still inside the think block when it ended */
+  inReasoning: boolean;
+  logprobs: LogprobEntry[];
+  decodeMs: number;
+}
+
+export async function decodeAnswer(s: Session, tok: Tokenizer, o: AnswerOptions): Promise<Answer> {
+  const parser = new OutputParser({ startInReasoning: o.startInReasoning ?? false, tools: o.tools });
+  const dec = tok.decoder();
+  const stopIds = o.stopIds ?? tok.stopIds;
+  let raw = '', fed = '', visible = '', pending = '';
+  let stopSequence: string | undefined;
+  let reasoningTokens = 0;
+  // answer text is held back while it could be the start of a stop string, so a stop string
+  // never reaches the caller, streamed or not (as the providers do)
+  const stopper = new StopScanner(o.stop ?? []);
+  const emit = (events: ParserEvent[]) => {
+    for (const ev of events) {
+      if (ev.type !== 'content') { o.onEvent?.(ev); continue; }
+      if (stopSequence !== undefined) continue;
+      const { text, hit } = stopper.push(ev.text);
+      if (text) { visible += text; o.onEvent?.({ type: 'content', text }); }
+      if (hit !== undefined) stopSequence = hit;
+    }
+  };
+  const feed = (t: string): ParserEvent[] => (o.raw ? (t ? [{ type: 'content', text: t }] : []) : parser.push(t));
+  // tokens fed instead of sampled: a script's, the end of the think block when its budget is
+  // spent, the opening of a tool call when the answer must be one
+  const forced: number[] = [];
+  let callForced = false;
+  const next = (step: number): number | undefined => {
+    const scripted = o.script?.(step);
+    if (scripted !== undefined) return scripted;
+    if (!forced.length && !o.raw) {
+      if (o.thinkingBudget !== undefined && parser.inReasoning() && reasoningTokens >= o.thinkingBudget) {
+        forced.push(...tok.encode(THINK_END));
+        o.trace?.('thinking-budget', { reasoningTokens });
+      } else if (o.forceToolCall && !callForced && !parser.inReasoning() && !parser.inProtocol()) {
+        const name = o.forceToolCall.name;
+        forced.push(...tok.encode(`${TOOL_CALL_OPEN}\n<function=${name ? `${name}>\n` : ''}`));
+        callForced = true;
+      }
+    }
+    if (!o.raw && parser.inReasoning()) reasoningTokens++;
+    return forced.shift();
+  };
+  const logprobs: LogprobEntry[] = [];
+  const entry = (x: TokenLogprob) => { const str = tok.decode([x.id]); return { token: str, logprob: x.logprob, bytes: [...Buffer.from(str, 'utf8')] }; };
+  let res: GenerateResult;
+  try {
+    res = await generate(s, {
+      maxTokens: o.maxTokens, stopIds, signal: o.signal, feed: o.feed ?? 'non-stop', next,
+      feedToken: o.feedToken, onLogits: o.onLogits, gate: o.gate,
+      sampling: o.greedyProtocol ? () => (parser.inProtocol() ? { temperature: 0 } : o.sampling) : o.sampling,
+      logprobsTopK: o.logprobs,
+      onLogprobs: o.logprobs === undefined ? undefined : (chosen, top) => {
+        o.onTokenLogprobs?.(chosen, top);
+        const e = { ...entry(chosen), top_logprobs: top.map(entry) };
+        logprobs.push(e);
+        o.onLogprob?.(e);
+      },
+      onToken: (id) => {
+        if (stopIds.has(id)) return;
+        const text = dec.push(id);
+        raw += text;
+        pending = text;
+        emit(feed(text));
+        return stopSequence === undefined;
+      },
+      onFed: async () => {
+        fed += pending;
+        await o.onFed?.(fed);
+      },
+    });
+  } finally {
+    const tail = dec.end();
+    raw += tail;
+    emit(feed(tail));
+    if (!o.raw) emit(parser.end());
+    if (stopSequence === undefined) { const rest = stopper.flush(); if (rest) { visible += rest; o.onEvent?.({ type: 'content', text: rest }); } }
+  }
+  const parsed = o.raw ? { reasoning: '', content: visible, toolCalls: [] } : parser.result();
+  // the answer ends before the stop string (and whatever followed it in the same token)
+  if (stopSequence !== undefined) parsed.content = visible;
+  let finish: Answer['finish'] = stopSequence !== undefined ? 'stop_sequence' : ({ eos: 'stop', length: 'length', callback: 'stop', abort: 'abort' } as const)[res.stop];
+  if (finish === 'stop' && parsed.toolCalls.length > 0) finish = 'tool_calls';
+  return { parsed, raw, tokens: res.tokens, fed, stop: res.stop, finish, stopSequence, reasoningTokens, inReasoning: !o.raw && parser.inReasoning(), logprobs, decodeMs: res.decodeMs };
+}
