@@ -28,7 +28,7 @@ import { validateModel } from '../ts/model/shape.js';
 import { Tokenizer } from '../ts/tokenizer/tokenizer.js';
 import { Rng } from '../ts/model/synth.js';
 import { DiskCache } from '../ts/server/kv-disk/disk-cache.js';
-import { encodeFile } from '../ts/server/kv-disk/format.js';
+import { encodeFile } from '../ts/kvc/format.js';
 import { modelIdentity } from '../ts/model/fingerprint.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');

@@ -8,7 +8,7 @@ import * as net from 'node:net';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
-import { safeForTerminal } from '../ts/cli/terminal.js';
+import { safeForTerminal } from '../ts/terminal.js';
 import { driveQ36, fixture, tmpDir } from './helpers.js';
 
 const ROOT = path.resolve(__dirname, '..');

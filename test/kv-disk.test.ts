@@ -6,12 +6,12 @@ import OpenAI from 'openai';
 import { openEngine } from '../ts/engine/index.js';
 import { buildApp } from '../ts/server/app.js';
 import { DiskCache } from '../ts/server/kv-disk/disk-cache.js';
-import { decodeFile, encodeFile, KvcError } from '../ts/server/kv-disk/format.js';
+import { decodeFile, encodeFile, KvcError } from '../ts/kvc/format.js';
 import { Rng } from '../ts/model/synth.js';
 import { fixture, tmpDir } from './helpers.js';
 import type { KvType } from '../ts/engine/types.js';
 import { modelIdentity } from '../ts/model/fingerprint.js';
-import { CRC_OFFSET, HEADER_BYTES } from '../ts/server/kv-disk/format.js';
+import { CRC_OFFSET, HEADER_BYTES } from '../ts/kvc/format.js';
 
 const ROOT = path.resolve(__dirname, '..');
 const policy = { minTokens: 64, coldMaxTokens: 4000, trimTokens: 8, alignTokens: 64, continuedIntervalTokens: 100000 };

@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { decodeFile, encodeFile, KvcError } from '../server/kv-disk/format.js';
+import { decodeFile, encodeFile, KvcError } from '../kvc/format.js';
 import type { ChatMessage } from '../chat/types.js';
 import { writeFileAtomic } from '../safe-file.js';
 

@@ -18,7 +18,7 @@ import { openEngine } from '../engine/index.js';
 import { readEnv, modelEnv } from './env.js';
 import { CliError, openModelHeader } from './load-tokenizer.js';
 import { ENGINE_PARSE_OPTIONS, engineOptions, num, parseCliArgs } from './options.js';
-import { safeForTerminal } from './terminal.js';
+import { safeForTerminal } from '../terminal.js';
 import { printVersionIfAsked } from './version.js';
 import { wrapHelp } from './help.js';
 import { defaultModel } from './model-store.js';

@@ -18,7 +18,7 @@ import { renderFromFiles } from './render.js';
 import { printVersionIfAsked } from './version.js';
 import { runChat } from './chat/chat.js';
 import { download, MODELS, progressLine } from './download.js';
-import { safeForTerminal } from './terminal.js';
+import { safeForTerminal } from '../terminal.js';
 import { AbortError } from '../engine/common.js';
 import { defaultModel, listModels, storeDir } from './model-store.js';
 import { optionsHelp, wrapHelp } from './help.js';

@@ -4,7 +4,7 @@
  * report, Up/Down select, Enter run the selected question next. Redrawn on the alternate screen
  * a few times a second; the terminal is restored on exit.
  */
-import { safeForTerminal } from '../cli/terminal.js';
+import { safeForTerminal } from '../terminal.js';
 import type { Question } from './questions.js';
 import type { QuestionResult } from './runner.js';
 

@@ -6,7 +6,7 @@
  * files against it, make-model writes files from it, both engines load from it.
  * Pure data plus dimension arithmetic: nothing here reads a file.
  */
-import type { ModelShape } from './shape.js';
+import type { ModelShape } from './model-shape.js';
 
 /** Which types a tensor may have: 'float' = F32/F16/BF16 only (norms, conv, router), 'any' = every supported type. */
 export type TypeClass = 'float' | 'any';

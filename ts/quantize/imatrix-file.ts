@@ -8,14 +8,9 @@
 import * as fs from 'node:fs';
 import { GgmlType, GgufError, GgufValueType, kv, readGguf, readTensorBytes, writeGguf, type GgufValue } from '../gguf/index.js';
 
-export interface ImatrixEntry {
-  /** columns (the weight's row length) */
-  ne0: number;
-  /** ne0 × counts.length sums of squares */
-  sums: Float32Array;
-  /** tokens seen, per expert (length 1 for a dense weight) */
-  counts: Float32Array;
-}
+// one weight's statistics: declared where the engine collects them (below this file's tools)
+import type { ImatrixEntry } from '../engine/cpu/activation-stats.js';
+export type { ImatrixEntry };
 
 export interface Imatrix {
   entries: Map<string, ImatrixEntry>;

@@ -15,7 +15,7 @@ import type { ToolSpec } from '../chat/tool-call.js';
 import { AbortError } from '../engine/common.js';
 import type { Engine, SampleOptions, Session } from '../engine/types.js';
 import type { DiskCache } from './kv-disk/disk-cache.js';
-import type { SaveReason } from './kv-disk/format.js';
+import type { SaveReason } from '../kvc/format.js';
 import type { ToolMemory } from './tool-memory.js';
 import { ApiError } from './errors.js';
 import type { RamCache } from './ram-cache.js';

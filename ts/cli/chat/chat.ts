@@ -12,7 +12,7 @@ import type { Engine, EngineOptions, SampleOptions, Session } from '../../engine
 import { Conversation } from '../../chat/conversation.js';
 
 export type ThinkMode = 'on' | 'off' | 'max';
-import { safeForTerminal } from '../terminal.js';
+import { safeForTerminal } from '../../terminal.js';
 
 export interface ChatOptions {
   open: (o: EngineOptions) => Promise<Engine>;

@@ -4,9 +4,18 @@
  * expert, only the tokens routed to each), as llama-imatrix collects them. The output head is not
  * collected (llama-imatrix leaves it out by default).
  */
-import type { ImatrixEntry } from '../../quantize/imatrix-file.js';
 import type { CpuEngine } from './cpu-engine.js';
 import { LAYER_SLOTS, N_SLOTS } from './layout.js';
+
+/** One weight's activation statistics, llama.cpp's imatrix entry (quantize/imatrix-file.ts reads and writes them). */
+export interface ImatrixEntry {
+  /** columns (the weight's row length) */
+  ne0: number;
+  /** ne0 × counts.length sums of squares */
+  sums: Float32Array;
+  /** tokens seen, per expert (length 1 for a dense weight) */
+  counts: Float32Array;
+}
 
 /** The layer weights that are matrix-multiplied (their inputs are what an imatrix records). */
 const COLLECTED = [

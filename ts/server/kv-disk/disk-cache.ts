@@ -12,7 +12,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { ModelIdentity } from '../../model/fingerprint.js';
 import { notRegular, openRegular, readRegular, writeAll, writeFileAtomic } from '../../safe-file.js';
-import { BODY_OFFSET, HEADER_BYTES, KvcError, decodeFile, decodeHeader, decodeToolMap, encodeFile, encodeHeader, type KvcHeader, type SaveReason } from './format.js';
+import { BODY_OFFSET, HEADER_BYTES, KvcError, decodeFile, decodeHeader, decodeToolMap, encodeFile, encodeHeader, type KvcHeader, type SaveReason } from '../../kvc/format.js';
 
 export interface DiskCacheOptions {
   dir: string;

@@ -8,7 +8,7 @@ import * as zlib from 'node:zlib';
  * Version 2 added the fingerprint (a file of another model with the same shapes would otherwise
  * load and change answers) and made the CRC mandatory; version 1 files are skipped, not read.
  */
-import { FINGERPRINT_BYTES } from '../../model/fingerprint.js';
+import { FINGERPRINT_BYTES } from '../model/fingerprint.js';
 
 export const KVC_VERSION = 2;
 export const HEADER_BYTES = 48;
