@@ -92,7 +92,7 @@ for (const name of a.types!.split(',')) {
     const copies = Math.max(1, Math.min(Math.ceil(COLD_BYTES / wBytes), Math.floor(maxRange / wBytes)));
     // blocks as the synthetic model makes them (fillRandom: finite scales, values of RMS 0.02),
     // not random bytes: those gave f16 scales that are NaN, Inf or subnormal, one suspect for the
-    // isolated numbers disagreeing with the in-step ones (docs/vulkan.md, "Per-kernel bandwidth")
+    // isolated numbers disagreeing with the in-step ones (docs/journal/vulkan-speed-2026-11-29-to-12-03.md, "Per-kernel bandwidth")
     const w = dev.createBuffer(wBytes * copies, false);
     const chunkRows = Math.max(1, Math.floor(Math.min(wBytes * copies, 64 << 20) / rb));
     const chunk = new Uint8Array(chunkRows * rb);

@@ -30,7 +30,7 @@ export const LARGE_DEVICE_BYTES = 32 * 2 ** 30;
 /**
  * The Vulkan prefill step for a device: 2048 tokens on a large GPU — four times the pairs per
  * expert tile and a quarter of the steps (H200, full q2, 2026-12-01: a 2048-token prompt 2491 t/s
- * against 1579 with 512-token steps; docs/vulkan.md) for about 360 MiB more scratch at ctx 32K —
+ * against 1579 with 512-token steps; docs/journal/vulkan-speed-2026-11-29-to-12-03.md) for about 360 MiB more scratch at ctx 32K —
  * and 512 elsewhere (the 16 GB BC-250 keeps its memory for weights and KV; lavapipe).
  */
 export function vulkanChunk(device: { deviceLocalBytes: number; type: string }): number {

@@ -167,7 +167,7 @@ export function mvqTokens(nRows: number): 2 | 4 {
  * gate+up 64 pairs 43.0 → 43.3, 8 pairs 10.1 → 9.6. End to end, interleaved: with 256 threads for
  * batched steps only, 8 sessions 8.70-8.73 ms a step against 8.73-8.82 with 64 threads; with 256
  * for every routed product against that, decode (bench-vk at 2K) 227.1 / 227.0 t/s against 220.7
- * / 226.6 (docs/vulkan.md, 2026-12-03).
+ * / 226.6 (docs/journal/vulkan-speed-2026-11-29-to-12-03.md, 2026-12-03).
  */
 export function mvqWide(gather: boolean): boolean {
   return gather;
@@ -176,7 +176,7 @@ export function mvqWide(gather: boolean): boolean {
  * Lanes a row of an mvq dispatch (matvecOp caps it at the row's units and passes it as pc.aux). A row's sum depends
  * on it, so it depends only on what the product is, never on how many rows it runs: plain
  * activation rows (the dense products: decode and batched steps alike) 32, routed pairs 64.
- * H200, 2026-12-02 19:35 UTC (docs/vulkan.md), Q8_0 µs at 64 → 32 lanes: LM head one row 145.5 →
+ * H200, 2026-12-02 19:35 UTC (docs/journal/vulkan-speed-2026-11-29-to-12-03.md), Q8_0 µs at 64 → 32 lanes: LM head one row 145.5 →
  * 142.1, 2 rows (mvq2) 177.6 → 156.9, 8 rows (mvq4) 593.1 → 434.6; in-projection one row 10.6 →
  * 10.2, 8 rows 35.2 → 26.3; the routed IQ2_XXS gate+up over 8 pairs 9.6 → 10.0 (64 kept).
  */
