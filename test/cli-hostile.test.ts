@@ -34,7 +34,7 @@ async function startServer(args: string[] = []): Promise<{ p: ChildProcess; base
 }
 
 describe('q36-server start-up', () => {
-  it('refuses an empty --api-key, an unwritable --trace and a bad --log-level or --allow-origin, naming each', () => {
+  it('refuses an empty --api-key, an unwritable --trace and a bad --log-level, --allow-origin or --cache-scope, naming each', () => {
     const key = serverCmd(['--api-key', '']);
     expect(key.status).toBe(2);
     expect(key.stderr).toMatch(/--api-key is empty/);
@@ -42,6 +42,7 @@ describe('q36-server start-up', () => {
     expect(trace.status).toBe(2);
     expect(trace.stderr).toMatch(/cannot write --trace "\/missing\/dir\/trace.jsonl": ENOENT/);
     expect(serverCmd(['--log-level', 'loud']).stderr).toMatch(/--log-level must be one of error, warn, info, debug/);
+    expect(serverCmd(['--cache-scope', 'user']).stderr).toMatch(/--cache-scope must be shared or key \(got "user"\)/);
     expect(serverCmd(['--allow-origin', 'example.com/x']).stderr).toMatch(/--allow-origin "example.com\/x" is not an origin/);
   });
 

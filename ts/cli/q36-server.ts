@@ -21,10 +21,11 @@ import { readEnv, modelEnv } from './env.js';
 import { printVersionIfAsked } from './version.js';
 import { wrapHelp } from './help.js';
 import { defaultModel } from './model-store.js';
+import { CACHE_SCOPES, type CacheScope } from '../server/scope.js';
 
 const HELP = `usage: q36-server [-m MODEL] [--cpu|--vulkan] [--host 127.0.0.1] [--port 8000] [--ctx N (default: 65536 or what fits)] [-ctk T -ctv T]
                   [--cors] [--allow-origin ORIGIN]... [--api-key KEY] [--trace FILE] [--log-level info]
-                  [--max-queue 64] [--request-timeout SECONDS] [--cache-ram MB (1024; 0 = off)] [--batched-session N (1)] [--vk-memory-limit SIZE]
+                  [--max-queue 64] [--request-timeout SECONDS] [--cache-ram MB (1024; 0 = off)] [--cache-scope shared|key] [--batched-session N (1)] [--vk-memory-limit SIZE]
                   [--tool-memory-max-ids 100000] [--disable-exact-tool-replay]
                   [--max-body-mb 32] [--max-tokens 4096] [--kv-disk-dir DIR --kv-disk-space-mb 8192]
                   [--kv-cache-min-tokens 512] [--kv-cache-cold-max-tokens 30000] [--kv-cache-continued-interval-tokens 10240]
@@ -37,6 +38,9 @@ Endpoints: GET /v1/models, GET /v1/models/qwen3.6-35b-a3b, POST /v1/chat/complet
 --ssd-streaming [--ssd-streaming-cache-experts N|SIZE] [--ssd-streaming-cold | --ssd-streaming-preload-experts N]
              [--ssd-streaming-full-layers N]: routed experts streamed from the model file through a bounded
              cache (as q36; F16 KV unless -ctk/-ctv; docs/ssd-streaming.md)
+--cache-scope key: each API key (Authorization: Bearer KEY or x-api-key) reuses only its own cached
+             prompts (live sessions, --cache-ram, the disk cache); shared (default): every client's
+             requests reuse every other's, and cached_tokens shows how much of a prompt came before
 --log-level: error (errors only), warn (+ skipped cache files, internal errors), info (+ one line per
              request, the default), debug (the same as info for now; --trace FILE records cache decisions)`;
 
@@ -53,7 +57,7 @@ async function main(): Promise<number> {
     ...ENGINE_PARSE_OPTIONS,
     model: { type: 'string', short: 'm', default: defaultModel(modelEnv()) }, host: { type: 'string', default: '127.0.0.1' }, port: { type: 'string', default: '8000' },
     cors: { type: 'boolean' }, 'allow-origin': { type: 'string', multiple: true }, 'api-key': { type: 'string' }, trace: { type: 'string' },
-    'log-level': { type: 'string', default: 'info' }, 'cache-ram': { type: 'string', default: String(DEFAULT_CACHE_RAM_MIB) }, 'max-queue': { type: 'string', default: '64' }, 'request-timeout': { type: 'string' },
+    'log-level': { type: 'string', default: 'info' }, 'cache-ram': { type: 'string', default: String(DEFAULT_CACHE_RAM_MIB) }, 'cache-scope': { type: 'string', default: 'shared' }, 'max-queue': { type: 'string', default: '64' }, 'request-timeout': { type: 'string' },
     'tool-memory-max-ids': { type: 'string', default: '100000' }, 'disable-exact-tool-replay': { type: 'boolean' },
     'max-body-mb': { type: 'string', default: '32' }, 'max-tokens': { type: 'string', default: '4096' },
     'kv-disk-dir': { type: 'string' }, 'kv-disk-space-mb': { type: 'string', default: '8192' },
@@ -80,6 +84,8 @@ async function main(): Promise<number> {
   const maxQueue = num('--max-queue', a['max-queue'], { min: 0, int: true })!;
   const slots = num('--batched-session', a['batched-session'], { min: 1, max: 64, int: true })!;
   const cacheRamMiB = num('--cache-ram', a['cache-ram'], { min: 0 })!;
+  const cacheScope = a['cache-scope'] as CacheScope;
+  if (!CACHE_SCOPES.includes(cacheScope)) throw new CliError(`--cache-scope must be ${CACHE_SCOPES.join(' or ')} (got "${a['cache-scope']}")`);
   const timeoutS = num('--request-timeout', a['request-timeout'], { min: 0 });
   const header = openModelHeader(a.model!);
   const modelCtx = metaNumber(header, 'qwen35moe.context_length', 262144);
@@ -132,7 +138,7 @@ async function main(): Promise<number> {
     engine, server, cors: a.cors, allowOrigins: a['allow-origin'], hosts: { any: a.host === '0.0.0.0' || a.host === '::', names: [a.host] }, apiKey: a['api-key'], trace: a.trace, exactToolReplay: !a['disable-exact-tool-replay'],
     toolMemoryMaxIds: num('--tool-memory-max-ids', a['tool-memory-max-ids'], { min: 1, int: true }),
     bodyLimit: num('--max-body-mb', a['max-body-mb'], { min: 1 })! * 2 ** 20, defaultMaxTokens: num('--max-tokens', a['max-tokens'], { min: 1, int: true }),
-    maxQueue, slots, requestTimeoutMs: timeoutS ? timeoutS * 1000 : undefined, kvDisk, cacheRamMiB,
+    maxQueue, slots, requestTimeoutMs: timeoutS ? timeoutS * 1000 : undefined, kvDisk, cacheRamMiB, cacheScope,
     log: (m) => say('warn', m),
     requestLog: at('info') ? (line) => say('info', line) : undefined,
   }).catch((e: Error) => { server.close(); engine.dispose(); throw new CliError(e.message); });

@@ -23,6 +23,7 @@ import { validationMessage } from './schemas.js';
 import { hostAllowed, originAllowed, type HostPolicy, type OriginPolicy } from './origin.js';
 import { modelIdentity } from '../model/fingerprint.js';
 import { RamCache } from './ram-cache.js';
+import { apiKeyOf, type CacheScope } from './scope.js';
 
 /**
  * --cache-ram default: a few agent-sized conversations of the real model (by arithmetic: 25K
@@ -38,6 +39,8 @@ export interface AppOptions {
   hosts?: HostPolicy;
   allowOrigins?: string[];
   apiKey?: string;
+  /** prompt-cache scope (scope.ts): shared by all clients (default), or one per API key */
+  cacheScope?: CacheScope;
   bodyLimit?: number;
   trace?: string;
   toolMemoryMaxIds?: number;
@@ -89,6 +92,7 @@ export async function buildApp(o: AppOptions): Promise<{ app: FastifyInstance; c
     sampling: { temperature: 0.6, topP: 0.95, topK: 20, minP: 0 },
     defaultMaxTokens: o.defaultMaxTokens ?? 4096,
     keepAliveMs: o.keepAliveMs,
+    cacheScope: o.cacheScope,
   };
   const anthropicRoute = (url: string) => url.startsWith('/v1/messages');
   app.setErrorHandler((error, req, reply) => {
@@ -145,7 +149,7 @@ export async function buildApp(o: AppOptions): Promise<{ app: FastifyInstance; c
       if (req.method === 'OPTIONS') { reply.status(204).send(); return reply; }
     }
     if (o.apiKey) {
-      const given = (req.headers.authorization ?? '').replace(/^Bearer\s+/i, '') || String(req.headers['x-api-key'] ?? '');
+      const given = apiKeyOf(req.headers);
       if (given !== o.apiKey) throw new ApiError('unauthorized', 'invalid or missing API key');
     }
   });

@@ -3,6 +3,7 @@ import type { SampleOptions } from '../engine/types.js';
 import type { Coordinator } from './coordinator.js';
 import type { ToolMemory } from './tool-memory.js';
 import type { DiskCache } from './kv-disk/disk-cache.js';
+import type { CacheScope } from './scope.js';
 
 export interface ServerContext {
   coordinator: Coordinator;
@@ -13,6 +14,8 @@ export interface ServerContext {
   disk?: DiskCache;
   /** ms of stream silence before a keep-alive (default sse.ts KEEP_ALIVE_MS) */
   keepAliveMs?: number;
+  /** prompt-cache scope: shared (default) or one per API key (scope.ts) */
+  cacheScope?: CacheScope;
 }
 
 /** Tool ids in a client history that this process does not know are looked up in the disk cache. */

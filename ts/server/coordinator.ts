@@ -9,12 +9,13 @@
  * slots are batched, prefills run in quanta between them.
  */
 import * as fs from 'node:fs';
+import * as path from 'node:path';
 import type { ParsedOutput, ParserEvent } from '../chat/output-parser.js';
 import { decodeAnswer, type Answer, type LogprobEntry } from '../chat/answer.js';
 import type { ToolSpec } from '../chat/tool-call.js';
 import { AbortError } from '../engine/common.js';
 import type { Engine, SampleOptions, Session } from '../engine/types.js';
-import type { DiskCache } from './kv-disk/disk-cache.js';
+import { DiskCache } from './kv-disk/disk-cache.js';
 import type { SaveReason } from '../kvc/format.js';
 import type { ToolMemory } from './tool-memory.js';
 import { ApiError } from './errors.js';
@@ -24,6 +25,11 @@ import { ModelExecutor, type ExecutorOptions } from './executor.js';
 
 export interface TurnRequest {
   prompt: string;
+  /**
+   * the client's cache scope (--cache-scope key: a hash of its API key): its turn reuses only
+   * state that requests of the same scope left (live sessions, RAM and disk caches)
+   */
+  scope?: string;
   startInReasoning: boolean;
   tools?: ToolSpec[];
   maxTokens: number;
@@ -112,6 +118,8 @@ export interface CoordinatorOptions {
 class Slot {
   /** the text whose tokens the session holds */
   liveText = '';
+  /** the cache scope whose request left that state */
+  scope?: string;
   /** where the last turn's assistant answer starts (the checkpoint the next turn resumes from) */
   lastTurnStart = 0;
   /** ...and its length in characters of the live text */
@@ -135,7 +143,7 @@ const RAM_MIN_TOKENS = 64;
 export class Coordinator {
   private readonly slots: Slot[];
   /** requests waiting for a free slot, in arrival order */
-  private waiters: { prompt: string; take: (s: Slot) => void }[] = [];
+  private waiters: { prompt: string; scope?: string; take: (s: Slot) => void }[] = [];
   readonly exec: ModelExecutor;
   /** requests admitted and not finished (the running ones included) */
   private pending = 0;
@@ -144,6 +152,7 @@ export class Coordinator {
   readonly engine: Engine;
   private readonly tracePath?: string;
   private readonly disk?: DiskPolicy;
+  private readonly scopedDisks = new Map<string, DiskCache>();
   private readonly tools?: ToolMemory;
   private readonly log: (msg: string) => void;
 
@@ -207,13 +216,27 @@ export class Coordinator {
     if (!this.disk) return;
     const s = slot.session;
     try {
-      this.disk.cache.save({ reason, text, payload: s.savePayload(), tokens: s.tokens.length, ctx: this.engine.options.ctx, tools: this.tools?.within(text) });
+      this.diskFor(slot.scope)!.save({ reason, text, payload: s.savePayload(), tokens: s.tokens.length, ctx: this.engine.options.ctx, tools: this.tools?.within(text) });
       this.stats.diskSaves++;
       this.trace('disk-save', { slot: slot.index, reason, tokens: s.tokens.length });
     } catch (e) {
       this.log(`kv-disk: could not save a ${reason} checkpoint: ${(e as Error).message}`);
       this.trace('disk-error', { slot: slot.index, reason, error: (e as Error).message });
     }
+  }
+
+  /**
+   * The disk cache of a scope: the shared one, or a folder of its own inside it (scope-HASH), so a
+   * lookup never sees another scope's files.
+   */
+  private diskFor(scope: string | undefined): DiskCache | undefined {
+    if (!this.disk || scope === undefined) return this.disk?.cache;
+    let c = this.scopedDisks.get(scope);
+    if (!c) {
+      c = new DiskCache({ ...this.disk.cache.o, dir: path.join(this.disk.cache.o.dir, `scope-${scope}`) });
+      this.scopedDisks.set(scope, c);
+    }
+    return c;
   }
 
   /**
@@ -244,7 +267,7 @@ export class Coordinator {
     try {
       if (at < s.tokens.length) await s.rewind(at);
       const text = this.engine.tokenizer.decode(s.tokens);
-      ram.put(text, s.savePayload(), s.tokens.length);
+      ram.put(text, s.savePayload(), s.tokens.length, slot.scope);
       this.stats.ramSaves++;
       slot.liveText = text;
       this.trace('ram-save', { slot: slot.index, tokens: s.tokens.length, cachedBytes: ram.bytes });
@@ -253,11 +276,27 @@ export class Coordinator {
     }
   }
 
+  /**
+   * A slot taken by a request of another scope: its state is kept for its own scope (RAM, disk)
+   * and the session starts empty, so nothing of it is reused (or counted as cached) for the new one.
+   */
+  private async changeScope(slot: Slot, scope: string | undefined): Promise<void> {
+    const s = slot.session;
+    await this.keepInRam(slot, '');
+    if (this.disk && s.tokens.length >= this.disk.minTokens) this.saveDisk(slot, 'evict', slot.liveText);
+    await s.rewind(0);
+    slot.liveText = '';
+    slot.lastTurnStart = 0;
+    slot.lastTurnStartChars = 0;
+    slot.scope = scope;
+    this.trace('scope', { slot: slot.index });
+  }
+
   /** A RAM entry that is a longer byte prefix of the prompt than the live session replaces it. */
   private restoreFromRam(slot: Slot, prompt: string): boolean {
     const ram = this.o.ram;
     if (!ram) return false;
-    const entry = ram.lookup(prompt, slot.liveMatch(prompt) + 1);
+    const entry = ram.lookup(prompt, slot.liveMatch(prompt) + 1, slot.scope);
     if (!entry) return false;
     try {
       slot.session.loadPayload(entry.payload);
@@ -278,18 +317,19 @@ export class Coordinator {
   private restoreFromDisk(slot: Slot, prompt: string): void {
     if (!this.disk) return;
     const live = slot.liveMatch(prompt);
-    const entry = this.disk.cache.lookup(prompt, live + 1);
+    const disk = this.diskFor(slot.scope)!;
+    const entry = disk.lookup(prompt, live + 1);
     const liveIsPrefix = live === slot.liveText.length;
     if (!entry && !liveIsPrefix && slot.session.tokens.length >= this.disk.minTokens && live < slot.liveText.length / 2) this.saveDisk(slot, 'evict', slot.liveText);
     if (!entry) return;
-    const f = this.disk.cache.load(entry.file);
+    const f = disk.load(entry.file);
     if (!f) return;
     if (!liveIsPrefix && slot.session.tokens.length >= this.disk.minTokens) this.saveDisk(slot, 'evict', slot.liveText);
     try {
       slot.session.loadPayload(f.payload);
     } catch (e) {
       // the file stays on disk (another server with other settings may use it); this one skips it
-      this.disk.cache.skip(entry.file, (e as Error).message);
+      disk.skip(entry.file, (e as Error).message);
       this.trace('disk-error', { file: entry.file, error: (e as Error).message });
       return;
     }
@@ -308,22 +348,22 @@ export class Coordinator {
    * The idle slot for a prompt: the longest byte prefix of it in live text, then the empty or
    * least recently used one (its contents are the least likely to be continued).
    */
-  private bestSlot(prompt: string): Slot | undefined {
+  private bestSlot(prompt: string, scope: string | undefined): Slot | undefined {
     let best: Slot | undefined, bestMatch = -1;
     for (const s of this.slots) {
       if (s.busy) continue;
-      const m = s.liveText.length ? s.liveMatch(prompt) : 0;
+      const m = s.liveText.length && s.scope === scope ? s.liveMatch(prompt) : 0;
       if (m > bestMatch || (m === bestMatch && best && s.lastUsed < best.lastUsed)) { best = s; bestMatch = m; }
     }
     return best;
   }
 
   /** A free slot for the request: at once, or when a running request ends (arrival order). */
-  private acquire(prompt: string, signal: AbortSignal): Promise<Slot> {
-    const free = this.waiters.length === 0 ? this.bestSlot(prompt) : undefined;
+  private acquire(prompt: string, scope: string | undefined, signal: AbortSignal): Promise<Slot> {
+    const free = this.waiters.length === 0 ? this.bestSlot(prompt, scope) : undefined;
     if (free) { free.busy = true; return Promise.resolve(free); }
     return new Promise<Slot>((resolve, reject) => {
-      const w = { prompt, take: (s: Slot) => { signal.removeEventListener('abort', onAbort); resolve(s); } };
+      const w = { prompt, scope, take: (s: Slot) => { signal.removeEventListener('abort', onAbort); resolve(s); } };
       const onAbort = () => { this.waiters = this.waiters.filter((x) => x !== w); reject(new AbortError()); };
       signal.addEventListener('abort', onAbort, { once: true });
       this.waiters.push(w);
@@ -335,7 +375,7 @@ export class Coordinator {
     slot.lastUsed = performance.now();
     const w = this.waiters.shift();
     if (!w) return;
-    const s = this.bestSlot(w.prompt)!;
+    const s = this.bestSlot(w.prompt, w.scope)!;
     s.busy = true;
     w.take(s);
   }
@@ -346,7 +386,7 @@ export class Coordinator {
     const ms = this.o.requestTimeoutMs ?? 0;
     const timer = ms > 0 ? AbortSignal.timeout(ms) : undefined;
     const r = timer ? { ...req, signal: AbortSignal.any([req.signal, timer]) } : req;
-    const job = this.acquire(req.prompt, r.signal).catch((e) => {
+    const job = this.acquire(req.prompt, req.scope, r.signal).catch((e) => {
       if (timer?.aborted) { this.stats.timeouts++; throw new ApiError('timeout', `the request waited longer than its time limit (${ms / 1000} s) for the model`); }
       throw e;
     }).then(async (slot) => {
@@ -406,6 +446,7 @@ export class Coordinator {
     if (req.signal.aborted) throw new AbortError();
     // what may move the slot's state (RAM/disk caches) runs as one turn at the model
     const tokens = await x.run(async () => {
+      if (slot.scope !== req.scope) await this.changeScope(slot, req.scope);
       await this.keepInRam(slot, req.prompt);
       if (!this.restoreFromRam(slot, req.prompt)) this.restoreFromDisk(slot, req.prompt);
       return this.promptTokens(slot, req.prompt, req.tokens);

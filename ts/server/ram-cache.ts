@@ -7,6 +7,8 @@
  */
 export interface RamEntry {
   text: string;
+  /** the client scope it belongs to (--cache-scope key); undefined: shared */
+  scope?: string;
   payload: Uint8Array;
   tokens: number;
   lastUsed: number;
@@ -25,18 +27,18 @@ export class RamCache {
     return this.entries.length;
   }
 
-  put(text: string, payload: Uint8Array, tokens: number): void {
+  put(text: string, payload: Uint8Array, tokens: number, scope?: string): void {
     if (payload.byteLength > this.budgetBytes) return;
-    this.entries = this.entries.filter((e) => e.text !== text);
-    this.entries.push({ text, payload, tokens, lastUsed: ++this.clock });
+    this.entries = this.entries.filter((e) => e.text !== text || e.scope !== scope);
+    this.entries.push({ text, scope, payload, tokens, lastUsed: ++this.clock });
     this.entries.sort((a, b) => a.lastUsed - b.lastUsed);
     while (this.bytes > this.budgetBytes) this.entries.shift();
   }
 
-  /** The longest entry whose text is a byte prefix of `prompt`, at least minChars long. */
-  lookup(prompt: string, minChars = 1): RamEntry | undefined {
+  /** The longest entry of the scope whose text is a byte prefix of `prompt`, at least minChars long. */
+  lookup(prompt: string, minChars = 1, scope?: string): RamEntry | undefined {
     let best: RamEntry | undefined;
-    for (const e of this.entries) if (e.text.length >= minChars && prompt.startsWith(e.text) && (!best || e.text.length > best.text.length)) best = e;
+    for (const e of this.entries) if (e.scope === scope && e.text.length >= minChars && prompt.startsWith(e.text) && (!best || e.text.length > best.text.length)) best = e;
     if (best) best.lastUsed = ++this.clock;
     return best;
   }

@@ -22,6 +22,7 @@ import { responsesTurn, type ResponseStore } from './responses.js';
 import { responsesBody, schemaErrors, validationMessage } from './schemas.js';
 import { executeTurn, prepareTurn, type ApiWriter } from './turn.js';
 import { onJsonFrames } from './ws-chat.js';
+import { requestScope } from './scope.js';
 
 type Obj = Record<string, unknown>;
 
@@ -51,7 +52,8 @@ export function registerResponsesWs(app: FastifyInstance, ctx: ServerContext, st
       reply.header('upgrade', 'websocket');
       reply.status(426).send({ error: { message: 'GET /v1/responses is the Responses WebSocket mode: connect with Upgrade: websocket (or POST /v1/responses)', type: 'invalid_request_error', param: null, code: 'upgrade_required' } });
     },
-    wsHandler: (socket: WebSocket) => {
+    wsHandler: (socket: WebSocket, req: FastifyRequest) => {
+      const scope = requestScope(ctx.cacheScope, req.headers);
       const send = (m: Obj) => { if (socket.readyState === socket.OPEN) socket.send(JSON.stringify(m)); };
       // one turn at a time, in arrival order, whatever the lane (one session serves them all)
       let chain: Promise<void> = Promise.resolve();
@@ -91,7 +93,7 @@ export function registerResponsesWs(app: FastifyInstance, ctx: ServerContext, st
           const writer = turn.writer(sink);
           writer.open({ promptTokens: prepared.tokens.length });
           w = writer;
-          const r = await executeTurn(ctx, prepared, { signal: job.ac.signal, checkpointEnd: true, onEvent: (e, st) => writer.delta(e, st), onLogprob: writer.logprob?.bind(writer) });
+          const r = await executeTurn(ctx, prepared, { signal: job.ac.signal, scope, checkpointEnd: true, onEvent: (e, st) => writer.delta(e, st), onLogprob: writer.logprob?.bind(writer) });
           if (r.finish === 'abort') throw new ApiError('cancelled', 'the response was cancelled (response.cancel)');
           writer.finish(r);
           conv.addAnswer({ prompt, raw: r.rawText, think: turn.spec.think, reasoning: r.parsed.reasoning });

@@ -18,6 +18,7 @@ import type { ServerContext } from './context.js';
 import type { LogprobEntry, TurnResult } from './coordinator.js';
 import { ApiError } from './errors.js';
 import { Sse } from './sse.js';
+import { requestScope } from './scope.js';
 
 type Obj = Record<string, unknown>;
 
@@ -135,12 +136,12 @@ export function prepareTurn(ctx: ServerContext, spec: TurnSpec, o: { admit?: boo
 }
 
 /** Runs a prepared turn to its outcome; the tool memory learns the sampled turn. */
-export async function executeTurn(ctx: ServerContext, t: PreparedTurn, o: { signal: AbortSignal; origin?: object; onEvent?: (ev: ParserEvent, st: TurnState) => void; onLogprob?: (e: LogprobEntry) => void; checkpointEnd?: boolean }): Promise<TurnOutcome> {
+export async function executeTurn(ctx: ServerContext, t: PreparedTurn, o: { signal: AbortSignal; origin?: object; scope?: string; onEvent?: (ev: ParserEvent, st: TurnState) => void; onLogprob?: (e: LogprobEntry) => void; checkpointEnd?: boolean }): Promise<TurnOutcome> {
   const callIds: string[] = [];
   const state: TurnState = { callId: (i) => (callIds[i] ??= ctx.tools.newId(t.spec.toolIdPrefix ?? 'call_')), promptTokens: t.tokens.length };
   const s = t.spec;
   const r = await ctx.coordinator.run({
-    prompt: t.prompt, tokens: t.tokens, startInReasoning: (s.prompt === undefined || s.parse === true) && s.think && !s.continueAssistant, tools: s.tools, maxTokens: s.maxTokens,
+    prompt: t.prompt, tokens: t.tokens, scope: o.scope, startInReasoning: (s.prompt === undefined || s.parse === true) && s.think && !s.continueAssistant, tools: s.tools, maxTokens: s.maxTokens,
     sampling: s.sampling, stop: s.stop, signal: o.signal, origin: o.origin, raw: s.prompt !== undefined && s.parse !== true,
     thinkingBudget: s.think ? s.thinkingBudget : undefined, forceToolCall: s.tools?.length ? s.forceToolCall : undefined,
     logprobs: s.logprobs, onLogprob: o.onLogprob, checkpointEnd: o.checkpointEnd,
@@ -167,13 +168,14 @@ export function rememberTurn(ctx: ServerContext, raw: string, reasoning: string,
 export async function serveTurn(ctx: ServerContext, req: FastifyRequest, reply: FastifyReply, spec: TurnSpec,
   api: { stream: boolean; body: (r: TurnOutcome, all: TurnOutcome[]) => unknown; writer: (sse: Sse) => ApiWriter; n?: number }): Promise<unknown> {
   const prepared = prepareTurn(ctx, spec);
+  const scope = requestScope(ctx.cacheScope, req.headers);
   const ac = new AbortController();
   // the response closing before it finished means the client went away: cancel the generation
   reply.raw.on('close', () => { if (!reply.raw.writableFinished) ac.abort(); });
   if (!api.stream) {
     // n choices: the same prompt n times in a row (each after the first reuses the whole prompt)
     const all: TurnOutcome[] = [];
-    for (let i = 0; i < (api.n ?? 1); i++) all.push(await executeTurn(ctx, i ? prepareTurn(ctx, spec) : prepared, { signal: ac.signal, origin: req.raw }));
+    for (let i = 0; i < (api.n ?? 1); i++) all.push(await executeTurn(ctx, i ? prepareTurn(ctx, spec) : prepared, { signal: ac.signal, origin: req.raw, scope }));
     return api.body(all[0], all);
   }
   reply.hijack();
@@ -182,7 +184,7 @@ export async function serveTurn(ctx: ServerContext, req: FastifyRequest, reply: 
   if (w.keepAlive) sse.onIdle = () => w.keepAlive!();
   w.open({ promptTokens: prepared.tokens.length });
   try {
-    w.finish(await executeTurn(ctx, prepared, { signal: ac.signal, origin: req.raw, onEvent: (ev, st) => w.delta(ev, st), onLogprob: w.logprob?.bind(w) }));
+    w.finish(await executeTurn(ctx, prepared, { signal: ac.signal, origin: req.raw, scope, onEvent: (ev, st) => w.delta(ev, st), onLogprob: w.logprob?.bind(w) }));
   } catch (e) {
     const err = e instanceof ApiError ? e : new ApiError('internal', (e as Error).message);
     w.error(err);

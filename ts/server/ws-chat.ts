@@ -17,6 +17,8 @@ import type { ServerContext } from './context.js';
 import { executeTurn, prepareTurn } from './turn.js';
 import { KEEP_ALIVE_MS } from './sse.js';
 import { MAX_JSON_DEPTH, parseJsonBody } from './validate.js';
+import { requestScope } from './scope.js';
+import type { FastifyRequest } from 'fastify';
 
 type Obj = Record<string, unknown>;
 
@@ -79,8 +81,9 @@ export async function registerWsChat(app: FastifyInstance, ctx: ServerContext): 
       wss.close(() => { clearTimeout(force); done(); });
     },
   });
-  app.get('/v1/chat/ws', { websocket: true }, (socket: WebSocket) => {
+  app.get('/v1/chat/ws', { websocket: true }, (socket: WebSocket, req: FastifyRequest) => {
     const conv = new Conversation();
+    const scope = requestScope(ctx.cacheScope, req.headers);
     let tools: Obj[] | undefined;
     let thinking = true;
     let maxTokens = ctx.defaultMaxTokens;
@@ -102,7 +105,7 @@ export async function registerWsChat(app: FastifyInstance, ctx: ServerContext): 
           sampling: { ...ctx.sampling, ...(temperature !== undefined ? { temperature } : {}) },
         });
         const r = await executeTurn(ctx, turn, {
-          signal: busy.signal,
+          signal: busy.signal, scope,
           onEvent: (ev, t) => {
             if (ev.type === 'reasoning') send({ type: 'reasoning', text: ev.text });
             else if (ev.type === 'content') send({ type: 'token', text: ev.text });
