@@ -45,6 +45,8 @@ describe('q36-agent', () => {
     expect(r.status).toBe(1);
     expect(r.stderr).toMatch(/\[the answer budget of 32 tokens ran out while thinking, before any answer: raise --tokens, or --nothink\]/);
     expect(r.stdout).toBe('');
+    // the work shows on stderr while it runs: the 32 tokens of thinking come before the reason
+    expect(r.stderr.split('[the answer budget')[0].trim().length).toBeGreaterThan(10);
     expect(r.stderr).not.toMatch(/TypeError|RangeError|at .*\.js:\d+/);
     expect(agentCli(['--non-interactive', '-m', model, '--cpu'], ws).stderr).toMatch(/--non-interactive needs -p/);
     const bad = agentCli(['-m', model, '--cpu', '--chdir', '/nonexistent/dir', '--non-interactive', '-p', 'x'], ws);

@@ -73,10 +73,18 @@ async function main(): Promise<number> {
   const shown = (s: string) => (tty ? safeForTerminal(s) : s);
   const out = (s: string) => process.stdout.write(s);
   let inReasoning = false;
+  // non-interactive: stdout gets the final answer only; the work shows on stderr as it happens
+  // (the model's thinking dimmed on a terminal, tool calls and their results, notes)
+  const errTty = Boolean(process.stderr.isTTY);
+  const thinking = (t: string) => process.stderr.write(errTty ? `\x1b[2m${safeForTerminal(t)}\x1b[22m` : t);
   const ui: AgentUi = {
-    reasoning: (t) => { if (!interactive) return; inReasoning = true; out(dim(shown(t))); },
-    content: (t) => { if (!interactive) return; if (inReasoning) { out('\n\n'); inReasoning = false; } out(shown(t)); },
-    toolStart: (n, args) => { if (inReasoning) { out('\n'); inReasoning = false; } process.stderr.write(`\n→ ${n} ${shown(JSON.stringify(args)).slice(0, 200)}\n`); },
+    reasoning: (t) => { inReasoning = true; if (interactive) out(dim(shown(t))); else thinking(t); },
+    content: (t) => {
+      if (!interactive) { if (inReasoning) { process.stderr.write('\n'); inReasoning = false; } return; }
+      if (inReasoning) { out('\n\n'); inReasoning = false; }
+      out(shown(t));
+    },
+    toolStart: (n, args) => { if (inReasoning) { (interactive ? out : (x: string) => process.stderr.write(x))('\n'); inReasoning = false; } process.stderr.write(`\n→ ${n} ${shown(JSON.stringify(args)).slice(0, 200)}\n`); },
     toolEnd: (_n, ok, t) => process.stderr.write(dim(`${ok ? '' : '✗ '}${shown(t.split('\n').slice(0, 3).join('\n')).slice(0, 400)}\n`)),
     prefill: (d, t) => { if (t > 256 && process.stderr.isTTY) process.stderr.write(`\rprefill ${d}/${t}${d === t ? '\n' : ''}`); },
     note: (t) => process.stderr.write(dim(`[${t}]\n`)),
