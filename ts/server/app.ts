@@ -138,7 +138,7 @@ export async function buildApp(o: AppOptions): Promise<{ app: FastifyInstance; c
     // a refused WebSocket upgrade is answered over the raw socket, which nothing else closes
     if (req.headers.upgrade) reply.raw.once('finish', () => req.raw.socket?.destroy());
     if (!hostAllowed(req.headers.host, hosts)) throw new ApiError('forbidden', `host ${JSON.stringify(req.headers.host)} is not served (a DNS-rebinding guard: loopback names and --host are)`);
-    if (!originAllowed(req.headers.origin, origins)) throw new ApiError('forbidden', `origin ${JSON.stringify(req.headers.origin)} is not allowed (loopback pages are; add others with --allow-origin or --cors)`);
+    if (!originAllowed(req.headers.origin, origins, req.headers.host)) throw new ApiError('forbidden', `origin ${JSON.stringify(req.headers.origin)} is not allowed (loopback pages are; add others with --allow-origin or --cors)`);
     // an origin named by --allow-origin gets the CORS answers too (its preflight used to find no route: 404)
     const named = req.headers.origin !== undefined && origins.allowed.includes(req.headers.origin);
     if (o.cors || named) {

@@ -12,13 +12,17 @@ export interface OriginPolicy {
 
 const LOOPBACK = /^(localhost|127(?:\.\d{1,3}){3}|\[::1\])$/i;
 
-export function originAllowed(origin: string | undefined, p: OriginPolicy): boolean {
+export function originAllowed(origin: string | undefined, p: OriginPolicy, host?: string): boolean {
   if (origin === undefined) return true;
   if (p.any) return true;
   if (p.allowed.includes(origin)) return true;
   try {
     const u = new URL(origin);
-    return (u.protocol === 'http:' || u.protocol === 'https:') && LOOPBACK.test(u.hostname);
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') return false;
+    // the server's own pages (its chat page): the origin is the Host the request came to, which
+    // the Host check has already let through (loopback, --host, or any with --host 0.0.0.0)
+    if (host !== undefined && u.host.toLowerCase() === host.toLowerCase()) return true;
+    return LOOPBACK.test(u.hostname);
   } catch {
     return false; // "null" (sandboxed frames, file: pages) and garbage
   }

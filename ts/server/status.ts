@@ -1,13 +1,21 @@
 /**
  * Endpoints for operators and clients' probes: HEAD / and GET / (Claude Code probes the base URL
- * before a session), GET /health, GET /props (what this server runs), GET /metrics (Prometheus).
+ * before a session; a browser gets the chat page), GET /health, GET /props (what this server runs), GET /metrics (Prometheus).
  */
 import type { FastifyInstance } from 'fastify';
 import { MODEL_ID, type ServerContext } from './context.js';
+import { CHAT_PAGE } from './web/chat-page.js';
 
 export function registerStatus(app: FastifyInstance, ctx: ServerContext, o: { requests: Map<string, number> }): void {
   const e = ctx.coordinator.engine;
-  app.get('/', async () => ({ name: 'q36-server', model: MODEL_ID, endpoints: ['/v1/models', '/v1/chat/completions', '/v1/messages', '/v1/messages/count_tokens', '/v1/responses', '/v1/completions', '/v1/chat/ws', '/health', '/props', '/metrics'] }));
+  // a browser (Accept: text/html) gets the chat page; programs probing the base URL the JSON
+  app.get('/', async (req, reply) => {
+    if (/\btext\/html\b/.test(String(req.headers.accept ?? ''))) {
+      return reply.type('text/html; charset=utf-8').header('content-security-policy', CHAT_PAGE.csp)
+        .header('x-content-type-options', 'nosniff').header('referrer-policy', 'no-referrer').header('cache-control', 'no-store').send(CHAT_PAGE.html);
+    }
+    return { name: 'q36-server', model: MODEL_ID, chat_page: '/ (Accept: text/html)', endpoints: ['/v1/models', '/v1/chat/completions', '/v1/messages', '/v1/messages/count_tokens', '/v1/responses', '/v1/completions', '/v1/chat/ws', '/health', '/props', '/metrics'] };
+  });
   app.get('/health', async () => ({ status: 'ok' }));
   app.get('/props', async () => ({
     model: MODEL_ID, model_path: e.options.model, backend: e.backend, ctx: e.options.ctx,

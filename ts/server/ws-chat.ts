@@ -55,6 +55,9 @@ export function onJsonFrames(socket: WebSocket, o: { onFrame(value: unknown): vo
 }
 
 /** The fields of a client frame, checked; an ApiError names the first bad one. */
+/** Messages a session.start may restore (the chat page's conversation after a reload). */
+const MAX_HISTORY = 10_000;
+
 function checkFrame(m: unknown): Obj & { type: string } {
   if (!isObj(m)) throw new ApiError('invalid_request', 'a frame must be a JSON object with a "type"');
   if (typeof m.type !== 'string') throw new ApiError('invalid_request', 'a frame needs a string "type"');
@@ -66,6 +69,8 @@ function checkFrame(m: unknown): Obj & { type: string } {
   opt('max_tokens', (v) => Number.isInteger(v) && (v as number) > 0, 'a positive integer');
   opt('temperature', (v) => typeof v === 'number' && v >= 0 && v <= 2, 'a number in [0, 2]');
   opt('continue', (v) => typeof v === 'boolean', 'true or false');
+  opt('history', (v) => Array.isArray(v) && v.length <= MAX_HISTORY && v.every((x) => isObj(x) && (x.role === 'user' || x.role === 'assistant') && typeof x.content === 'string'),
+    `an array of at most ${MAX_HISTORY} {role: "user" | "assistant", content: string} messages`);
   return m as Obj & { type: string };
 }
 
@@ -130,8 +135,11 @@ export async function registerWsChat(app: FastifyInstance, ctx: ServerContext): 
         case 'session.start': {
           idle();
           if (m.system !== undefined && conv.length > 0) throw new ApiError('invalid_request', '"session.start": system can only be set before the first message', 'system');
+          if (m.history !== undefined && conv.length > 0) throw new ApiError('invalid_request', '"session.start": history can only be given before the first message', 'history');
           const t = m.tools === undefined ? tools : toolsFromOpenAI(m.tools);
           if (m.system !== undefined) conv.setSystem(m.system as string);
+          // an earlier conversation restored (rendered by the template: its first turn prefills it)
+          for (const h of (m.history as { role: 'user' | 'assistant'; content: string }[] | undefined) ?? []) conv.add({ role: h.role, content: h.content });
           tools = t;
           if (m.thinking !== undefined) thinking = m.thinking as boolean;
           if (m.max_tokens !== undefined) maxTokens = m.max_tokens as number;
