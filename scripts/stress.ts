@@ -9,6 +9,8 @@
  *   ws        frame fuzzing of /v1/chat/ws
  *   clients   32–64 concurrent mixed clients with random aborts; greedy answers checked
  *   kill9     kill -9 of a process saving cache files, then a restart
+ *   download  q36 download against a hostile server: stalls (no answer, a body that stops),
+ *             redirect loops and hops, bodies cut short, a wrong SHA-256, odd resumes, errors
  *   models    GET /v1/models polled throughout the HTTP phases
  *
  * Prints one line per phase and a total: cases tried, clean errors, crashes (must be 0), 5xx for
@@ -30,6 +32,10 @@ import { Rng } from '../ts/model/synth.js';
 import { DiskCache } from '../ts/server/kv-disk/disk-cache.js';
 import { encodeFile } from '../ts/kvc/format.js';
 import { modelIdentity } from '../ts/model/fingerprint.js';
+import * as http from 'node:http';
+import { createHash } from 'node:crypto';
+import { download } from '../ts/cli/download.js';
+import { MODELS } from '../ts/cli/model-store.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const args = process.argv.slice(2);
@@ -381,6 +387,66 @@ for (let i = 0; ; i++) c.save({ reason: 'cold', text: 'kill9 ' + process.pid + '
   return c;
 }
 
+/**
+ * q36 download against a server that misbehaves in a random way per request. Each download must
+ * end within a few seconds (the idle timeout is 300 ms here) either with the exact file or with a
+ * clean error; a finished file with other bytes, a hang or a JS fault counts against it.
+ */
+async function downloadPhase(): Promise<Count> {
+  const c = newCount();
+  const name = MODELS['q2-imatrix'];
+  const good = Buffer.from(Array.from({ length: 96 << 10 }, (_, i) => (i * 131 + 7) & 255));
+  const sha = createHash('sha256').update(good).digest('hex');
+  const MODES = ['good', 'silent', 'stall-body', 'redirect-loop', 'redirect-hop', 'short', 'wrong-sha', 'chunked-no-hash', 'bad-range', 'http-500', 'http-403'] as const;
+  let mode: (typeof MODES)[number] = 'good';
+  const held: http.ServerResponse[] = [];
+  const srv = http.createServer((req, res) => {
+    const tag = { 'x-linked-etag': `"${sha}"`, etag: '"v1"' };
+    switch (mode) {
+      case 'good': res.writeHead(200, { 'content-length': good.length, ...tag }); res.end(good); return;
+      case 'silent': held.push(res); return; // never answers
+      case 'stall-body': res.writeHead(200, { 'content-length': good.length, ...tag }); res.write(good.subarray(0, 1000)); held.push(res); return;
+      case 'redirect-loop': res.writeHead(302, { location: req.url }); res.end(); return;
+      case 'redirect-hop':
+        if (req.url!.startsWith('/hop/')) { res.writeHead(200, { 'content-length': good.length, ...tag }); res.end(good); return; }
+        res.writeHead(302, { location: `/hop${req.url}` }); res.end(); return;
+      case 'short': res.writeHead(200, { 'content-length': good.length, ...tag }); res.end(good.subarray(0, 5000)); res.socket?.destroy(); return;
+      case 'wrong-sha': res.writeHead(200, { 'content-length': good.length, 'x-linked-etag': `"${'0'.repeat(64)}"` }); res.end(good); return;
+      case 'chunked-no-hash': res.writeHead(200, {}); res.end(good.subarray(0, 2000)); return;
+      case 'bad-range':
+        if (req.headers.range) { res.writeHead(206, { 'content-range': 'bytes 0-10/20', ...tag }); res.end(good.subarray(0, 11)); return; }
+        res.writeHead(200, { 'content-length': good.length, ...tag }); res.write(good.subarray(0, 3000)); res.socket?.destroy(); return;
+      case 'http-500': res.writeHead(500); res.end('no'); return;
+      case 'http-403': res.writeHead(403); res.end('gated'); return;
+    }
+  });
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
+  const base = `http://127.0.0.1:${(srv.address() as { port: number }).port}`;
+  const dir = path.join(TMP, 'dl');
+  for (let i = 0; i < (QUICK ? 30 : 120); i++) {
+    mode = pick(MODES);
+    c.tried++;
+    const t0 = Date.now();
+    try {
+      const file = await download({ which: 'q2-imatrix', dir, baseUrl: base, idleTimeoutMs: 300 });
+      if (!fs.readFileSync(file).equals(good)) { c.wrong++; note(c, `${mode}: a finished file with other bytes`); }
+      else if (mode !== 'good' && mode !== 'redirect-hop') { c.wrong++; note(c, `${mode}: taken as good`); }
+      else c.clean++;
+      fs.rmSync(file);
+    } catch (e) {
+      if ((e as Error).constructor.name === 'CliError' && /^download: /.test((e as Error).message)) c.clean++;
+      else { c.crashes++; note(c, `${mode}: ${(e as Error).stack?.split('\n').slice(0, 2).join(' ')}`); }
+    }
+    if (Date.now() - t0 > 5000) { c.wrong++; note(c, `${mode} took ${Date.now() - t0} ms`); }
+    // a finished file is only ever the exact bytes
+    const final = path.join(dir, name);
+    if (fs.existsSync(final) && !fs.readFileSync(final).equals(good)) { c.foreignLoaded++; note(c, `${mode}: ${name} left with other bytes`); }
+    for (const r of held.splice(0)) r.destroy();
+  }
+  await new Promise<void>((r) => { srv.closeAllConnections(); srv.close(() => r()); });
+  return c;
+}
+
 function report(name: string, c: Count): void {
   results.push([name, c]);
   console.log(`${name.padEnd(8)} tried ${String(c.tried).padStart(6)}  clean ${String(c.clean).padStart(6)}  crashes ${c.crashes}  5xx ${c.fivexx}  foreign-loaded ${c.foreignLoaded}  wrong ${c.wrong}`);
@@ -407,6 +473,7 @@ async function main(): Promise<number> {
     s.p.kill('SIGTERM');
   }
   report('kill9', await kill9Phase());
+  report('download', await downloadPhase());
   const total = newCount();
   for (const [, c] of results) for (const k of ['tried', 'clean', 'crashes', 'fivexx', 'foreignLoaded', 'wrong'] as const) total[k] += c[k];
   report('total', total);

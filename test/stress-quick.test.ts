@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 const ROOT = path.resolve(__dirname, '..');
 
 describe('stress suite (quick)', () => {
-  it('hostile GGUF, cache files, HTTP bodies, WebSocket frames, concurrent aborting clients and kill -9: all clean', () => {
+  it('hostile GGUF, cache files, HTTP bodies, WebSocket frames, concurrent aborting clients, kill -9 and download servers: all clean', () => {
     const r = spawnSync(process.execPath, [path.join(ROOT, 'dist/scripts/stress.js'), '--quick', '--seed', '7'], { encoding: 'utf8', timeout: 300_000 });
     console.log(r.stdout);
     expect(r.status, r.stderr).toBe(0);
@@ -18,5 +18,7 @@ describe('stress suite (quick)', () => {
     expect(total).not.toBeNull();
     expect(Number(total![1])).toBeGreaterThan(1000);
     expect(total!.slice(3).map(Number)).toEqual([0, 0, 0, 0]);
+    // every phase ran (a phase dropped from the script would still leave a clean total)
+    for (const phase of ['gguf', 'kvfile', 'files', 'http', 'ws', 'clients', 'models', 'kill9', 'download']) expect(r.stdout, phase).toMatch(new RegExp(`^${phase} +tried +[1-9]`, 'm'));
   });
 });
