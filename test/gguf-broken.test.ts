@@ -141,6 +141,23 @@ describe('sparse files cannot make the reader hold what they claim (#45 item 11)
     expect(() => readGguf(p)).toThrow(/x: array count is 1073741824, more than the file can hold \(limit 16777216\)/);
     expect(process.memoryUsage().rss - before).toBeLessThan(256 << 20);
   });
+  it('nine 64 MiB arrays (each within the per-array bound) are refused by the metadata budget, memory bounded by it', () => {
+    const p = path.join(tmpDir(), 'sparse3.gguf');
+    const fd = fs.openSync(p, 'w');
+    let at = 0;
+    const put = (b: Buffer) => { fs.writeSync(fd, b, 0, b.length, at); at += b.length; };
+    put(Buffer.concat([Buffer.from('GGUF'), u32(3), u64(0n), u64(9n)]));
+    for (let i = 0; i < 9; i++) {
+      put(Buffer.concat([u64(2n), Buffer.from(`a${i}`), u32(9), u32(4), u64(1n << 24n)]));
+      at += 4 << 24; // 2^24 u32 zeros, left sparse
+    }
+    fs.closeSync(fd);
+    fs.truncateSync(p, at + 4096);
+    const before = process.memoryUsage().rss;
+    expect(() => readGguf(p)).toThrow(/the metadata runs past 512 MiB/);
+    // what was held before the refusal is bounded by the budget, not by the 576 MiB the file claims
+    expect(process.memoryUsage().rss - before).toBeLessThan(900 << 20);
+  });
   it('a 1 GiB string is refused by its length', () => {
     const p = path.join(tmpDir(), 'sparse2.gguf');
     fs.writeFileSync(p, Buffer.concat([Buffer.from('GGUF'), u32(3), u64(0n), u64(1n), u64(1n), Buffer.from('x'), u32(8), u64(1n << 30n)]));
