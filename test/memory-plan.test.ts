@@ -16,6 +16,8 @@ import { openModel } from '../ts/engine/open-model.js';
 import type { EngineOptions } from '../ts/engine/types.js';
 import { describePlan, planMemory, type DeviceInfo } from '../ts/engine/vulkan/memory-plan.js';
 import { PRESETS, makeModel } from '../ts/model/synthetic-model.js';
+import { SCRATCH_NAMES, scratchTable } from '../ts/engine/vulkan/scratch.js';
+import type { ModelShape } from '../ts/model/shape.js';
 import { tmpDir } from './helpers.js';
 
 const GiB = 2 ** 30;
@@ -95,5 +97,17 @@ describe('the README\'s BC-250 presets plan within a 16 GB unified board', () =>
     expect(() => plan(cliOptions(model('q2'), { ctx: '262144', 'cache-type-k': 'f16', 'cache-type-v': 'f16' }))).toThrow(/model does not fit AMD BC-250 .*: weights \d+\.\d\d GiB \(\d+\.\d\d GiB of them mapped from the file\) \+ KV\/state \d+\.\d\d GiB \(ctx 262144\) .* > 14\.90 GiB device memory: lower --ctx, use -ctk q8_0 -ctv q4_0.*or stream the routed experts from the file \(--ssd-streaming\)/);
     // too many resident sessions at 128K each
     expect(() => plan(cliOptions(model('q2'), { ctx: '131072' }, { slots: 8 }))).toThrow(/KV\/state \d+\.\d\d GiB \(ctx 131072 × 8 sessions\).*lower --ctx or --batched-session/);
+  });
+});
+
+describe('the scratch table and its names', () => {
+  it('the table allocates exactly SCRATCH_NAMES (with steering), each once: a name the engine uses always exists', () => {
+    const t = scratchTable(PRESETS.full as unknown as ModelShape, { T: 512, ctx: 4096, logitsRows: 1, steering: true, unified: false, batch: 4, paramWords: 8 });
+    const names = t.map((b) => b.name);
+    expect(new Set(names).size).toBe(names.length);
+    expect([...names].sort()).toEqual([...SCRATCH_NAMES].sort());
+    // without steering only its M buffer is left out
+    const plain = scratchTable(PRESETS.full as unknown as ModelShape, { T: 512, ctx: 4096, logitsRows: 1, steering: false, unified: false });
+    expect(SCRATCH_NAMES.filter((n) => !plain.some((b) => b.name === n))).toEqual(['M']);
   });
 });

@@ -13,6 +13,7 @@ import type { MatvecDispatch, OpList, Pipelines } from './graph.js';
 /** A recorded step: one command per segment (graph.ts), each ending after a streamed layer's routing but the last. */
 export interface RecordedStep { cmds: number[]; layers: number[]; names: string[][] }
 import type { VkWeights } from './weights.js';
+import type { EngineBuffers } from './scratch.js';
 
 export interface MatvecOpts {
   flags?: number; xStride?: number; yStride?: number; xOffset?: number; barrier?: boolean; epilogue?: MatvecDispatch['epilogue']; moe?: MatvecDispatch['moe'];
@@ -45,7 +46,7 @@ export interface VkHost {
   /** whether mvq.comp takes this weight's one-row products (mvq on and graph.ts mvqTakes) */
   levelsFor(name: string): boolean;
   /** engine-wide scratch buffers by name (scratch.ts) */
-  readonly buf: Readonly<Record<string, number>>;
+  readonly buf: Readonly<EngineBuffers>;
   readonly kv: { k: KvType; v: KvType };
   /** tokens per prefill step; logits rows one step may return */
   readonly chunk: number;

@@ -7,8 +7,16 @@ import type { ModelShape } from '../../model/shape.js';
 import { stateSizes } from '../payload.js';
 import { TOPK_ITEMS, TOPK_MAX, attnSlots, moeMaxTiles } from './graph.js';
 
+/** The scratch table's buffer names (a name used anywhere else is a compile error, not a run-time one). */
+export const SCRATCH_NAMES = ['XIN', 'X', 'A', 'A2', 'QG', 'Kb', 'Vb', 'U', 'Z', 'B', 'AL', 'O', 'P', 'ML', 'R', 'IDS', 'WTS', 'LIST', 'TILES', 'CNT', 'GE', 'UE', 'DE', 'GS', 'US', 'DS', 'SG', 'STK', 'XQ', 'XS', 'XQE', 'XSE', 'LOGITS', 'STT', 'PIN', 'PARAMS', 'ARG', 'TKA', 'TKB', 'TKH', 'M'] as const;
+export type ScratchName = (typeof SCRATCH_NAMES)[number];
+/** The engine's own buffers beside the scratch table: the IQ2 grid, the RoPE table, steering directions. */
+export type EngineBufferName = ScratchName | 'GRID' | 'ROPE' | 'STEER';
+/** Buffer ids by name (VkEngine.buf). */
+export type EngineBuffers = Record<EngineBufferName, number>;
+
 export interface ScratchBuffer {
-  name: string;
+  name: ScratchName;
   floats: number;
   /** host-visible (written or read by the host in place) */
   host?: boolean;
@@ -61,7 +69,7 @@ export function scratchTable(s: ModelShape, o: ScratchOptions): ScratchBuffer[] 
     // top-k stages (topk.comp): ping-pong pairs, the last stage's k pairs host-visible
     { name: 'TKA', floats: 2 * Math.ceil(s.nVocab / TOPK_ITEMS) * TOPK_MAX }, { name: 'TKB', floats: 2 * Math.ceil(s.nVocab / TOPK_ITEMS) * TOPK_MAX },
     { name: 'TKH', floats: 2 * TOPK_MAX, host: true },
-    ...(o.steering ? [{ name: 'M', floats: T * s.nEmbd }] : []),
+    ...(o.steering ? [{ name: 'M' as const, floats: T * s.nEmbd }] : []),
   ];
 }
 

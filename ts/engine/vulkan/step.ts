@@ -12,6 +12,7 @@ import { OpList, moePairs, TOPK_ITEMS, attnBlock, attnTileFits, attnTileKernel, 
 import type { MatvecOpts, VkHost } from './host.js';
 import { KERNELS as K, ROW_KERNELS as KR, dispatch, groups } from './kernels.js';
 import type { LayerTensorKey } from '../../model/schema.js';
+import type { EngineBuffers } from './scratch.js';
 
 /**
  * The residual update a producer leaves to the next norm: none (mode 0), X += R (mode 1: an
@@ -264,7 +265,7 @@ function outputHead(c: StepContext, p: Pending, from: number): void {
  * ties to the lower id, ending in TKH. TKA/TKB are the stages' ping-pong buffers (free after the
  * arg-max, which uses them too). k ≤ TOPK_MAX.
  */
-export function recordTopK(ops: OpList, B: Readonly<Record<string, number>>, nVocab: number, k: number, row: number): void {
+export function recordTopK(ops: OpList, B: Readonly<EngineBuffers>, nVocab: number, k: number, row: number): void {
   let n = nVocab, stage = 0, src = B.TKB, dst = B.TKA;
   for (;;) {
     const groups = Math.ceil(n / TOPK_ITEMS);

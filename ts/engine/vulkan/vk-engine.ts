@@ -31,6 +31,7 @@ import { describePlan, planMemory, planScratch, streamedTensors, type MemoryPlan
 import { recordTopK } from './step.js';
 import { OpList, moePairs, Pipelines, TOPK_MAX, gridBlob, matvecOp, mvqTakes } from './graph.js';
 import { MATVEC, VkWeights, readBytes, type DevTensor, type WeightMode } from './weights.js';
+import type { EngineBuffers } from './scratch.js';
 
 export { TOPK_MAX };
 
@@ -55,7 +56,7 @@ export class VkEngine implements Engine, VkHost {
   /** the weights (see weights.ts: zero-copy import or upload, windows, stacks, fused gate+up) */
   w!: VkWeights;
   /** engine-wide scratch buffers (one step at a time) */
-  readonly buf: Record<string, number> = {};
+  readonly buf = {} as EngineBuffers;
   private embd: { t: TensorInfo; data?: Uint8Array };
   /** the model file, open for the engine's lifetime (weight uploads, then embedding rows) */
   private readonly fd: number;
