@@ -20,6 +20,7 @@ import { openEngine } from '../ts/engine/index.js';
 import { envEngineOptions } from '../ts/cli/env.js';
 import { MAX_BATCH_ROWS } from '../ts/engine/defaults.js';
 import { buildApp } from '../ts/server/app.js';
+import { sseEvents } from './lib/sse-events.js';
 
 const { values: a } = parseArgs({ options: {
   model: { type: 'string', short: 'm' }, slots: { type: 'string', default: '8' }, clients: { type: 'string', default: '1,2,4,8' },
@@ -47,18 +48,7 @@ async function one(): Promise<number[]> {
   const r = await fetch(`${base}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'x', prompt, max_tokens: gen, temperature: 0, stream: true }) });
   if (r.status !== 200) throw new Error(`HTTP ${r.status}: ${await r.text()}`);
   const times: number[] = [];
-  const reader = r.body!.getReader(), dec = new TextDecoder();
-  let buf = '';
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    buf += dec.decode(value, { stream: true });
-    let i;
-    while ((i = buf.indexOf('\n\n')) >= 0) {
-      const ev = buf.slice(0, i); buf = buf.slice(i + 2);
-      if (ev.startsWith('data: {') && /"text":"[^"]/.test(ev)) times.push(performance.now());
-    }
-  }
+  for await (const ev of sseEvents(r.body!)) if (ev.startsWith('data: {') && /"text":"[^"]/.test(ev)) times.push(performance.now());
   return times;
 }
 

@@ -12,6 +12,7 @@ import { parseArgs } from 'node:util';
 import { openEngine } from '../ts/engine/index.js';
 import { envEngineOptions } from '../ts/cli/env.js';
 import { buildApp } from '../ts/server/app.js';
+import { sseEvents } from './lib/sse-events.js';
 
 const { values: a } = parseArgs({ options: {
   model: { type: 'string', short: 'm' }, bytes: { type: 'string', default: '25000' }, ctx: { type: 'string', default: '32768' },
@@ -33,19 +34,9 @@ async function once(label: string): Promise<void> {
   const t0 = performance.now();
   const r = await fetch(`${base}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'x', messages: [{ role: 'user', content: text }], max_tokens: 8, temperature: 0, stream: true }) });
   if (r.status !== 200) throw new Error(`HTTP ${r.status}: ${await r.text()}`);
-  let first = 0, buf = '';
-  const reader = r.body!.getReader(), dec = new TextDecoder();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    buf += dec.decode(value, { stream: true });
-    let i;
-    while ((i = buf.indexOf('\n\n')) >= 0) {
-      const ev = buf.slice(0, i); buf = buf.slice(i + 2);
-      // an empty delta is a keep-alive during the prefill, not text
-      if (!first && ev.startsWith('data: {') && /"(content|reasoning_content)":"[^"]/.test(ev)) first = performance.now();
-    }
-  }
+  let first = 0;
+  // an empty delta is a keep-alive during the prefill, not text
+  for await (const ev of sseEvents(r.body!)) if (!first && ev.startsWith('data: {') && /"(content|reasoning_content)":"[^"]/.test(ev)) first = performance.now();
   const end = performance.now();
   console.log(`${label}: first streamed text after ${first ? ((first - t0) / 1000).toFixed(2) : '—'} s, done after ${((end - t0) / 1000).toFixed(2)} s`);
 }
