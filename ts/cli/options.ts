@@ -42,13 +42,52 @@ export function normalizeArgv(argv: string[]): string[] {
   return argv.map((a) => ALIASES[a] ?? a);
 }
 
-/** node:util parseArgs over this process's arguments (llama.cpp aliases applied); errors become CliErrors (exit 2). */
-export function parseCliArgs<O extends NonNullable<ParseArgsConfig['options']>>(options: O) {
-  try {
-    return parseArgs({ args: normalizeArgv(process.argv.slice(2)), options }).values;
-  } catch (e) {
-    throw new CliError((e as Error).message);
+/**
+ * The one way the seven tools read arguments (q36 checks its citty table through it too: see
+ * checkArgs): node:util's strict parse — unknown flags, a flag without its value, a value given to
+ * a switch and stray arguments are errors, worded alike in every tool — after llama.cpp's aliases,
+ * and with a negative number after a flag that takes a value read as that value (`--x -1`).
+ */
+type Options = NonNullable<ParseArgsConfig['options']>;
+
+function prepare(argv: string[], options: Options): string[] {
+  const takesValue = (flag: string) => {
+    if (flag.startsWith('--')) return options[flag.slice(2)]?.type === 'string';
+    return Object.values(options).some((o) => o.short === flag.slice(1) && o.type === 'string');
+  };
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = ALIASES[argv[i]] ?? argv[i], next = argv[i + 1];
+    // joined as node:util reads a value starting with a dash: --flag=-1, -n-1
+    if (a.startsWith('-') && !a.includes('=') && takesValue(a) && next !== undefined && /^-(\d|\.\d)/.test(next)) { out.push(a.startsWith('--') ? `${a}=${next}` : `${a}${next}`); i++; } else out.push(a);
   }
+  return out;
+}
+
+/** node:util's parse errors in the tools' own words. */
+function argError(e: Error): CliError {
+  const m = e.message;
+  let r: RegExpExecArray | null;
+  if ((r = /^Unknown option '([^']+)'/.exec(m))) return new CliError(`unknown flag ${r[1]} (see --help)`);
+  if ((r = /^Option '(?:-\w, )?([^ ']+)(?: <value>)?' argument missing/.exec(m))) return new CliError(`${r[1]} needs a value (see --help)`);
+  if ((r = /^Option '(?:-\w, )?([^ ']+)' argument is ambiguous/.exec(m))) return new CliError(`${r[1]} needs a value (one starting with a dash: ${r[1]}=-VALUE)`);
+  if ((r = /^Option '(?:-\w, )?([^ ']+)' does not take an argument/.exec(m))) return new CliError(`${r[1]} takes no value (see --help)`);
+  if ((r = /^Unexpected argument '([^']*)'/.exec(m))) return new CliError(`unexpected argument "${r[1]}" (see --help)`);
+  return new CliError(m);
+}
+
+/** This process's arguments (or `args`) parsed against `options`; errors are CliErrors (exit 2). */
+export function parseCli<O extends Options>(options: O, o: { args?: string[]; positionals?: boolean } = {}) {
+  try {
+    return parseArgs({ args: prepare(o.args ?? process.argv.slice(2), options), options, allowPositionals: o.positionals ?? false, allowNegative: true });
+  } catch (e) {
+    throw argError(e as Error);
+  }
+}
+
+/** The values of parseCli (the tools without positional arguments). */
+export function parseCliArgs<O extends Options>(options: O) {
+  return parseCli(options).values;
 }
 
 export function num(flag: string, v: string | undefined, o: { min?: number; max?: number; int?: boolean } = {}): number | undefined {
@@ -182,20 +221,17 @@ export function sampleOptions(a: Record<string, unknown>): SampleOptions & { see
   };
 }
 
-/** Rejects flags the command does not define (citty would silently ignore a typo like --tmep). */
-export function checkUnknownFlags(argv: string[], args: Record<string, { type: string; alias?: string }>): void {
-  const known = new Set<string>(['--help', '-h', '--version']);
+/**
+ * q36's citty table checked by the same rules as the other tools (parseCli): citty itself would
+ * ignore a typo like --tmep, a flag missing its value and stray words. citty then reads `argv` as
+ * given (it takes a negative number after a flag as its value already).
+ */
+export function checkArgs(argv: string[], args: Record<string, { type: string; alias?: string }>): void {
+  const options: Options = { help: { type: 'boolean', short: 'h' }, version: { type: 'boolean' } };
   for (const [name, def] of Object.entries(args)) {
-    known.add(`--${name}`);
-    if (def.type === 'boolean') known.add(`--no-${name}`);
-    if (def.alias) known.add(def.alias.length === 1 ? `-${def.alias}` : `--${def.alias}`);
-    if (name.length === 1) known.add(`-${name}`);
+    const type = def.type === 'boolean' ? 'boolean' : 'string';
+    options[name] = { type, ...(def.alias?.length === 1 ? { short: def.alias } : name.length === 1 ? { short: name } : {}) };
+    if (def.alias && def.alias.length > 1) options[def.alias] = { type };
   }
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    if (a === '--') break;
-    if (!a.startsWith('-') || /^-\d/.test(a)) continue;
-    const flag = a.includes('=') ? a.slice(0, a.indexOf('=')) : a;
-    if (!known.has(flag)) throw new CliError(`unknown flag ${flag} (see --help)`);
-  }
+  parseCli(options, { args: argv });
 }

@@ -5,12 +5,11 @@
  *   q36-imatrix -m MODEL -f TEXT [-c 128] [--chunks N] -o OUT.imatrix
  */
 import * as fs from 'node:fs';
-import { parseArgs } from 'node:util';
 import { CpuEngine } from '../engine/cpu/cpu-engine.js';
 import { collectImatrix } from '../quantize/imatrix-collect.js';
 import { writeImatrix } from '../quantize/imatrix-file.js';
 import { CliError } from './load-tokenizer.js';
-import { num } from './options.js';
+import { num, parseCliArgs } from './options.js';
 import { printVersionIfAsked } from './version.js';
 import { wrapHelp } from './help.js';
 
@@ -22,19 +21,11 @@ The file is llama.cpp's GGUF imatrix format: llama-quantize and q36-quantize bot
 
 async function main(): Promise<number> {
   if (printVersionIfAsked('q36-imatrix')) return 0;
-  let a;
-  try {
-    a = parseArgs({
-      args: process.argv.slice(2),
-      options: {
-        model: { type: 'string', short: 'm' }, file: { type: 'string', short: 'f' }, 'ctx-size': { type: 'string', short: 'c' },
-        chunks: { type: 'string' }, output: { type: 'string', short: 'o' }, cpu: { type: 'boolean' }, vulkan: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    }).values;
-  } catch (e) {
-    throw new CliError((e as Error).message);
-  }
+  const a = parseCliArgs({
+    model: { type: 'string', short: 'm' }, file: { type: 'string', short: 'f' }, 'ctx-size': { type: 'string', short: 'c' },
+    chunks: { type: 'string' }, output: { type: 'string', short: 'o' }, cpu: { type: 'boolean' }, vulkan: { type: 'boolean' },
+    help: { type: 'boolean', short: 'h' },
+  });
   if (a.help) { console.log(wrapHelp(HELP)); return 0; }
   if (a.vulkan) throw new CliError('q36-imatrix runs on the CPU reference engine (--cpu); the Vulkan engine has no activation statistics');
   if (!a.model) throw new CliError('-m MODEL is required');

@@ -8,7 +8,6 @@
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
-import { parseArgs } from 'node:util';
 import { typeName } from '../gguf/index.js';
 import { openEngine } from '../engine/index.js';
 import { checkQuality, type PositionResult } from '../quantize/check.js';
@@ -16,7 +15,7 @@ import { parseTypeName, PlanError, RECIPES, type Recipe, type TypeOverride } fro
 import { quantizeModel } from '../quantize/quantize.js';
 import { OUTPUT_TYPES } from '../quantize/rows.js';
 import { CliError } from './load-tokenizer.js';
-import { num } from './options.js';
+import { num, parseCli } from './options.js';
 import { printVersionIfAsked } from './version.js';
 import { wrapHelp } from './help.js';
 
@@ -102,20 +101,12 @@ async function check(a: Record<string, unknown>, pos: string[]): Promise<number>
 
 async function main(): Promise<number> {
   if (printVersionIfAsked('q36-quantize')) return 0;
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: process.argv.slice(2), allowPositionals: true,
-      options: {
-        recipe: { type: 'string' }, imatrix: { type: 'string' }, 'tensor-type': { type: 'string', multiple: true },
-        'q4-layers': { type: 'string' }, threads: { type: 'string' },
-        check: { type: 'boolean' }, file: { type: 'string', short: 'f' }, ctx: { type: 'string' }, chunks: { type: 'string' }, positions: { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    });
-  } catch (e) {
-    throw new CliError((e as Error).message);
-  }
+  const parsed = parseCli({
+    recipe: { type: 'string' }, imatrix: { type: 'string' }, 'tensor-type': { type: 'string', multiple: true },
+    'q4-layers': { type: 'string' }, threads: { type: 'string' },
+    check: { type: 'boolean' }, file: { type: 'string', short: 'f' }, ctx: { type: 'string' }, chunks: { type: 'string' }, positions: { type: 'string' },
+    help: { type: 'boolean', short: 'h' },
+  }, { positionals: true });
   const a = parsed.values, pos = parsed.positionals;
   if (a.help) { console.log(wrapHelp(HELP)); return 0; }
   if (a.check) return check(a, pos);

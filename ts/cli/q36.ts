@@ -13,7 +13,7 @@ import { dumpTokens } from './dump-tokens.js';
 import { openEngineForCli, parsePromptIds, runGenerate } from './generate-cmd.js';
 import { runInfo } from './info.js';
 import { CliError, loadTokenizer, openModelHeader, promptText } from './load-tokenizer.js';
-import { ENGINE_ARGS, SAMPLING_ARGS, checkUnknownFlags, engineOptions, normalizeArgv, num, sampleOptions } from './options.js';
+import { ENGINE_ARGS, SAMPLING_ARGS, checkArgs, engineOptions, normalizeArgv, num, sampleOptions } from './options.js';
 import { renderFromFiles } from './render.js';
 import { printVersionIfAsked } from './version.js';
 import { runChat } from './chat/chat.js';
@@ -188,7 +188,7 @@ if (printVersionIfAsked('q36', argv)) {
   void downloadCommand(argv.slice(1));
 } else {
   try {
-    checkUnknownFlags(argv, main.args as Record<string, { type: string; alias?: string }>);
+    checkArgs(argv, main.args as Record<string, { type: string; alias?: string }>);
     process.argv = [...process.argv.slice(0, 2), ...argv];
     runMain(main);
   } catch (e) {
