@@ -232,6 +232,8 @@ describe('q36-imatrix against llama-imatrix', () => {
     const r = spawnSync(process.execPath, [IMATRIX, '-m', BF16, '-f', CORPUS, '-c', '128', '-o', 'ours.imatrix'], { cwd: dir, encoding: 'utf8', timeout: 120_000 });
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/51 entries from 14 chunks of 128 tokens/);
+    // a pipe gets no progress lines (a terminal gets one, redrawn)
+    expect(r.stderr).toBe('');
     ours = readImatrix(path.join(dir, 'ours.imatrix'));
     expect(ours.chunkCount).toBe(14);
     expect(ours.chunkSize).toBe(128);

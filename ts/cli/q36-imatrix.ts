@@ -41,7 +41,8 @@ async function main(): Promise<number> {
     const t0 = Date.now();
     const m = await collectImatrix({
       engine, text, chunkSize: chunk, maxChunks: chunks, dataset: a.file,
-      onChunk: (d, n) => process.stderr.write(`imatrix: chunk ${d}/${n}\n`),
+      // progress on a terminal, one line redrawn; nothing in a pipe (the summary line says it all)
+      onChunk: (d, n) => { if (process.stderr.isTTY) process.stderr.write(`\rimatrix: chunk ${d}/${n}${d === n ? '\n' : ''}`); },
     });
     writeImatrix(a.output, m);
     console.log(`${a.output}: ${m.entries.size} entries from ${m.chunkCount} chunks of ${chunk} tokens in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
