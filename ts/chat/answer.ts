@@ -72,8 +72,6 @@ export interface Answer {
   /** all generated text (stop tokens excluded, stop strings included) */
   raw: string;
   tokens: number[];
-  /** the text of the tokens that entered the session */
-  fed: string;
   stop: GenerateResult['stop'];
   finish: 'stop' | 'length' | 'stop_sequence' | 'tool_calls' | 'abort';
   stopSequence?: string;
@@ -165,5 +163,5 @@ export async function decodeAnswer(s: Session, tok: Tokenizer, o: AnswerOptions)
   if (stopSequence !== undefined) parsed.content = visible;
   let finish: Answer['finish'] = stopSequence !== undefined ? 'stop_sequence' : ({ eos: 'stop', length: 'length', callback: 'stop', abort: 'abort' } as const)[res.stop];
   if (finish === 'stop' && parsed.toolCalls.length > 0) finish = 'tool_calls';
-  return { parsed, raw, tokens: res.tokens, fed, stop: res.stop, finish, stopSequence, reasoningTokens, inReasoning: !o.raw && parser.inReasoning(), logprobs, decodeMs: res.decodeMs };
+  return { parsed, raw, tokens: res.tokens, stop: res.stop, finish, stopSequence, reasoningTokens, inReasoning: !o.raw && parser.inReasoning(), logprobs, decodeMs: res.decodeMs };
 }

@@ -13,7 +13,7 @@ import { dumpTokens } from './dump-tokens.js';
 import { openEngineForCli, parsePromptIds, runGenerate } from './generate-cmd.js';
 import { runInfo } from './info.js';
 import { CliError, loadTokenizer, openModelHeader, promptText } from './load-tokenizer.js';
-import { ENGINE_ARGS, SAMPLING_ARGS, checkArgs, engineOptions, normalizeArgv, num, sampleOptions } from './options.js';
+import { ENGINE_ARGS, SAMPLING_ARGS, checkArgs, engineOptions, normalizeArgv, num, parseCli, sampleOptions } from './options.js';
 import { renderFromFiles } from './render.js';
 import { printVersionIfAsked } from './version.js';
 import { runChat } from './chat/chat.js';
@@ -123,18 +123,21 @@ const main = defineCommand({
 });
 
 async function downloadCommand(argv: string[]): Promise<void> {
-  const which = argv[0];
-  const flag = (name: string) => { const i = argv.indexOf(name); return i >= 0 ? argv[i + 1] : undefined; };
-  const known = new Set(['--base-url', '--token', '--dir']);
-  const unknown = argv.slice(1).filter((x, i, all) => x.startsWith('-') && !known.has(x) && !known.has(all[i - 1]));
-  if (!which || which.startsWith('-') || unknown.length) {
-    if (unknown.length) console.error(`q36: download: unknown flag ${unknown[0]}`);
-    console.error(`usage: q36 download ${Object.keys(MODELS).join(' | ')} [--dir DIR (the model store: Q36_MODELS, ~/.q36/models)] [--base-url URL] [--token HF_TOKEN]   (env: Q36_HF_BASE, HF_TOKEN)`);
+  const usage = `usage: q36 download ${Object.keys(MODELS).join(' | ')} [--dir DIR (the model store: Q36_MODELS, ~/.q36/models)] [--base-url URL] [--token HF_TOKEN]   (env: Q36_HF_BASE, HF_TOKEN)`;
+  // the flags read by the same rules as every tool's (options.ts parseCli)
+  let a;
+  try {
+    a = parseCli({ dir: { type: 'string' }, 'base-url': { type: 'string' }, token: { type: 'string' } }, { args: argv, positionals: true });
+  } catch (e) {
+    console.error(`q36: download: ${(e as Error).message}\n${usage}`);
     process.exitCode = 2;
     return;
   }
-  for (const f of known) {
-    if (argv.includes(f) && !flag(f)) { console.error(`q36: download: ${f} needs a value`); process.exitCode = 2; return; }
+  const which = a.positionals[0];
+  if (!which || a.positionals.length > 1) {
+    console.error(a.positionals.length > 1 ? `q36: download: one model at a time (got ${a.positionals.join(', ')})\n${usage}` : usage);
+    process.exitCode = 2;
+    return;
   }
   // said before a 1 GB download, not after: nothing loads this file yet
   if (which === 'mtp') console.error('q36: note: the MTP draft weights are not used yet (speculative decoding with --mtp is not built); downloading them for later');
@@ -142,7 +145,7 @@ async function downloadCommand(argv: string[]): Promise<void> {
     let last = 0, start: { at: number; done: number } | undefined;
     const env = readEnv();
     const file = await download({
-      which, dir: flag('--dir') ?? storeDir(env), baseUrl: flag('--base-url') ?? env.hfBase, token: flag('--token') ?? env.hfToken,
+      which, dir: a.values.dir ?? storeDir(env), baseUrl: a.values['base-url'] ?? env.hfBase, token: a.values.token ?? env.hfToken,
       verifying: () => process.stderr.write('\nverifying SHA-256…'),
       progress: (done, total) => {
         const now = Date.now();
