@@ -55,6 +55,8 @@ for (const [nHead, nHeadKv, hd] of [[16, 2, 256], [8, 2, 64]] as const) {
       const push = { nHead, nHeadKv, hd, kRowBytes: kRow, vRowBytes: vRow, qStride, scale: 1 / Math.sqrt(hd), nBlk, blk, t0: 0, grow: 0, nTok: T, tq };
       const attn = (ops: OpList, kernel: 'attn_tile' | 'attn_mmc') => dispatch(ops, KERNELS[kernel], { QG, Kc, Vc, P, ML, PARAMS }, push, [Math.ceil(T / tq), nHeadKv, nBlk], { variant: `${kType}_${vType}` });
       const runs = (['attn_tile', 'attn_mmc'] as const).map((kernel) => {
+        // slots a kernel leaves unwritten (blocks past a token) read as 0 in both runs, not as garbage
+        dev.write(ML, 0, new Uint8Array(T * nHead * nBlk * 8));
         const ops = new OpList(pipes);
         attn(ops, kernel);
         dispatch(ops, KERNELS.attn_merge, { P, ML, QG, O, PARAMS }, { nHead, hd, nBlk, qStride, blk, t0: 0, grow: 0 }, [T, nHead]);

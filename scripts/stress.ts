@@ -35,6 +35,7 @@ import { modelIdentity } from '../ts/model/fingerprint.js';
 import * as http from 'node:http';
 import { createHash } from 'node:crypto';
 import { download } from '../ts/cli/download.js';
+import { CliError } from '../ts/cli/load-tokenizer.js';
 import { MODELS } from '../ts/cli/model-store.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -434,7 +435,7 @@ async function downloadPhase(): Promise<Count> {
       else c.clean++;
       fs.rmSync(file);
     } catch (e) {
-      if ((e as Error).constructor.name === 'CliError' && /^download: /.test((e as Error).message)) c.clean++;
+      if (e instanceof CliError && /^download: /.test(e.message)) c.clean++;
       else { c.crashes++; note(c, `${mode}: ${(e as Error).stack?.split('\n').slice(0, 2).join(' ')}`); }
     }
     if (Date.now() - t0 > 5000) { c.wrong++; note(c, `${mode} took ${Date.now() - t0} ms`); }
