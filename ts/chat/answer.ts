@@ -14,6 +14,7 @@ import { StopScanner } from './stop-scanner.js';
 import { THINK_END, TOOL_CALL_OPEN } from './template-tokens.js';
 import type { ToolSpec } from './tool-call.js';
 import { generate, type GenerateOptions, type GenerateResult } from '../engine/generate.js';
+import { Constraint, type Grammar } from '../grammar/constraint.js';
 import type { SampleOptions, Session, TokenLogprob } from '../engine/types.js';
 import type { Tokenizer } from '../tokenizer/tokenizer.js';
 
@@ -43,6 +44,12 @@ export interface AnswerOptions {
   thinkingBudget?: number;
   /** the answer must be a tool call (of this tool when named): its opening is fed once reasoning ends */
   forceToolCall?: { name?: string };
+  /**
+   * a grammar the answer follows (constrained decoding): a JSON document from where the think
+   * block ends, or tool calls from the forced opening on; when the token budget would cut it,
+   * its shortest completion is fed and the answer ends as 'length'
+   */
+  grammar?: Grammar;
   /** log-probabilities of each generated token with this many alternatives */
   logprobs?: number;
   onLogprob?: (e: LogprobEntry) => void;
@@ -81,6 +88,8 @@ export interface Answer {
   inReasoning: boolean;
   logprobs: LogprobEntry[];
   decodeMs: number;
+  /** masks the grammar computed and their time (constrained answers) */
+  grammar?: { masks: number; ms: number; completed: boolean };
 }
 
 export async function decodeAnswer(s: Session, tok: Tokenizer, o: AnswerOptions): Promise<Answer> {
@@ -107,9 +116,35 @@ export async function decodeAnswer(s: Session, tok: Tokenizer, o: AnswerOptions)
   // spent, the opening of a tool call when the answer must be one
   const forced: number[] = [];
   let callForced = false;
+  // the grammar: on from where the answer proper begins; `completing` once its shortest
+  // completion was queued for a budget about to run out
+  const g = o.grammar ? new Constraint(o.grammar, tok) : undefined;
+  let gOn = false, completing = false, sampled = false, compEvery = 0;
+  let docTokens: number | undefined;
+  const budgetLeft = (step: number) => o.maxTokens - step;
+  const grammarNext = (step: number) => {
+    if (!g || completing) return;
+    if (!gOn && (o.grammar!.kind === 'json' ? o.raw || !parser.inReasoning() : callForced)) gOn = true;
+    if (!gOn || forced.length) return;
+    // the completion is measured when the budget comes near it (every 16 steps before that)
+    const left = budgetLeft(step);
+    if (left > 256 && compEvery++ % 16 !== 0) return;
+    const comp = g.completion();
+    // a margin: one token can lengthen the completion (open an array of required objects)
+    if (comp.length && left <= comp.length + 1 + Math.max(8, comp.length >> 2)) { forced.push(...comp); completing = true; o.trace?.('grammar-complete', { tokens: comp.length }); }
+  };
   const next = (step: number): number | undefined => {
+    sampled = false;
     const scripted = o.script?.(step);
     if (scripted !== undefined) return scripted;
+    if (!forced.length && !o.raw && g && !gOn && o.grammar!.kind === 'json' && parser.inReasoning()) {
+      // reasoning that would leave no room for the document is closed for the model
+      const left = budgetLeft(step);
+      if (left < 512) {
+        docTokens ??= tok.encode(THINK_END).length + new Constraint(o.grammar!, tok).completion().length;
+        if (left <= docTokens + 2) forced.push(...tok.encode(THINK_END));
+      }
+    }
     if (!forced.length && !o.raw) {
       if (o.thinkingBudget !== undefined && parser.inReasoning() && reasoningTokens >= o.thinkingBudget) {
         forced.push(...tok.encode(THINK_END));
@@ -120,8 +155,11 @@ export async function decodeAnswer(s: Session, tok: Tokenizer, o: AnswerOptions)
         callForced = true;
       }
     }
+    grammarNext(step);
     if (!o.raw && parser.inReasoning()) reasoningTokens++;
-    return forced.shift();
+    const f = forced.shift();
+    sampled = f === undefined;
+    return f;
   };
   const logprobs: LogprobEntry[] = [];
   const entry = (x: TokenLogprob) => { const str = tok.decode([x.id]); return { token: str, logprob: x.logprob, bytes: [...Buffer.from(str, 'utf8')] }; };
@@ -131,6 +169,9 @@ export async function decodeAnswer(s: Session, tok: Tokenizer, o: AnswerOptions)
       maxTokens: o.maxTokens, stopIds, signal: o.signal, feed: o.feed ?? 'non-stop', next,
       feedToken: o.feedToken, onLogits: o.onLogits, gate: o.gate,
       sampling: o.greedyProtocol ? () => (parser.inProtocol() ? { temperature: 0 } : o.sampling) : o.sampling,
+      mask: g ? () => (gOn ? g.mask() : undefined) : undefined,
+      // the next mask is computed while the GPU runs the step
+      whileFeeding: g ? () => { if (gOn && !completing) g.mask(); } : undefined,
       logprobsTopK: o.logprobs,
       onLogprobs: o.logprobs === undefined ? undefined : (chosen, top) => {
         o.onTokenLogprobs?.(chosen, top);
@@ -139,6 +180,13 @@ export async function decodeAnswer(s: Session, tok: Tokenizer, o: AnswerOptions)
         o.onLogprob?.(e);
       },
       onToken: (id) => {
+        if (g && gOn && !stopIds.has(id) && !g.accept(id)) {
+          // a sampled token always fits its mask; a fed one (a script's) may not: the grammar stops there
+          if (sampled) throw new Error(`grammar: token ${id} was sampled outside its mask`);
+          gOn = false;
+          completing = true;
+          o.trace?.('grammar-off', { token: id });
+        }
         if (stopIds.has(id)) return;
         const text = dec.push(id);
         raw += text;
@@ -163,5 +211,10 @@ export async function decodeAnswer(s: Session, tok: Tokenizer, o: AnswerOptions)
   if (stopSequence !== undefined) parsed.content = visible;
   let finish: Answer['finish'] = stopSequence !== undefined ? 'stop_sequence' : ({ eos: 'stop', length: 'length', callback: 'stop', abort: 'abort' } as const)[res.stop];
   if (finish === 'stop' && parsed.toolCalls.length > 0) finish = 'tool_calls';
-  return { parsed, raw, tokens: res.tokens, stop: res.stop, finish, stopSequence, reasoningTokens, inReasoning: !o.raw && parser.inReasoning(), logprobs, decodeMs: res.decodeMs };
+  // a document the budget cut short and the grammar completed: the model did not finish it
+  if (completing && gOn && finish !== 'abort') finish = 'length';
+  return {
+    parsed, raw, tokens: res.tokens, stop: res.stop, finish, stopSequence, reasoningTokens, inReasoning: !o.raw && parser.inReasoning(), logprobs, decodeMs: res.decodeMs,
+    grammar: g ? { masks: g.computed, ms: g.computeMs, completed: completing && gOn } : undefined,
+  };
 }

@@ -8,3 +8,4 @@ export const ASSISTANT_HEADER = 'assistant\n';
 /** how the model ends its reasoning (fed for it when a thinking budget runs out) */
 export const THINK_END = '\n</think>\n\n';
 export const TOOL_CALL_OPEN = '<tool_call>';
+export const TOOL_CALL_CLOSE = '</tool_call>';

@@ -4,13 +4,20 @@
  * caller's word or an abort.
  */
 import { AbortError } from './common.js';
-import type { SampleOptions, Session, TokenLogprob } from './types.js';
+import type { SampleOptions, Session, TokenLogprob, TokenMask } from './types.js';
 
 export interface GenerateOptions {
   maxTokens: number;
   /** fixed, or chosen per step (the server samples tool-call structure greedily) */
   sampling: SampleOptions | ((step: number) => SampleOptions);
   stopIds?: ReadonlySet<number>;
+  /** the tokens a grammar allows this step (undefined: all) */
+  mask?: (step: number) => TokenMask | undefined;
+  /**
+   * called while a token is being fed (the GPU runs the step on a worker thread): work for the
+   * next step that does not need its logits, such as a grammar's next mask
+   */
+  whileFeeding?: () => void;
   /** a token to feed instead of sampling this step (forced text: closing a think block, opening a tool call) */
   next?: (step: number) => number | undefined;
   /** called with each generated token before it is fed back; return false to stop */
@@ -52,7 +59,7 @@ export async function generate(s: Session, o: GenerateOptions): Promise<Generate
     if (o.gate) await o.gate();
     if (o.signal?.aborted) { stop = 'abort'; break; }
     const forced = o.next?.(step);
-    const id = forced ?? s.sample(typeof o.sampling === 'function' ? o.sampling(step) : o.sampling);
+    const id = forced ?? s.sample(typeof o.sampling === 'function' ? o.sampling(step) : o.sampling, o.mask?.(step));
     if (o.logprobsTopK !== undefined && o.onLogprobs) {
       const top = o.logprobsTopK > 0 ? s.topLogprobs(o.logprobsTopK) : [];
       // chosen token's log-probability: from the full log-softmax
@@ -68,8 +75,9 @@ export async function generate(s: Session, o: GenerateOptions): Promise<Generate
     const fed = feed === 'all' || (feed === 'non-stop' ? !isStop : !last);
     if (fed) {
       try {
-        if (o.feedToken) await o.feedToken(id);
-        else await s.eval([id], { onLogits: o.onLogits, signal: o.signal });
+        const pending = o.feedToken ? o.feedToken(id) : s.eval([id], { onLogits: o.onLogits, signal: o.signal });
+        if (o.whileFeeding) { try { o.whileFeeding(); } catch (e) { await pending.catch(() => undefined); throw e; } }
+        await pending;
       } catch (e) {
         // an abort between sampling and feeding back ends the generation, keeping what was sampled
         if (e instanceof AbortError) { stop = 'abort'; break; }

@@ -8,7 +8,7 @@ import { rowBytes } from '../gguf/index.js';
 import type { ModelShape } from '../model/shape.js';
 import { AbortError, KV_TYPE_IDS, commonPrefix, syncKeep, topLogprobs } from './common.js';
 import { decodePayload, encodePayload, PayloadError, stateSizes } from './payload.js';
-import type { EngineOptions, EvalOptions, KvType, SampleOptions, Session, Snapshot, TokenLogprob } from './types.js';
+import type { EngineOptions, EvalOptions, KvType, SampleOptions, Session, Snapshot, TokenLogprob, TokenMask } from './types.js';
 
 /** What a backend supplies: its settings (BackendSettings' fields) and these primitives. */
 export interface SessionBackend extends BackendSettings {
@@ -301,8 +301,9 @@ export class BaseSession implements Session {
     this.b.seed(seed);
   }
 
-  sample(o: SampleOptions): number {
+  sample(o: SampleOptions, mask?: TokenMask): number {
     this.check();
+    if (mask) return this.sampleMasked(o, mask);
     // greedy (the WASM sampler's temperature ≤ 0 case: first maximum) from the device's arg-max
     if (this.lastOnDevice && o.temperature <= 0) {
       const id = this.b.lastArgmax?.();
@@ -317,6 +318,53 @@ export class BaseSession implements Session {
       if (top && top.ids.length === k) return top.ids[this.b.sample(top.logits, o)];
     }
     return this.b.sample(this.logits(), o);
+  }
+
+  /**
+   * Sampling among a grammar's tokens. The device's arg-max or top-k answers when the grammar
+   * allows all of it (then the full row's masked choice is the same token); otherwise the row is
+   * read and the sampler runs over the allowed tokens only, in id order (ties break as over the
+   * whole row).
+   */
+  private sampleMasked(o: SampleOptions, mask: TokenMask): number {
+    if (mask.count === 0) throw new Error('the grammar allows no token here');
+    const has = (id: number) => ((mask.bits[id >>> 5] >>> (id & 31)) & 1) === 1;
+    if (this.lastOnDevice && o.temperature <= 0) {
+      const id = this.b.lastArgmax?.();
+      if (id !== undefined && has(id)) return id;
+    }
+    const k = o.topK ?? 0;
+    if (this.lastOnDevice && o.temperature > 0 && k > 0 && k < this.b.shape.nVocab) {
+      const top = this.b.lastTopK?.(k);
+      if (top && top.ids.length === k && top.ids.every(has)) return top.ids[this.b.sample(top.logits, o)];
+    }
+    const row = this.logits();
+    const bits = mask.bits;
+    if (o.temperature <= 0) {
+      // the first maximum among the allowed (the WASM sampler's greedy rule); NaN never wins
+      let best = -1, bv = -Infinity, first = -1;
+      for (let w = 0; w < bits.length; w++) {
+        let v = bits[w];
+        while (v) {
+          const id = (w << 5) + 31 - Math.clz32(v & -v);
+          v &= v - 1;
+          if (first < 0) first = id;
+          if (row[id] > bv) { best = id; bv = row[id]; }
+        }
+      }
+      return best >= 0 ? best : first;
+    }
+    const ids = new Int32Array(mask.count), vals = new Float32Array(mask.count);
+    let n = 0;
+    for (let w = 0; w < bits.length; w++) {
+      let v = bits[w];
+      while (v) {
+        const id = (w << 5) + 31 - Math.clz32(v & -v);
+        v &= v - 1;
+        ids[n] = id; vals[n++] = row[id];
+      }
+    }
+    return ids[this.b.sample(vals.subarray(0, n), o)];
   }
 
   topLogprobs(k: number): TokenLogprob[] {

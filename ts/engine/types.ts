@@ -114,6 +114,15 @@ export interface SampleOptions {
   minP?: number;
 }
 
+/**
+ * The tokens a grammar allows next (constrained decoding): bit id of `bits` set when token id
+ * may be sampled; `count` of them.
+ */
+export interface TokenMask {
+  readonly bits: Uint32Array;
+  readonly count: number;
+}
+
 export interface TokenLogprob {
   id: number;
   logprob: number;
@@ -162,7 +171,8 @@ export interface Session {
   /** the `Q36 ` session payload (v2 f16 KV, v3 typed KV) */
   savePayload(): Uint8Array;
   loadPayload(payload: Uint8Array): void;
-  sample(o: SampleOptions): number;
+  /** the next token: sampled (or the arg-max at temperature 0) among all tokens, or among a mask's */
+  sample(o: SampleOptions, mask?: TokenMask): number;
   /** log-softmax of the current logits: the top k */
   topLogprobs(k: number): TokenLogprob[];
   /** seeds the sampler (reproducible sampling) */
