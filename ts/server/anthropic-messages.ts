@@ -3,6 +3,7 @@
  * shaping (thinking, text and tool_use blocks); the turn itself is turn.ts.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { answerGrammar } from './structured.js';
 import { ApiError, anthropicError, jsonBody } from './errors.js';
 import { fromAnthropic, toolsFromAnthropic } from './convert.js';
 import { maxTokens, sampling, stops, thinkingBudget, thinkingOn, toolChoice, unsupported } from './sampling.js';
@@ -26,6 +27,7 @@ function specOf(ctx: ServerContext, b: Obj): TurnSpec {
   return {
     provider: 'anthropic', messages: fromAnthropic(b.system, b.messages, ctx.tools, tools), tools, think: thinkingOn(b), toolIdPrefix: 'toolu_',
     thinkingBudget: thinkingBudget(b), forceToolCall: force, continueAssistant,
+    grammar: answerGrammar({ format: undefined, formatParam: 'tools', tools, force }),
     maxTokens: maxTokens(b, ['max_tokens'], ctx.defaultMaxTokens), sampling: sampling(b, ctx.sampling), stop: stops(b.stop_sequences, 'stop_sequences'),
   };
 }

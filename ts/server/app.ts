@@ -5,6 +5,7 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Engine } from '../engine/types.js';
+import { vocabIndex } from '../grammar/vocab.js';
 import { registerAnthropicMessages } from './anthropic-messages.js';
 import { Coordinator, DEFAULT_DISK_POLICY, type DiskPolicy } from './coordinator.js';
 import { DiskCache } from './kv-disk/disk-cache.js';
@@ -79,6 +80,8 @@ export async function buildApp(o: AppOptions): Promise<{ app: FastifyInstance; c
     try { done(null, parseJsonBody(body as string)); } catch (e) { done(e as Error, undefined); }
   });
   const tools = new ToolMemory(o.toolMemoryMaxIds ?? 100_000, o.exactToolReplay ?? true);
+  // the vocabulary's trie for structured output, built now rather than inside the first such request
+  vocabIndex(o.engine.tokenizer);
   const disk: DiskPolicy | undefined = o.kvDisk ? {
     ...DEFAULT_DISK_POLICY, ...o.kvDisk,
     cache: new DiskCache({ dir: o.kvDisk.dir, budgetBytes: o.kvDisk.spaceMiB * 2 ** 20, model: modelIdentity(o.engine.options.model), log: o.log }),

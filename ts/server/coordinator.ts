@@ -11,6 +11,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { ParsedOutput, ParserEvent } from '../chat/output-parser.js';
+import type { Grammar } from '../grammar/constraint.js';
 import { decodeAnswer, type Answer, type LogprobEntry } from '../chat/answer.js';
 import type { ToolSpec } from '../chat/tool-call.js';
 import { AbortError } from '../engine/common.js';
@@ -48,6 +49,8 @@ export interface TurnRequest {
   thinkingBudget?: number;
   /** the answer must be a tool call (tool_choice required/any), of this tool when named */
   forceToolCall?: { name?: string };
+  /** a grammar the answer follows (structured output; a forced call's tools and arguments) */
+  grammar?: Grammar;
   /** log-probabilities of each generated token with this many alternatives (OpenAI logprobs / top_logprobs) */
   logprobs?: number;
   /** called with each generated token's log-probability entry (streams attach them to their chunks) */
@@ -515,7 +518,7 @@ export class Coordinator {
       ans = await decodeAnswer(s, tok, {
         maxTokens: Math.min(req.maxTokens, e.options.ctx - s.tokens.length), sampling: req.sampling, greedyProtocol: true,
         signal: req.signal, raw: req.raw, startInReasoning: req.startInReasoning, tools: req.tools, stop: req.stop,
-        thinkingBudget: req.thinkingBudget, forceToolCall: req.forceToolCall, logprobs: req.logprobs, onLogprob: req.onLogprob, onEvent: req.onEvent,
+        thinkingBudget: req.thinkingBudget, forceToolCall: req.forceToolCall, grammar: req.grammar, logprobs: req.logprobs, onLogprob: req.onLogprob, onEvent: req.onEvent,
         // decode steps are shared with the other slots' (executor.ts)
         feedToken: (id) => x.decode(s, id, req.signal),
         onFed: async (text) => {

@@ -8,6 +8,7 @@ import { chatCompletionsBody } from './schemas.js';
 import type { Sse } from './sse.js';
 import { recallToolIds, toolIdsIn, type ServerContext } from './context.js';
 import { serveTurn, type ApiWriter, type TurnOutcome } from './turn.js';
+import { answerGrammar, outputFormat } from './structured.js';
 
 type Obj = Record<string, unknown>;
 const FINISH: Record<string, string> = { stop: 'stop', stop_sequence: 'stop', length: 'length', tool_calls: 'tool_calls', abort: 'stop', timeout: 'length' };
@@ -18,6 +19,7 @@ export function registerOpenAIChat(app: FastifyInstance, ctx: ServerContext): vo
     unsupported(b, 'openai');
     const { tools, force } = toolChoice(b.tool_choice, 'openai', toolsFromOpenAI(b.tools));
     const think = thinkingOn(b);
+    const grammar = answerGrammar({ format: outputFormat(b.response_format, 'response_format'), formatParam: 'response_format', tools, force });
     recallToolIds(ctx, toolIdsIn(b.messages));
     const messages = fromOpenAI(b.messages, ctx.tools, tools);
     const id = `chatcmpl-${ctx.tools.newId('')}`;
@@ -76,7 +78,7 @@ export function registerOpenAIChat(app: FastifyInstance, ctx: ServerContext): vo
     };
 
     return serveTurn(ctx, req, reply, {
-      provider: 'openai', messages, tools, think, param: 'messages', toolIdPrefix: 'call_', thinkingBudget: thinkingBudget(b), forceToolCall: force, logprobs: logprobsOf(b),
+      provider: 'openai', messages, tools, think, param: 'messages', toolIdPrefix: 'call_', thinkingBudget: thinkingBudget(b), forceToolCall: force, grammar, logprobs: logprobsOf(b),
       maxTokens: maxTokens(b, ['max_completion_tokens', 'max_tokens'], ctx.defaultMaxTokens), sampling: sampling(b, ctx.sampling), stop: stops(b.stop, 'stop'),
     }, { stream: b.stream === true, body, writer, n: typeof b.n === 'number' ? b.n : 1 });
   });

@@ -9,6 +9,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ChatMessage } from '../chat/types.js';
+import { answerGrammar, outputFormat } from './structured.js';
 import { ApiError, isObj, jsonBody } from './errors.js';
 import { NO_VISION, fromOpenAI, toolsFromOpenAI } from './convert.js';
 import { maxTokens, sampling, stops, thinkingBudget, thinkingOn, toolChoice, unsupported } from './sampling.js';
@@ -135,6 +136,7 @@ export function responsesTurn(ctx: ServerContext, b: Obj, store: ResponseStore):
   const { tools: all, origin } = toolsFromResponses(b.tools);
   const { tools, force } = toolChoice(b.tool_choice, 'responses', all);
   const think = thinkingOn(b) && (b.reasoning as Obj | undefined)?.effort !== 'none';
+  const grammar = answerGrammar({ format: outputFormat((b.text as Obj | undefined)?.format, 'text.format'), formatParam: 'text.format', tools, force });
   let history: Obj[] = [];
   if (b.previous_response_id !== undefined && b.previous_response_id !== null) {
     const prev = typeof b.previous_response_id === 'string' ? store.get(b.previous_response_id) : undefined;
@@ -148,7 +150,7 @@ export function responsesTurn(ctx: ServerContext, b: Obj, store: ResponseStore):
   const added = history.length ? (fromOpenAI(newMsgs, ctx.tools, tools) as ChatMessage[]) : messages;
   const id = `resp_${ctx.tools.newId('')}`;
   const spec: TurnSpec = {
-    provider: 'openai', messages, tools, think, param: 'input', toolIdPrefix: 'call_', thinkingBudget: thinkingBudget(b), forceToolCall: force,
+    provider: 'openai', messages, tools, think, param: 'input', toolIdPrefix: 'call_', thinkingBudget: thinkingBudget(b), forceToolCall: force, grammar,
     maxTokens: maxTokens(b, ['max_output_tokens'], ctx.defaultMaxTokens), sampling: sampling(b, ctx.sampling), stop: stops(b.stop, 'stop'),
   };
   const created = Math.floor(Date.now() / 1000);

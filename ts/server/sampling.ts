@@ -59,15 +59,11 @@ export function thinkingOn(b: Obj): boolean {
 
 /**
  * Request fields this server does not implement yet, refused by name rather than ignored (a
- * client asking for n=3 or a JSON schema must not silently get something else).
+ * client asking for n=3 must not silently get something else).
  */
 export function unsupported(b: Obj, api: 'openai' | 'anthropic' | 'responses'): void {
   const no = (field: string, why: string) => { throw new ApiError('invalid_request', `${field}: ${why}`, field); };
   if (typeof b.n === 'number' && b.n > 1 && (api !== 'openai' || b.stream === true)) no('n', 'n > 1 is supported on non-streamed chat completions only');
-  const rf = b.response_format as Obj | undefined;
-  if (rf && rf.type !== 'text') no('response_format', `type ${JSON.stringify(rf.type)} is not supported yet (only "text")`);
-  const tf = (b.text as Obj | undefined)?.format as Obj | undefined;
-  if (api === 'responses' && tf && tf.type !== 'text') no('text.format', `type ${JSON.stringify(tf.type)} is not supported yet (only "text")`);
   if (api !== 'openai' && (b.logprobs === true || typeof b.top_logprobs === 'number')) no('logprobs', 'log-probabilities are supported on chat completions only');
 }
 

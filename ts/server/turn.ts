@@ -10,6 +10,7 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ParserEvent } from '../chat/output-parser.js';
+import type { Grammar } from '../grammar/constraint.js';
 import { renderChat } from '../chat/render.js';
 import { ChatTemplateError, type ChatMessage } from '../chat/types.js';
 import { IM_END, THINK_CLOSE } from '../chat/template-tokens.js';
@@ -46,6 +47,8 @@ export interface TurnSpec {
   thinkingBudget?: number;
   /** tool_choice required/any/named */
   forceToolCall?: { name?: string };
+  /** what the answer must follow (structured output, a forced call's arguments) */
+  grammar?: Grammar;
   /** the conversation ends with an assistant message to continue (Anthropic prefill) */
   continueAssistant?: boolean;
   /** log-probabilities with this many alternatives per token */
@@ -143,7 +146,7 @@ export async function executeTurn(ctx: ServerContext, t: PreparedTurn, o: { sign
   const r = await ctx.coordinator.run({
     prompt: t.prompt, tokens: t.tokens, scope: o.scope, startInReasoning: (s.prompt === undefined || s.parse === true) && s.think && !s.continueAssistant, tools: s.tools, maxTokens: s.maxTokens,
     sampling: s.sampling, stop: s.stop, signal: o.signal, origin: o.origin, raw: s.prompt !== undefined && s.parse !== true,
-    thinkingBudget: s.think ? s.thinkingBudget : undefined, forceToolCall: s.tools?.length ? s.forceToolCall : undefined,
+    thinkingBudget: s.think ? s.thinkingBudget : undefined, forceToolCall: s.tools?.length ? s.forceToolCall : undefined, grammar: s.grammar,
     logprobs: s.logprobs, onLogprob: o.onLogprob, checkpointEnd: o.checkpointEnd,
     onEvent: o.onEvent ? (ev) => o.onEvent!(ev, state) : undefined,
   });
