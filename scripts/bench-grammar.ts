@@ -1,7 +1,8 @@
 /**
  * bench-grammar: what constrained decoding costs on the CPU, per step, over a vocabulary of the
  * real size (fixtures/grammar/bpe-vocab-248k.bin.gz; or a model's with -m): the vocabulary
- * index's build, compiling a 50-property schema and a 100-tool set (about 100 KB), and the token
+ * index's build, compiling a 50-property schema (fixtures/grammar/schema-50-props.json) and a
+ * 100-tool set (about 100 KB), and the token
  * mask of every step of a document written under the schema — first with empty caches, then
  * again as a second request with the same schema finds them.
  *
@@ -14,12 +15,13 @@ import { Constraint, maskHas } from '../ts/grammar/constraint.js';
 import { jsonGrammar, toolCallGrammar } from '../ts/grammar/grammars.js';
 import { vocabIndex } from '../ts/grammar/vocab.js';
 import type { Tokenizer } from '../ts/tokenizer/tokenizer.js';
-import { bpeVocabTokenizer } from './lib/bpe-vocab.js';
+import { vocabFileTokenizer } from '../ts/grammar/vocab-file.js';
 import { ROOT } from '../ts/paths.js';
-import { fiftyProps, fiftyPropsDoc, hundredTools } from './lib/grammar-fixtures.js';
+import * as fs from 'node:fs';
+import { fiftyPropsDoc, hundredTools } from './lib/grammar-fixtures.js';
 
 const args = parseCliArgs({ model: { type: 'string', short: 'm' } });
-const tok: Tokenizer = args.model ? loadTokenizer(args.model) : bpeVocabTokenizer(path.join(ROOT, 'fixtures/grammar/bpe-vocab-248k.bin.gz'));
+const tok: Tokenizer = args.model ? loadTokenizer(args.model) : vocabFileTokenizer(path.join(ROOT, 'fixtures/grammar/bpe-vocab-248k.bin.gz'));
 console.log(`# bench-grammar: ${args.model ? path.basename(args.model) : 'bpe-vocab-248k'} (${tok.tokens.length} tokens), node ${process.version}, ${new Date().toISOString()}`);
 
 let t0 = performance.now();
@@ -27,7 +29,7 @@ const idx = vocabIndex(tok);
 console.log(`vocabulary index: ${(performance.now() - t0).toFixed(0)} ms (${idx.all.nodes} trie nodes; once per process)`);
 
 t0 = performance.now();
-const g = jsonGrammar(fiftyProps());
+const g = jsonGrammar(JSON.parse(fs.readFileSync(path.join(ROOT, 'fixtures/grammar/schema-50-props.json'), 'utf8')));
 console.log(`compile 50-property schema: ${(performance.now() - t0).toFixed(2)} ms`);
 const tools = hundredTools();
 t0 = performance.now();

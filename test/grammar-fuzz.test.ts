@@ -14,12 +14,19 @@ import { fixture } from './helpers.js';
 import { validate } from './json-schema-check.js';
 import { genSchemas } from './schema-gen.js';
 
-for (const model of ['tinyA', 'tinyR'] as const) {
-  describe(`constrained decoding on ${model} (CPU): every output validates`, () => {
+const runs = [
+  { model: 'tinyA', backend: 'cpu', seed: 11, n: 150 },
+  { model: 'tinyR', backend: 'cpu', seed: 23, n: 150 },
+  // the Vulkan path's masked sampling (the device's best tokens first, the row when none is allowed)
+  { model: 'tinyA', backend: 'vulkan', seed: 37, n: 16 },
+] as const;
+
+for (const { model, backend, seed, n } of runs) {
+  describe(`constrained decoding on ${model} (${backend}): every output validates`, () => {
     let engine: Engine;
-    beforeAll(async () => { engine = await openEngine({ model: fixture(model, `${model}-q2.gguf`), backend: 'cpu', ctx: 512 }); });
+    beforeAll(async () => { engine = await openEngine({ model: fixture(model, `${model}-q2.gguf`), backend, ctx: 512 }); });
     afterAll(() => engine?.dispose());
-    const schemas = genSchemas(model === 'tinyA' ? 11 : 23, 150);
+    const schemas = genSchemas(seed, n);
     it(`${schemas.length} generated schemas, sampled and greedy`, async () => {
       const prompt = engine.tokenizer.encode('<|im_start|>user\nJSON please<|im_end|>\n<|im_start|>assistant\n');
       const failures: string[] = [];

@@ -12,7 +12,7 @@ import { compileSchema, SchemaError } from '../ts/grammar/schema.js';
 import { vocabIndex } from '../ts/grammar/vocab.js';
 import { readGguf } from '../ts/gguf/index.js';
 import { Tokenizer } from '../ts/tokenizer/tokenizer.js';
-import { bpeVocabTokenizer } from '../scripts/lib/bpe-vocab.js';
+import { vocabFileTokenizer } from '../ts/grammar/vocab-file.js';
 import { fixture } from './helpers.js';
 import { validate } from './json-schema-check.js';
 
@@ -184,7 +184,7 @@ describe('token masks', () => {
     });
   }
   it('over a vocabulary of the real size (248,320 byte strings): the plain-character classes give the same masks as trying each token', () => {
-    const big = bpeVocabTokenizer(fixture('grammar', 'bpe-vocab-248k.bin.gz'));
+    const big = vocabFileTokenizer(fixture('grammar', 'bpe-vocab-248k.bin.gz'));
     const idx = vocabIndex(big);
     const node = compileSchema({ type: 'object', properties: { s: { type: 'string', maxLength: 5 }, k: { type: 'object', additionalProperties: { type: 'string' } } }, required: ['s', 'k'] });
     for (const prefix of ['{"s": "ab', '{"s": "abc", "k": {"x', '{"s": "', '{"s": "a", "k": {"y": "free text ']) {

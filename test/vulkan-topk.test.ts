@@ -92,4 +92,53 @@ describe('GPU top-k', () => {
       s.dispose();
     }
   });
+
+  it('sampling under a grammar mask: the device probe draws what the host draws over the allowed tokens', async () => {
+    const s = e.newSession();
+    const rng = e.core.alloc(8);
+    const n = e.shape.nVocab, words = (n + 31) >>> 5;
+    let probes = 0;
+    const topK = e.topK.bind(e), readTopK = e.readTopK.bind(e);
+    e.topK = (k: number, row?: number) => { probes++; return topK(k, row); };
+    e.readTopK = (k: number) => { probes++; return readTopK(k); };
+    const maskOf = (ids: number[]) => { const bits = new Uint32Array(words); for (const i of ids) bits[i >>> 5] |= 1 << (i & 31); return { bits, count: new Set(ids).size }; };
+    try {
+      // the row read once on a twin session (reading it from s would take the device path away),
+      // before s runs (another session's step would move s's row to the host)
+      const twin = e.newSession();
+      await twin.eval([5, 17, 300, 42, 9]);
+      const row = twin.logits();
+      twin.dispose();
+      await s.eval([5, 17, 300, 42, 9]);
+      const order = [...row.keys()].sort((a, b) => row[b] - row[a] || a - b);
+      const masks = {
+        'the arg-max allowed': order.slice(0, 300),
+        'the best ten refused, some of the best 64 allowed': order.slice(10, 500),
+        'none of the best 64 (the row is read)': order.slice(100, 140),
+        'one token': [order[777]],
+      };
+      const opts = [{ temperature: 0 }, { temperature: 0.8, topK: 20, topP: 0.95, minP: 0 }, { temperature: 1, topK: 5, topP: 1, minP: 0 }];
+      for (const [name, ids] of Object.entries(masks)) {
+        const m = maskOf(ids);
+        const allowed = [...new Set(ids)].sort((a, b) => a - b);
+        for (const [j, o] of opts.entries()) {
+          s.seed(j + 7);
+          const got = s.sample(o, m);
+          let want: number;
+          if (o.temperature <= 0) want = allowed.reduce((b, i) => (row[i] > row[b] ? i : b), allowed[0]);
+          else {
+            new DataView(e.core.memory.buffer).setBigUint64(rng, BigInt(j + 7), true);
+            want = allowed[e.sampleWith(Float32Array.from(allowed, (i) => row[i]), o, rng)];
+          }
+          expect({ name, j, got }).toEqual({ name, j, got: want });
+        }
+      }
+      // the first masks were answered from the device's best 64 (no 1 MB row read)
+      expect(probes).toBeGreaterThan(0);
+    } finally {
+      e.topK = topK;
+      e.readTopK = readTopK;
+      s.dispose();
+    }
+  });
 });

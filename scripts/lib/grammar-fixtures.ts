@@ -1,21 +1,6 @@
-/** The schemas the grammar benchmarks measure: 50 properties of mixed types, a 100-tool set. */
+/** What the grammar benchmarks feed: a document of fixtures/grammar/schema-50-props.json, a 100-tool set. */
 
-/** An object of 50 required properties: strings, bounded integers, booleans, enums, arrays of numbers. */
-export function fiftyProps(): Record<string, unknown> {
-  const properties: Record<string, unknown> = {};
-  for (let i = 0; i < 50; i++) {
-    properties[`field_${i}`] = [
-      { type: 'string', description: `free text ${i}` },
-      { type: 'integer', minimum: 0, maximum: 100000 },
-      { type: 'boolean' },
-      { enum: ['low', 'medium', 'high'] },
-      { type: 'array', items: { type: 'number' }, maxItems: 4 },
-    ][i % 5];
-  }
-  return { type: 'object', properties, required: Object.keys(properties), additionalProperties: false };
-}
-
-/** A document of fiftyProps() as a model would write it (pretty-printed, two-space indent). */
+/** A document of schema-50-props.json as a model would write it (pretty-printed, two-space indent). */
 export function fiftyPropsDoc(): string {
   const v: Record<string, unknown> = {};
   for (let i = 0; i < 50; i++) v[`field_${i}`] = [`The quick brown fox number ${i} jumps over the lazy dog.`, 1234 * i, i % 2 === 0, 'medium', [1.5, -2, 3.25]][i % 5];

@@ -3,7 +3,9 @@
  * to each context frontier with incremental prefill (each row measures only the newly added
  * interval), snapshot, decode a fixed greedy probe (EOS ignored), restore, continue.
  */
-import type { Engine } from '../engine/types.js';
+import type { Engine, Session } from '../engine/types.js';
+import { Constraint, type Grammar } from '../grammar/constraint.js';
+import type { Tokenizer } from '../tokenizer/tokenizer.js';
 import type { ExpertStats } from '../engine/expert-cache.js';
 
 /** SSD streaming: what one phase's expert cache did (differences of the engine's counters). */
@@ -19,6 +21,8 @@ export interface FrontierRow {
   residentBytes: number;
   /** SSD streaming only: the expert cache during this row's prefill and its decode probe */
   experts?: { prefill: ExpertPhase; decode: ExpertPhase };
+  /** with a grammar: masks computed during the probe, their total time, documents completed */
+  grammar?: { masks: number; ms: number; documents: number };
 }
 
 function phase(a: ExpertStats, b: ExpertStats): ExpertPhase {
@@ -65,6 +69,29 @@ export interface BenchOptions {
   warmup: number;
   kvBytesPerToken: number;
   onRow: (r: FrontierRow) => void;
+  /**
+   * decode the probe under a grammar (greedy among its tokens; a finished document starts the
+   * next), its masks over `tokenizer`'s vocabulary
+   */
+  grammar?: { grammar: Grammar; tokenizer: Tokenizer };
+}
+
+/** A greedy probe of n tokens under a grammar: each mask computed while the step runs, as the answer decoder does. */
+async function grammarProbe(s: Session, n: number, g: { grammar: Grammar; tokenizer: Tokenizer }): Promise<{ masks: number; ms: number; documents: number }> {
+  let c = new Constraint(g.grammar, g.tokenizer), masks = 0, ms = 0, documents = 0;
+  for (let i = 0; i < n; i++) {
+    let id = s.sample({ temperature: 0 }, c.mask());
+    if (g.tokenizer.stopIds.has(id) || !c.accept(id)) {
+      // the document is complete (its end token was chosen): the next one begins
+      masks += c.computed; ms += c.computeMs; documents++;
+      c = new Constraint(g.grammar, g.tokenizer);
+      id = g.tokenizer.encode(' ')[0];
+    }
+    const step = s.eval([id]);
+    c.mask();
+    await step;
+  }
+  return { masks: masks + c.computed, ms: ms + c.computeMs, documents };
 }
 
 export async function runFrontiers(o: BenchOptions): Promise<void> {
@@ -88,14 +115,16 @@ export async function runFrontiers(o: BenchOptions): Promise<void> {
       pos = f;
       const snap = s.snapshot();
       t = performance.now();
-      for (let i = 0; i < o.genTokens; i++) await s.eval([s.sample({ temperature: 0 })]);
+      let grammar: FrontierRow['grammar'];
+      if (o.grammar) grammar = await grammarProbe(s, o.genTokens, o.grammar);
+      else for (let i = 0; i < o.genTokens; i++) await s.eval([s.sample({ temperature: 0 })]);
       const dec = (performance.now() - t) / 1000;
       const x2 = e.expertStats?.();
       s.restore(snap); // the probe only wrote KV rows ≥ f: the snapshot is still valid
       o.onRow({
         frontier: f, prefillTokens: added, prefillTps: added / pre, decodeTokens: o.genTokens,
         decodeTps: o.genTokens > 0 ? o.genTokens / dec : 0, kvBytes: f * o.kvBytesPerToken, residentBytes: process.memoryUsage().rss,
-        experts: x0 && x1 && x2 ? { prefill: phase(x0, x1), decode: phase(x1, x2) } : undefined,
+        experts: x0 && x1 && x2 ? { prefill: phase(x0, x1), decode: phase(x1, x2) } : undefined, grammar,
       });
     }
   } finally {

@@ -14,6 +14,10 @@ import { CSV_HEADER, expertLine, csvRow, frontierList, runFrontiers, tokenSequen
 import { CliError, openModelHeader } from './load-tokenizer.js';
 import { ENGINE_PARSE_OPTIONS, engineOptions, num, parseCliArgs } from './options.js';
 import { printVersionIfAsked } from './version.js';
+import type { Grammar } from '../grammar/constraint.js';
+import { jsonGrammar } from '../grammar/grammars.js';
+import { vocabIndex } from '../grammar/vocab.js';
+import { vocabFileTokenizer } from '../grammar/vocab-file.js';
 import { wrapHelp } from './help.js';
 import { defaultModel } from './model-store.js';
 import { modelEnv } from './env.js';
@@ -23,6 +27,10 @@ const HELP = `usage: q36-bench [--cpu|--vulkan] -m MODEL [--prompt-file F] --ctx
 Walks one token sequence (default prompt: fixtures/bench/lighthouse.txt, repeated) to each context
 frontier with incremental prefill, decodes a greedy probe of --gen-tokens there (EOS ignored),
 restores the state and continues. CSV: ${CSV_HEADER}
+Structured output: --json-schema FILE decodes the probe under that schema (greedy among the
+tokens it allows; a finished document starts the next) and adds "grammar at N: …" on stderr;
+--grammar-vocab FILE computes its masks over a vocabulary file of the model's size instead of the
+model's own (the synthetic models' placeholder vocabulary: fixtures/grammar/bpe-vocab-248k.bin.gz).
 SSD streaming: --ssd-streaming [--ssd-streaming-cache-experts N|SIZE] [--ssd-streaming-cold |
 --ssd-streaming-preload-experts N] [--ssd-streaming-full-layers N] [--vk-memory-limit SIZE], as q36;
 each row then adds "experts at N: …" on stderr (hit rate and MiB read, prefill and per decoded token).`;
@@ -34,7 +42,7 @@ async function main(): Promise<number> {
     model: { type: 'string', short: 'm', default: defaultModel(modelEnv()) }, 'prompt-file': { type: 'string' },
     'ctx-start': { type: 'string', default: '2048' }, 'ctx-max': { type: 'string', default: '32768' },
     'step-incr': { type: 'string' }, 'step-mul': { type: 'string' }, 'gen-tokens': { type: 'string', default: '128' },
-    warmup: { type: 'string', default: '0' },
+    warmup: { type: 'string', default: '0' }, 'json-schema': { type: 'string' }, 'grammar-vocab': { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   });
   if (a.help) { console.log(wrapHelp(HELP)); return 0; }
@@ -52,6 +60,13 @@ async function main(): Promise<number> {
   const promptFile = a['prompt-file'] ?? path.join(ROOT, 'fixtures', 'bench', 'lighthouse.txt');
   let text: string;
   try { text = fs.readFileSync(promptFile, 'utf8'); } catch (e) { throw new CliError(`cannot read --prompt-file "${promptFile}": ${(e as NodeJS.ErrnoException).code}`); }
+  let schema: unknown;
+  if (a['json-schema'] !== undefined) {
+    try { schema = JSON.parse(fs.readFileSync(a['json-schema'], 'utf8')); } catch (e) { throw new CliError(`cannot read --json-schema "${a['json-schema']}": ${(e as Error).message}`); }
+  }
+  if (a['grammar-vocab'] !== undefined && schema === undefined) throw new CliError('--grammar-vocab needs --json-schema');
+  let grammar: Grammar | undefined;
+  try { if (schema !== undefined) grammar = jsonGrammar(schema); } catch (e) { throw new CliError(`--json-schema: ${(e as Error).message}`); }
   const header = openModelHeader(a.model!);
   const ctx = max + gen + 1;
   const native = Number(header.metadata.get('qwen35moe.context_length')?.value ?? 262144);
@@ -64,8 +79,22 @@ async function main(): Promise<number> {
     process.stderr.write(`${engine.describe()}\nfrontiers ${frontiers.join(', ')}; decode probe ${gen} tokens; prompt ${promptFile}\n`);
     const tokens = tokenSequence(engine.tokenizer.encode(text), max + gen);
     const kvPerToken = kvBytesPerToken(engine.shape, eo.kvTypes!);
+    let tokenizer = engine.tokenizer;
+    if (a['grammar-vocab'] !== undefined) {
+      try { tokenizer = vocabFileTokenizer(a['grammar-vocab']); } catch (e) { throw new CliError(`cannot read --grammar-vocab "${a['grammar-vocab']}": ${(e as Error).message}`); }
+      if (tokenizer.tokens.length !== engine.shape.nVocab) throw new CliError(`--grammar-vocab has ${tokenizer.tokens.length} tokens, the model ${engine.shape.nVocab}`);
+    }
+    if (grammar) process.stderr.write(`grammar vocabulary index: ${vocabIndex(tokenizer).buildMs.toFixed(0)} ms\n`);
     console.log(CSV_HEADER);
-    await runFrontiers({ engine, tokens, frontiers, genTokens: gen, warmup, kvBytesPerToken: kvPerToken, onRow: (r) => { console.log(csvRow(r)); const x = expertLine(r); if (x) process.stderr.write(`${x}\n`); } });
+    await runFrontiers({
+      engine, tokens, frontiers, genTokens: gen, warmup, kvBytesPerToken: kvPerToken, grammar: grammar && { grammar, tokenizer },
+      onRow: (r) => {
+        console.log(csvRow(r));
+        const x = expertLine(r);
+        if (x) process.stderr.write(`${x}\n`);
+        if (r.grammar) process.stderr.write(`grammar at ${r.frontier}: ${r.grammar.masks} masks computed in ${r.grammar.ms.toFixed(1)} ms (${(r.grammar.ms / Math.max(1, r.decodeTokens)).toFixed(3)} ms per token, while the steps ran), ${r.grammar.documents} documents completed\n`);
+      },
+    });
   } finally {
     engine.dispose();
   }

@@ -10,6 +10,9 @@ import { AbortError, KV_TYPE_IDS, commonPrefix, syncKeep, topLogprobs } from './
 import { decodePayload, encodePayload, PayloadError, stateSizes } from './payload.js';
 import type { EngineOptions, EvalOptions, KvType, SampleOptions, Session, Snapshot, TokenLogprob, TokenMask } from './types.js';
 
+/** how many of the device's best tokens a masked sample looks at before reading the whole row */
+const MASK_PROBE = 64;
+
 /** What a backend supplies: its settings (BackendSettings' fields) and these primitives. */
 export interface SessionBackend extends BackendSettings {
   /**
@@ -333,10 +336,21 @@ export class BaseSession implements Session {
       const id = this.b.lastArgmax?.();
       if (id !== undefined && has(id)) return id;
     }
+    // the device's best tokens: when enough of them are allowed, the allowed among them hold the
+    // masked row's arg-max (and its top-k set), and the 1 MB row stays on the device
     const k = o.topK ?? 0;
-    if (this.lastOnDevice && o.temperature > 0 && k > 0 && k < this.b.shape.nVocab) {
-      const top = this.b.lastTopK?.(k);
-      if (top && top.ids.length === k && top.ids.every(has)) return top.ids[this.b.sample(top.logits, o)];
+    if (this.lastOnDevice && (o.temperature <= 0 || (k > 0 && k <= MASK_PROBE))) {
+      const top = this.b.lastTopK?.(MASK_PROBE);
+      if (top && top.ids.length === MASK_PROBE) {
+        const ids: number[] = [], vals: number[] = [];
+        top.ids.forEach((id, i) => { if (has(id)) { ids.push(id); vals.push(top.logits[i]); } });
+        if (o.temperature <= 0 && ids.length) {
+          let best = 0;
+          for (let i = 1; i < ids.length; i++) if (vals[i] > vals[best]) best = i;
+          return ids[best];
+        }
+        if (o.temperature > 0 && ids.length >= k) return ids[this.b.sample(Float32Array.from(vals), o)];
+      }
     }
     const row = this.logits();
     const bits = mask.bits;

@@ -100,7 +100,7 @@ export class Constraint {
     this.calls = g.kind === 'call' || !!g.tools?.length;
     this.idx = vocabIndex(tok);
     let c = caches.get(this.idx);
-    if (!c) { c = new MaskCache(512); caches.set(this.idx, c); }
+    if (!c) { c = new MaskCache(1024); caches.set(this.idx, c); }
     this.cache = c;
     this.states = g.kind === 'json' ? [docStart(g.root), ...(g.tools?.length ? [callStart(g.tools)] : [])] : [callStart(g.tools)];
   }

@@ -1,18 +1,19 @@
 /**
- * A stand-in for the real vocabulary's size and shape, for measuring constrained decoding: the
- * byte strings of fixtures/grammar/bpe-vocab-248k.bin.gz (see its README) plus Qwen's 33 added
- * tokens, as a tokenizer (no merges: it encodes byte by byte). The model files here carry a
- * placeholder vocabulary of 256 byte tokens, on which a token mask is trivially cheap.
+ * A vocabulary from a file, for measuring constrained decoding where the model's own is a
+ * placeholder (the synthetic models carry 256 byte tokens, on which a token mask costs nothing):
+ * records of `u16 length, bytes`, gzip'd (fixtures/grammar/bpe-vocab-248k.bin.gz, a byte-level
+ * BPE vocabulary of the real model's size, see its README), plus Qwen's 33 added tokens, as a
+ * tokenizer (no merges: it encodes byte by byte). q36-bench --grammar-vocab reads it.
  */
 import * as fs from 'node:fs';
 import * as zlib from 'node:zlib';
-import { BYTE_TO_UNICODE } from '../../ts/tokenizer/byte-unicode.js';
-import { Tokenizer } from '../../ts/tokenizer/tokenizer.js';
-import { ADDED_TOKENS } from '../../ts/model/synthetic-model.js';
-import { GgufValueType } from '../../ts/gguf/value-types.js';
-import type { GgufFile } from '../../ts/gguf/index.js';
+import { BYTE_TO_UNICODE } from '../tokenizer/byte-unicode.js';
+import { Tokenizer } from '../tokenizer/tokenizer.js';
+import { ADDED_TOKENS } from '../model/synthetic-model.js';
+import { GgufValueType } from '../gguf/value-types.js';
+import type { GgufFile } from '../gguf/index.js';
 
-export function bpeVocabTokenizer(file: string): Tokenizer {
+export function vocabFileTokenizer(file: string): Tokenizer {
   const raw = zlib.gunzipSync(fs.readFileSync(file));
   const tokens: string[] = [], types: number[] = [];
   for (let o = 0; o < raw.length;) {
