@@ -28,7 +28,8 @@ Walks one token sequence (default prompt: fixtures/bench/lighthouse.txt, repeate
 frontier with incremental prefill, decodes a greedy probe of --gen-tokens there (EOS ignored),
 restores the state and continues. CSV: ${CSV_HEADER}
 Structured output: --json-schema FILE decodes the probe under that schema (greedy among the
-tokens it allows; a finished document starts the next) and adds "grammar at N: …" on stderr;
+tokens it allows; a finished document starts the next) twice from the same state: the CSV has the
+second pass (the masks cached, as for a schema's later requests), "grammar at N: …" on stderr both;
 --grammar-vocab FILE computes its masks over a vocabulary file of the model's size instead of the
 model's own (the synthetic models' placeholder vocabulary: fixtures/grammar/bpe-vocab-248k.bin.gz).
 SSD streaming: --ssd-streaming [--ssd-streaming-cache-experts N|SIZE] [--ssd-streaming-cold |
@@ -92,7 +93,10 @@ async function main(): Promise<number> {
         console.log(csvRow(r));
         const x = expertLine(r);
         if (x) process.stderr.write(`${x}\n`);
-        if (r.grammar) process.stderr.write(`grammar at ${r.frontier}: ${r.grammar.masks} masks computed in ${r.grammar.ms.toFixed(1)} ms (${(r.grammar.ms / Math.max(1, r.decodeTokens)).toFixed(3)} ms per token, while the steps ran), ${r.grammar.documents} documents completed\n`);
+        if (r.grammar) {
+          const g = r.grammar, per = (x: number) => (x / Math.max(1, r.decodeTokens)).toFixed(3);
+          process.stderr.write(`grammar at ${r.frontier}: first pass ${g.coldTps.toFixed(2)} t/s (${g.cold.masks} masks computed, ${per(g.cold.ms)} ms per token while the steps ran; masked sampling ${per(g.cold.sampleMs)} ms per token); again with the masks cached ${r.decodeTps.toFixed(2)} t/s (masked sampling ${per(g.warm.sampleMs)} ms per token); ${g.cold.documents} documents completed\n`);
+        }
       },
     });
   } finally {

@@ -76,7 +76,12 @@ export async function generate(s: Session, o: GenerateOptions): Promise<Generate
     if (fed) {
       try {
         const pending = o.feedToken ? o.feedToken(id) : s.eval([id], { onLogits: o.onLogits, signal: o.signal });
-        if (o.whileFeeding) { try { o.whileFeeding(); } catch (e) { await pending.catch(() => undefined); throw e; } }
+        if (o.whileFeeding) {
+          // one turn of the event loop first: a feed that yields before it submits (an abortable
+          // eval, the server's shared step) has the GPU running by then
+          await new Promise<void>((r) => setImmediate(r));
+          try { o.whileFeeding(); } catch (e) { await pending.catch(() => undefined); throw e; }
+        }
         await pending;
       } catch (e) {
         // an abort between sampling and feeding back ends the generation, keeping what was sampled

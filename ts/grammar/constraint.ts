@@ -51,16 +51,28 @@ export function computeMask(idx: VocabIndex, states: readonly Stack[], calls = f
     if (f.t === 'str' && f.u8 === 0 && f.esc === 0 && !f.n.re && (!f.raw || f.fk === 0)) {
       const room = f.n.maxLen === NO_MAX ? Infinity : f.n.maxLen - f.len;
       bits.set((f.raw ? idx.rawPlain : idx.jsonPlain).upTo(room).bits);
-      trie = f.raw ? idx.rawRest : idx.jsonRest;
+      // plain characters lead back to this very state (nothing left to count): only the part of
+      // each other token after its plain prefix needs walking
+      const loops = f.n.maxLen === NO_MAX && f.len === f.n.minLen;
+      trie = f.raw ? (loops ? idx.rawSuffix : idx.rawRest) : loops ? idx.jsonSuffix : idx.jsonRest;
     } else if (f.t === 'obj' && f.ph === 'key' && f.kp === null) {
       bits.set(idx.keyPlain.upTo(Infinity).bits);
-      trie = idx.keyRest;
+      trie = f.ws === 1 ? idx.keySuffix : idx.keyRest;
     }
   }
   const { byte, first, next, tok, dup } = trie;
+  // inside a string, most bytes lead back to the same state object: its steps are memoised, so
+  // the subtree of a token that opens a string ("abc…) costs a lookup per node
+  const memo = new Map<Stack, Stack[][]>();
+  const stepOf = (st: readonly Stack[], c: number): Stack[] => {
+    if (st.length !== 1 || st[0].f.t !== 'str') return step(st, c);
+    let m = memo.get(st[0]);
+    if (!m) { m = new Array(256); memo.set(st[0], m); }
+    return (m[c] ??= step(st, c));
+  };
   const walk = (node: number, st: readonly Stack[]) => {
     for (let ch = first[node]; ch >= 0; ch = next[ch]) {
-      const ns = step(st, byte[ch]);
+      const ns = stepOf(st, byte[ch]);
       if (!ns.length) continue;
       const id = tok[ch];
       if (id >= 0) {

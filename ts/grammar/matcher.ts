@@ -140,9 +140,8 @@ export function done(up: Stack | null): Stack | null {
 }
 
 function setSeen(seen: string, i: number): string {
-  const a = seen.padEnd(i + 1, '0').split('');
-  a[i] = '1';
-  return a.join('');
+  const p = seen.length > i ? seen : seen.padEnd(i + 1, '0');
+  return p.slice(0, i) + '1' + p.slice(i + 1);
 }
 const isSeen = (seen: string, i: number) => seen.charCodeAt(i) === 0x31;
 
@@ -222,7 +221,7 @@ const bounded = (n: NumN) => n.lo !== -Infinity || n.hi !== Infinity || n.int;
 /** A number prefix (txt, phase) that some in-range value still extends. */
 function numOk(f: Frame & { t: 'num' }): boolean {
   const n = f.n;
-  if (!bounded(n)) return true;
+  if (n.lo === -Infinity && n.hi === Infinity) return true;
   const t = f.txt;
   const neg = t.startsWith('-');
   const body = neg ? t.slice(1) : t;
@@ -294,13 +293,15 @@ function stepNum(f: Frame & { t: 'num' }, c: number, up: Stack | null, out: Stac
 }
 
 /** One code point entered a string: its length and pattern move on. */
-function strChar(f: Frame & { t: 'str' }, cp: number, up: Stack | null, out: Stack[], fk: number): void {
+function strChar(f: Frame & { t: 'str' }, cp: number, up: Stack | null, out: Stack[], fk: number, self?: Stack): void {
   const n = f.n;
   if (f.len >= n.maxLen) return;
   let re = f.re;
   if (n.re) { re = n.re.step(re, cp); if (re < 0) return; }
   // an unbounded string's length only matters up to minLength: capped there, the state repeats
   const len = n.maxLen === Number.MAX_SAFE_INTEGER ? Math.min(f.len + 1, n.minLen) : f.len + 1;
+  // a state that repeats is the same object: the mask's walk memoises steps by state identity
+  if (self && len === f.len && re === f.re && fk === f.fk && f.esc === 0 && f.u8 === 0) { out.push(self); return; }
   out.push(push({ ...f, len, esc: 0, cp: 0, u8: 0, lo: 0, hi: 0, re, fk }, up));
 }
 
@@ -320,7 +321,18 @@ function lead(c: number): [number, number, number] | null {
   return null;
 }
 
-function stepStr(f: Frame & { t: 'str' }, c: number, up: Stack | null, out: Stack[]): void {
+/** the smallest code point of a UTF-8 sequence of 1 + k bytes */
+const MIN_CP = [0, 0x80, 0x800, 0x10000];
+
+/** A character begun (its high bits `cp`, `rest` continuation bytes to come) the string can still take: its length, its pattern. */
+function charRoom(f: Frame & { t: 'str' }, cp: number, rest: number, min: number): boolean {
+  if (f.len >= f.n.maxLen) return false;
+  if (!f.n.re) return true;
+  const lo = cp << (6 * rest);
+  return f.n.re.allowsRange(f.re, Math.max(min, lo), lo | ((1 << (6 * rest)) - 1));
+}
+
+function stepStr(f: Frame & { t: 'str' }, c: number, up: Stack | null, out: Stack[], self: Stack): void {
   const fk = f.raw ? KMP(f.fk, c) : 0;
   if (f.raw && fk >= PARAM_END.length) return;
   if (f.esc === 1) {
@@ -340,32 +352,30 @@ function stepStr(f: Frame & { t: 'str' }, c: number, up: Stack | null, out: Stac
     }
     return;
   }
-  // a character begun must be one the string can still take (its length, its pattern)
-  const room = (cp: number, rest: number, min = 0) => f.len < f.n.maxLen && (!f.n.re || f.n.re.allowsRange(f.re, Math.max(min, cp << (6 * rest)), (cp << (6 * rest)) | ((1 << (6 * rest)) - 1)));
   if (f.u8 > 0) {
     if (c < f.lo || c > f.hi) return;
     const cp = (f.cp << 6) | (c & 0x3f);
     if (f.u8 === 1) strChar(f, cp, up, out, fk);
-    else if (room(cp, f.u8 - 1)) out.push(push({ ...f, cp, u8: f.u8 - 1, lo: 0x80, hi: 0xbf, fk }, up));
+    else if (charRoom(f, cp, f.u8 - 1, 0)) out.push(push({ ...f, cp, u8: f.u8 - 1, lo: 0x80, hi: 0xbf, fk }, up));
     return;
   }
   if (c >= 0x80) {
     const l = lead(c);
     if (!l) return;
     const bits = l[0] === 1 ? c & 0x1f : l[0] === 2 ? c & 0x0f : c & 0x07;
-    if (room(bits, l[0], [0, 0x80, 0x800, 0x10000][l[0]])) out.push(push({ ...f, cp: bits, u8: l[0], lo: l[1], hi: l[2], fk }, up));
+    if (charRoom(f, bits, l[0], MIN_CP[l[0]])) out.push(push({ ...f, cp: bits, u8: l[0], lo: l[1], hi: l[2], fk }, up));
     return;
   }
   if (f.raw) {
     // a raw value ends at "\n</parameter>": the newline may begin it (when the value may end here)
     if (c === 0x0a && strEnds(f)) out.push(push({ t: 'seq', s: PARAM_END, off: 0 }, up));
-    strChar(f, c, up, out, fk);
+    strChar(f, c, up, out, fk, self);
     return;
   }
   if (c === 0x22) { if (strEnds(f)) { const d = done(up); if (d) out.push(d); } return; }
   if (c === 0x5c) { if (f.len < f.n.maxLen && (!f.n.re || f.n.re.allowsRange(f.re, 0, 0xffff))) out.push(push({ ...f, esc: 1 }, up)); return; }
   if (c < 0x20) return;
-  strChar(f, c, up, out, 0);
+  strChar(f, c, up, out, 0, self);
 }
 
 function stepLit(f: Frame & { t: 'lit' }, c: number, up: Stack | null, out: Stack[]): void {
@@ -379,7 +389,7 @@ function stepLit(f: Frame & { t: 'lit' }, c: number, up: Stack | null, out: Stac
   }
 }
 
-function stepObj(f: Frame & { t: 'obj' }, c: number, up: Stack | null, out: Stack[]): void {
+function stepObj(f: Frame & { t: 'obj' }, c: number, up: Stack | null, out: Stack[], self: Stack): void {
   const n = f.n;
   const ws = () => { if (isWs(c) && f.ws < WS_GAP) out.push(push({ ...f, ws: f.ws + 1 }, up)); };
   const close = () => { if (c === 0x7d && requiredDone(n, f.seen) && f.cnt >= n.minP) { const d = done(up); if (d) out.push(d); } };
@@ -406,14 +416,14 @@ function stepObj(f: Frame & { t: 'obj' }, c: number, up: Stack | null, out: Stac
       }
       if (f.kp !== null) {
         const kp = f.kp + String.fromCharCode(c);
-        const declared = n.enc.some((e, i) => e.length >= kp.length && !isSeen(f.seen, i) && latin1(e).startsWith(kp));
-        const usedPrefix = n.enc.some((e) => e.length >= kp.length && latin1(e).startsWith(kp));
-        if (declared || (n.extra && usedPrefix)) { out.push(push({ ...f, kp }, up)); return; }
+        const under = keyPrefixes(n).get(kp);
+        const declared = under !== undefined && under.some((i) => !isSeen(f.seen, i));
+        if (declared || (n.extra && under !== undefined)) { out.push(push({ ...f, kp }, up)); return; }
         // past every declared name: an extra member's key (plain characters, its length in ws)
         if (n.extra && freeKeyByte(c)) out.push(push({ ...f, kp: null, ws: Math.min(kp.length, 1) }, up));
         return;
       }
-      if (n.extra && freeKeyByte(c)) out.push(push({ ...f, ws: 1 }, up));
+      if (n.extra && freeKeyByte(c)) out.push(f.ws === 1 ? self : push({ ...f, ws: 1 }, up));
       return;
     }
     case 'colon':
@@ -431,6 +441,18 @@ function stepObj(f: Frame & { t: 'obj' }, c: number, up: Stack | null, out: Stac
     case 'val':
       return;
   }
+}
+
+/** Per object schema: each prefix of its members' encoded names → the members it begins (built on first use). */
+const prefixIndex = new WeakMap<ObjN, Map<string, number[]>>();
+function keyPrefixes(n: ObjN): Map<string, number[]> {
+  let m = prefixIndex.get(n);
+  if (!m) {
+    m = new Map();
+    n.enc.forEach((e, i) => { const s = latin1(e); for (let k = 1; k <= s.length; k++) { const p = s.slice(0, k); const l = m!.get(p); if (l) l.push(i); else m!.set(p, [i]); } });
+    prefixIndex.set(n, m);
+  }
+  return m;
 }
 
 /** Bytes of an extra member's key: printable ASCII but the quote and backslash, or UTF-8 above. */
@@ -553,9 +575,9 @@ function stepFrame(s: Stack, c: number, out: Stack[]): void {
   const f = s.f, up = s.up;
   switch (f.t) {
     case 'doc': return stepDoc(f, c, up, out);
-    case 'obj': return stepObj(f, c, up, out);
+    case 'obj': return stepObj(f, c, up, out, s);
     case 'arr': return stepArr(f, c, up, out);
-    case 'str': return stepStr(f, c, up, out);
+    case 'str': return stepStr(f, c, up, out, s);
     case 'num': return stepNum(f, c, up, out);
     case 'lit': return stepLit(f, c, up, out);
     case 'seq': return stepSeq(f, c, up, out);

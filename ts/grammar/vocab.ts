@@ -19,7 +19,10 @@ export class Trie {
   readonly dup: Map<number, number[]>;
 
   constructor(tokens: { id: number; bytes: Uint8Array }[]) {
-    tokens.sort((a, b) => cmp(a.bytes, b.bytes));
+    // byte order: one char per byte, compared as strings (native and fast)
+    const keyed = tokens.map((t) => ({ t, k: String.fromCharCode.apply(null, t.bytes as unknown as number[]) }));
+    keyed.sort((a, b) => (a.k < b.k ? -1 : a.k > b.k ? 1 : 0));
+    tokens = keyed.map((x) => x.t);
     let cap = 1;
     for (const t of tokens) cap += t.bytes.length;
     const byte = new Uint8Array(cap), first = new Int32Array(cap).fill(-1), next = new Int32Array(cap).fill(-1), tok = new Int32Array(cap).fill(-1);
@@ -50,10 +53,22 @@ export class Trie {
   get nodes(): number { return this.byte.length; }
 }
 
-function cmp(a: Uint8Array, b: Uint8Array): number {
-  const n = Math.min(a.length, b.length);
-  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return a[i] - b[i];
-  return a.length - b.length;
+/** Bytes in the longest prefix of `bytes` made of complete UTF-8 characters whose bytes pass `ok`. */
+function plainPrefix(bytes: Uint8Array, ok: (c: number) => boolean): number {
+  let i = 0;
+  while (i < bytes.length) {
+    const c = bytes[i];
+    if (c < 0x80) { if (!ok(c)) break; i++; continue; }
+    const n = c >= 0xc2 && c <= 0xdf ? 1 : c >= 0xe0 && c <= 0xef ? 2 : c >= 0xf0 && c <= 0xf4 ? 3 : -1;
+    if (n < 0 || i + n >= bytes.length) break;
+    const b1 = bytes[i + 1];
+    const lo = c === 0xe0 ? 0xa0 : c === 0xf0 ? 0x90 : 0x80, hi = c === 0xed ? 0x9f : c === 0xf4 ? 0x8f : 0xbf;
+    let good = b1 >= lo && b1 <= hi;
+    for (let k = 2; k <= n && good; k++) good = bytes[i + k] >= 0x80 && bytes[i + k] <= 0xbf;
+    if (!good) break;
+    i += n + 1;
+  }
+  return i;
 }
 
 /** Code points of `bytes` when it is complete UTF-8 whose every byte passes `ok`; -1 otherwise. */
@@ -113,12 +128,19 @@ export class VocabIndex {
   /** JSON string content: tokens of plain characters (not `"`, `\`, control), and the rest as a trie */
   readonly jsonPlain: CountedSet;
   readonly jsonRest: Trie;
+  /**
+   * the rest again, each token as what follows its plain prefix: in a string state that plain
+   * characters lead back to (no pattern, no length left to count), a token fits when its suffix does
+   */
+  readonly jsonSuffix: Trie;
   /** raw tool-parameter text: tokens without a newline or `<`, and the rest */
   readonly rawPlain: CountedSet;
   readonly rawRest: Trie;
+  readonly rawSuffix: Trie;
   /** an extra member's key: printable ASCII without `"` and `\` */
   readonly keyPlain: CountedSet;
   readonly keyRest: Trie;
+  readonly keySuffix: Trie;
   readonly stopIds: number[];
   /** the `<tool_call>` and `</tool_call>` tokens, allowed where a tool call's grammar spells them */
   readonly protocol: number[];
@@ -134,6 +156,9 @@ export class VocabIndex {
     const all: { id: number; bytes: Uint8Array }[] = [];
     const jsonP: { id: number; chars: number }[] = [], rawP: typeof jsonP = [], keyP: typeof jsonP = [];
     const jsonR: typeof all = [], rawR: typeof all = [], keyR: typeof all = [];
+    const jsonS: typeof all = [], rawS: typeof all = [], keyS: typeof all = [];
+    const jsonOk = (c: number) => c >= 0x20 && c !== 0x22 && c !== 0x5c, rawOk = (c: number) => c !== 0x0a && c !== 0x3c;
+    const keyOk = (c: number) => c >= 0x20 && c < 0x80 && c !== 0x22 && c !== 0x5c;
     this.byteToken = new Int32Array(256).fill(-1);
     const protocol: number[] = [];
     for (let id = 0; id < this.nVocab; id++) {
@@ -145,21 +170,25 @@ export class VocabIndex {
       if (bytes.length === 1 && this.byteToken[bytes[0]] < 0) this.byteToken[bytes[0]] = id;
       const e = { id, bytes };
       all.push(e);
-      const j = plainChars(bytes, (c) => c >= 0x20 && c !== 0x22 && c !== 0x5c);
-      if (j >= 0) jsonP.push({ id, chars: j }); else jsonR.push(e);
-      const r = plainChars(bytes, (c) => c !== 0x0a && c !== 0x3c);
-      if (r >= 0) rawP.push({ id, chars: r }); else rawR.push(e);
-      const k = bytes.every((c) => c >= 0x20 && c < 0x80 && c !== 0x22 && c !== 0x5c) ? bytes.length : -1;
-      if (k >= 0) keyP.push({ id, chars: k }); else keyR.push(e);
+      const j = plainChars(bytes, jsonOk);
+      if (j >= 0) jsonP.push({ id, chars: j }); else { jsonR.push(e); jsonS.push({ id, bytes: bytes.subarray(plainPrefix(bytes, jsonOk)) }); }
+      const r = plainChars(bytes, rawOk);
+      if (r >= 0) rawP.push({ id, chars: r }); else { rawR.push(e); rawS.push({ id, bytes: bytes.subarray(plainPrefix(bytes, rawOk)) }); }
+      let k = 0;
+      while (k < bytes.length && keyOk(bytes[k])) k++;
+      if (k === bytes.length) keyP.push({ id, chars: k }); else { keyR.push(e); keyS.push({ id, bytes: bytes.subarray(k) }); }
     }
     this.protocol = protocol;
     this.all = new Trie(all);
     this.jsonPlain = new CountedSet(this.nVocab, jsonP);
     this.jsonRest = new Trie(jsonR);
+    this.jsonSuffix = new Trie(jsonS);
     this.rawPlain = new CountedSet(this.nVocab, rawP);
     this.rawRest = new Trie(rawR);
+    this.rawSuffix = new Trie(rawS);
     this.keyPlain = new CountedSet(this.nVocab, keyP);
     this.keyRest = new Trie(keyR);
+    this.keySuffix = new Trie(keyS);
     this.stopIds = [...tok.stopIds];
     this.buildMs = performance.now() - t0;
   }
