@@ -8,6 +8,10 @@
 //            strict > keeps the first of equal values), wg_argmax.glsl, writes P[g] and its NaN
 //            flag F[g]. Dispatch: (⌈n / 1024⌉, 1, 1).
 //   stage 1: one workgroup reduces the `groups` partials into ARG. Dispatch: (1, 1, 1).
+// A grammar's mask (MASK[0] != 0: bit i of MASK[1 + i/32] says token i is allowed; row 0 only,
+// a single session's decode step) leaves the disallowed out of stage 0: ARG is then the arg-max
+// among the allowed, and greedy constrained decoding reads no row either. The host writes MASK
+// before the step (host-visible) and clears MASK[0] for steps that have no mask.
 // Rows: workgroup y takes row y (L from offset + y·n, partials y·groups…, ARG[2y…]): a batched
 // decode step's rows in one dispatch pair. Dispatch: (…, rows, 1).
 #extension GL_GOOGLE_include_directive : enable
@@ -18,6 +22,7 @@ layout(std430, binding = 0) readonly buffer LB { float L[]; };
 layout(std430, binding = 1) buffer PB { uvec2 P[]; };
 layout(std430, binding = 2) buffer FB { uint F[]; };
 layout(std430, binding = 3) buffer AB { uint ARG[]; };
+layout(std430, binding = 4) readonly buffer MB { uint MASK[]; };
 layout(push_constant) uniform PC { uint n; uint offset; uint stage; uint groups; } pc;
 shared uint sn[256];
 #include "wg_argmax.glsl"
@@ -29,7 +34,9 @@ void main() {
   uint row = gl_WorkGroupID.y, p0 = row * pc.groups;
   if (pc.stage == 0u) {
     uint base = gl_WorkGroupID.x * 1024u;
+    bool masked = row == 0u && MASK[0] != 0u;
     for (uint i = base + tid; i < min(pc.n, base + 1024u); i += 256u) {
+      if (masked && ((MASK[1u + (i >> 5)] >> (i & 31u)) & 1u) == 0u) continue;
       float v = L[pc.offset + row * pc.n + i];
       if (isnan(v)) nan = true;
       else if (v > bv) { bv = v; bi = i; }

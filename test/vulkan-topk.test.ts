@@ -141,4 +141,41 @@ describe('GPU top-k', () => {
       s.dispose();
     }
   });
+
+  it('a mask given with the step: the device arg-max picks among the allowed; the next step without one is unmasked', async () => {
+    const n = e.shape.nVocab, words = (n + 31) >>> 5;
+    const maskOf = (ids: number[]) => { const bits = new Uint32Array(words); for (const i of ids) bits[i >>> 5] |= 1 << (i & 31); return { bits, count: new Set(ids).size }; };
+    const prompt = [5, 17, 300, 42], next = 9;
+    // the row after prompt + next, read on a twin
+    const twin = e.newSession();
+    await twin.eval([...prompt, next]);
+    const row = twin.logits();
+    const plainArg = twin.sample({ temperature: 0 });
+    twin.dispose();
+    const order = [...row.keys()].sort((a, b) => row[b] - row[a] || a - b);
+    const s = e.newSession();
+    const reads = { n: 0 };
+    const b = (s as unknown as { backend: { readLast(): Float32Array } }).backend;
+    const read = b.readLast.bind(b);
+    b.readLast = () => { reads.n++; return read(); };
+    try {
+      await s.eval(prompt);
+      for (const ids of [order.slice(100, 140), [order[n >> 1]], order.slice(1, n >> 1)]) {
+        const m = maskOf(ids);
+        const base = s.tokens.length;
+        await s.eval([next], { mask: m });
+        const got = s.sample({ temperature: 0 }, m);
+        const want = [...new Set(ids)].sort((a, b) => a - b).reduce((b, i) => (row[i] > row[b] ? i : b), ids[0]);
+        expect(got).toBe(want);
+        await s.rewind(base);
+      }
+      // answered on the device: the 1 MB row was never read
+      expect(reads.n).toBe(0);
+      // the mask does not outlive its step
+      await s.eval([next]);
+      expect(s.sample({ temperature: 0 })).toBe(plainArg);
+    } finally {
+      s.dispose();
+    }
+  });
 });

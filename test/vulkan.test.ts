@@ -135,15 +135,20 @@ describe('matvec shaders vs the WASM reference (random blocks of every Vulkan ty
     expect(() => matvecOp(ops, { type: name, buffers: [grid, grid, grid, grid, grid], rows: 1, n: 256, rowBytes: 84, nRows: 1, wOffset: 2 })).toThrow(/multiples of 4 bytes/);
   });
 
-  it('argmax: first maximum on ties, NaN flagged, offset row', () => {
+  it('argmax: first maximum on ties, NaN flagged, offset row; a grammar mask leaves the disallowed out', () => {
     const n = 70001, rng = new Rng(5);
     const rows = new Float32Array(2 * n).map(() => rng.normal());
-    const groups = Math.ceil(n / 1024);
+    const groups = Math.ceil(n / 1024), words = Math.ceil(n / 32);
     const b = dev.createBuffer(rows.byteLength, false), arg = dev.createBuffer(8, true);
     const part = dev.createBuffer(8 * groups, false), flags = dev.createBuffer(4 * groups, false);
+    const maskBuf = dev.createBuffer(4 * (1 + words), true);
+    let mask: Uint32Array | undefined;
     const run = () => {
       dev.write(b, 0, new Uint8Array(rows.buffer));
-      const ops = new OpList(pipes), bind = { LOGITS: b, TKA: part, TKB: flags, ARG: arg };
+      const m = new Uint32Array(1 + words);
+      if (mask) { m[0] = 1; m.set(mask, 1); }
+      dev.write(maskBuf, 0, new Uint8Array(m.buffer));
+      const ops = new OpList(pipes), bind = { LOGITS: b, TKA: part, TKB: flags, ARG: arg, MASK: maskBuf };
       dispatch(ops, KERNELS.argmax, bind, { n, offset: n, stage: 0, groups }, [groups]);
       dispatch(ops, KERNELS.argmax, bind, { n, offset: 0, stage: 1, groups }, [1]);
       const cmd = dev.record(ops.build(), false);
@@ -151,8 +156,20 @@ describe('matvec shaders vs the WASM reference (random blocks of every Vulkan ty
       dev.freeCommand(cmd);
       return Array.from(new Uint32Array(dev.read(arg, 0, 8)));
     };
-    const hostArgmax = () => { let bi = 0; for (let i = 1; i < n; i++) if (rows[n + i] > rows[n + bi]) bi = i; return bi; };
+    const hostArgmax = (ok = (_i: number) => true) => { let bi = -1; for (let i = 0; i < n; i++) if (ok(i) && (bi < 0 || rows[n + i] > rows[n + bi])) bi = i; return bi; };
     expect(run()).toEqual([hostArgmax(), 0]);
+    // a mask: every third token allowed, the maximum not; then one token; then none
+    const top = hostArgmax();
+    const allowed = (i: number) => i % 3 === 1 && i !== top;
+    mask = new Uint32Array(words);
+    for (let i = 0; i < n; i++) if (allowed(i)) mask[i >>> 5] |= 1 << (i & 31);
+    expect(run()).toEqual([hostArgmax(allowed), 0]);
+    mask = new Uint32Array(words);
+    mask[69999 >>> 5] |= 1 << (69999 & 31);
+    expect(run()).toEqual([69999, 0]);
+    mask = new Uint32Array(words);
+    expect(run()).toEqual([0xffffffff, 0]);
+    mask = undefined;
     // the same maximum at three places in the second row: the lowest index wins
     for (const i of [60000, 123, 4567]) rows[n + i] = 99;
     expect(run()).toEqual([123, 0]);
@@ -163,7 +180,7 @@ describe('matvec shaders vs the WASM reference (random blocks of every Vulkan ty
     expect(run()).toEqual([0xffffffff, 0]);
     rows[n + n - 1] = -1e30;
     expect(run()).toEqual([n - 1, 0]);
-    [b, arg, part, flags].forEach((x) => dev.freeBuffer(x));
+    [b, arg, part, flags, maskBuf].forEach((x) => dev.freeBuffer(x));
   });
 
   it.each([false, true])('routed-expert gather (flags 1 and 3) picks the expert of each row (mv.comp: %s)', (unit) => {

@@ -96,7 +96,8 @@ async function grammarProbe(s: Session, n: number, g: { grammar: Grammar; tokeni
       c = new Constraint(g.grammar, g.tokenizer);
       id = g.tokenizer.encode(' ')[0];
     }
-    const step = s.eval([id]);
+    // the next mask, when cached, goes with the step to the device's arg-max
+    const step = s.eval([id], { mask: c.knownMask() });
     c.mask();
     await step;
   }

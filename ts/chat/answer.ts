@@ -170,7 +170,9 @@ export async function decodeAnswer(s: Session, tok: Tokenizer, o: AnswerOptions)
       feedToken: o.feedToken, onLogits: o.onLogits, gate: o.gate,
       sampling: o.greedyProtocol ? () => (parser.inProtocol() ? { temperature: 0 } : o.sampling) : o.sampling,
       mask: g ? () => (gOn ? g.mask() : undefined) : undefined,
-      // the next mask is computed while the GPU runs the step
+      // a mask known before the step goes to the device's arg-max; else it is computed while
+      // the GPU runs the step
+      nextMask: g ? () => (gOn && !completing ? g.knownMask() : undefined) : undefined,
       whileFeeding: g ? () => { if (gOn && !completing) g.mask(); } : undefined,
       logprobsTopK: o.logprobs,
       onLogprobs: o.logprobs === undefined ? undefined : (chosen, top) => {

@@ -17,7 +17,7 @@ export function batchedNatively(engine: Engine, items: readonly BatchItem[]): bo
 
 export async function evalBatch(engine: Engine, items: readonly BatchItem[]): Promise<void> {
   if (new Set(items.map((i) => i.session)).size !== items.length) throw new Error('evalBatch: a session appears twice');
-  if (items.length === 1) return items[0].session.eval([items[0].token]);
+  if (items.length === 1) return items[0].session.eval([items[0].token], { mask: items[0].mask });
   // refusals before anything runs leave every member as it was
   for (const { session } of items) {
     if (session.tokens.length + 1 > session.ctx) throw new Error(`context full: ${session.tokens.length} + 1 tokens exceed ctx ${session.ctx}`);

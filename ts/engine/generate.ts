@@ -14,6 +14,11 @@ export interface GenerateOptions {
   /** the tokens a grammar allows this step (undefined: all) */
   mask?: (step: number) => TokenMask | undefined;
   /**
+   * the mask of the step after the token being fed, when it is known already (a grammar's cached
+   * mask): the backend applies it to its device arg-max
+   */
+  nextMask?: () => TokenMask | undefined;
+  /**
    * called while a token is being fed (the GPU runs the step on a worker thread): work for the
    * next step that does not need its logits, such as a grammar's next mask
    */
@@ -28,7 +33,7 @@ export interface GenerateOptions {
    * feeds a generated token instead of session.eval([id]) (the server's executor: decode steps
    * shared with other sessions)
    */
-  feedToken?: (id: number) => Promise<void>;
+  feedToken?: (id: number, mask?: TokenMask) => Promise<void>;
   /** top-k log-probabilities of each step (k > 0) */
   logprobsTopK?: number;
   onLogprobs?: (chosen: TokenLogprob, top: TokenLogprob[]) => void;
@@ -75,7 +80,8 @@ export async function generate(s: Session, o: GenerateOptions): Promise<Generate
     const fed = feed === 'all' || (feed === 'non-stop' ? !isStop : !last);
     if (fed) {
       try {
-        const pending = o.feedToken ? o.feedToken(id) : s.eval([id], { onLogits: o.onLogits, signal: o.signal });
+        const mask = o.nextMask?.();
+        const pending = o.feedToken ? o.feedToken(id, mask) : s.eval([id], { onLogits: o.onLogits, signal: o.signal, mask });
         if (o.whileFeeding) {
           // one turn of the event loop first: a feed that yields before it submits (an abortable
           // eval, the server's shared step) has the GPU running by then

@@ -21,7 +21,9 @@ export interface SessionBackend extends BackendSettings {
    * backend may keep that row on the device and return []: readLast() then reads it, and
    * lastArgmax() gives its arg-max without reading it, until the next forward call.
    */
-  forward(tokens: number[], pos: number, logitsFrom: number, deferLast?: boolean): Promise<Float32Array[]>;
+  forward(tokens: number[], pos: number, logitsFrom: number, deferLast?: boolean, mask?: TokenMask): Promise<Float32Array[]>;
+  /** the grammar mask the deferred row's arg-max was taken under (lastArgmax is then the masked arg-max) */
+  lastMasked?(): TokenMask | undefined;
   readLast?(): Float32Array;
   /** the deferred row's arg-max (lowest index on ties), or undefined when it cannot tell (NaN, all −∞) */
   lastArgmax?(): number | undefined;
@@ -137,7 +139,7 @@ export class BaseSession implements Session {
       if (this.lastOnDevice) this.setLast(EMPTY);
       let rows: Float32Array[];
       try {
-        rows = await b.forward(part, pos, from, defer);
+        rows = await b.forward(part, pos, from, defer, last ? o.mask : undefined);
       } catch (e) {
         // a step that failed part-way (a read error on the model file, a device error) may have
         // advanced some layers' state: nothing may continue from it
@@ -333,8 +335,9 @@ export class BaseSession implements Session {
     if (mask.count === 0) throw new Error('the grammar allows no token here');
     const has = (id: number) => ((mask.bits[id >>> 5] >>> (id & 31)) & 1) === 1;
     if (this.lastOnDevice && o.temperature <= 0) {
+      // the step took its arg-max under this very mask (eval's `mask`), or it happens to be allowed
       const id = this.b.lastArgmax?.();
-      if (id !== undefined && has(id)) return id;
+      if (id !== undefined && (has(id) || this.b.lastMasked?.() === mask)) return id;
     }
     // the device's best tokens: when enough of them are allowed, the allowed among them hold the
     // masked row's arg-max (and its top-k set), and the 1 MB row stays on the device

@@ -134,6 +134,11 @@ export interface EvalOptions {
   onLogits?: (row: Float32Array, position: number) => void;
   signal?: AbortSignal;
   /**
+   * the grammar mask the token after these will be sampled under: a backend that takes the
+   * arg-max on the device applies it there (greedy constrained decoding then reads no row)
+   */
+  mask?: TokenMask;
+  /**
    * more tokens follow in a later call (a prefill in quanta): the automatic snapshot at a chunk
    * boundary is kept at this call's end too, as one long call would keep it
    */
@@ -184,6 +189,8 @@ export interface Session {
 export interface BatchItem {
   session: Session;
   token: number;
+  /** the grammar mask of the token after this one (applied when the row runs alone) */
+  mask?: TokenMask;
 }
 
 export interface Engine {

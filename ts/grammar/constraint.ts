@@ -148,6 +148,15 @@ export class Constraint {
     return m;
   }
 
+  /** The next tokens' mask when it is at hand (computed or cached), without computing it. */
+  knownMask(): TokenMask | undefined {
+    const key = this.key();
+    if (this.pending?.key === key) return this.pending.mask;
+    const m = this.cache.get(key);
+    if (m) this.pending = { key, mask: m };
+    return m;
+  }
+
   private key(): string {
     return this.states.length === 1 ? stackKey(this.states[0]) : this.states.map(stackKey).sort().join('#');
   }

@@ -520,7 +520,7 @@ export class Coordinator {
         signal: req.signal, raw: req.raw, startInReasoning: req.startInReasoning, tools: req.tools, stop: req.stop,
         thinkingBudget: req.thinkingBudget, forceToolCall: req.forceToolCall, grammar: req.grammar, logprobs: req.logprobs, onLogprob: req.onLogprob, onEvent: req.onEvent,
         // decode steps are shared with the other slots' (executor.ts)
-        feedToken: (id) => x.decode(s, id, req.signal),
+        feedToken: (id, mask) => x.decode(s, id, req.signal, mask),
         onFed: async (text) => {
           fed = text;
           if (this.disk && s.tokens.length % this.disk.continuedIntervalTokens === 0) await x.run(() => this.saveDisk(slot, 'continued', req.prompt + fed));

@@ -10,7 +10,7 @@
 import { AbortError, syncKeep } from '../engine/common.js';
 import { evalBatch } from '../engine/batch.js';
 import { MAX_BATCH_ROWS } from '../engine/defaults.js';
-import type { Engine, EvalOptions, Session } from '../engine/types.js';
+import type { Engine, EvalOptions, Session, TokenMask } from '../engine/types.js';
 
 export interface ExecutorOptions {
   /** how long decode-ready sessions wait for the others to join a step (ms) */
@@ -24,7 +24,7 @@ export const DEFAULT_EXECUTOR = { coalesceMs: 2, quantumIdle: 2048, quantumBusy:
 
 type Job =
   | { kind: 'run'; fn: () => unknown; resolve: (v: unknown) => void; reject: (e: unknown) => void }
-  | { kind: 'decode'; s: Session; token: number; at: number; resolve: (v: unknown) => void; reject: (e: unknown) => void };
+  | { kind: 'decode'; s: Session; token: number; mask?: TokenMask; at: number; resolve: (v: unknown) => void; reject: (e: unknown) => void };
 
 export class ModelExecutor {
   private jobs: Job[] = [];
@@ -55,9 +55,9 @@ export class ModelExecutor {
   }
 
   /** s takes `token` in the next decode step (shared with the other sessions' tokens). */
-  decode(s: Session, token: number, signal?: AbortSignal): Promise<void> {
+  decode(s: Session, token: number, signal?: AbortSignal, mask?: TokenMask): Promise<void> {
     if (signal?.aborted) return Promise.reject(new AbortError());
-    return new Promise<void>((resolve, reject) => this.push({ kind: 'decode', s, token, at: performance.now(), resolve: resolve as (v: unknown) => void, reject }));
+    return new Promise<void>((resolve, reject) => this.push({ kind: 'decode', s, token, mask, at: performance.now(), resolve: resolve as (v: unknown) => void, reject }));
   }
 
   /** Evaluates tokens into s in quanta, each its own turn at the model. */
@@ -131,7 +131,7 @@ export class ModelExecutor {
     }
     this.jobs = this.jobs.filter((j) => !take.includes(j as never));
     try {
-      await evalBatch(this.engine, take.map((j) => ({ session: j.s, token: j.token })));
+      await evalBatch(this.engine, take.map((j) => ({ session: j.s, token: j.token, mask: j.mask })));
       this.stats.steps++;
       this.stats.rows += take.length;
       this.stats.largest = Math.max(this.stats.largest, take.length);

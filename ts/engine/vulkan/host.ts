@@ -7,7 +7,7 @@
 import type { Core } from '../../core/wasm.js';
 import type { ModelShape } from '../../model/shape.js';
 import type { VkDevice } from '../../vk/addon.js';
-import type { EngineOptions, KvType, SampleOptions } from '../types.js';
+import type { EngineOptions, KvType, SampleOptions, TokenMask } from '../types.js';
 import type { MatvecDispatch, OpList, Pipelines } from './graph.js';
 
 /** A recorded step: one command per segment (graph.ts), each ending after a streamed layer's routing but the last. */
@@ -70,6 +70,11 @@ export interface VkHost {
   streams(l: number): boolean;
   /** runs a recorded step (its segments, with the streamed layers' expert loads between them) */
   runStep(step: RecordedStep, T: number): Promise<void>;
+  /**
+   * the grammar mask the next step's arg-max applies to its row 0 (argmax.comp), or none; written
+   * only when it changes
+   */
+  setMask(mask: TokenMask | undefined): void;
   /** the k best (logit, id) pairs of LOGITS row `row` */
   topK(k: number, row?: number): Uint32Array;
   /** the pairs the last top-k left in TKH (a step that ran the stages itself) */

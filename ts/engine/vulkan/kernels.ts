@@ -77,7 +77,7 @@ export const KERNELS = {
   // scripts/bench-grid-sync.ts's probe: co-residency and device-wide barriers in one dispatch
   grid_sync: k({ name: 'grid_sync', bindings: ['CTL', 'DATA'], push: ['nWG', 'rounds', 'spinLimit', '_'], local: 256 }),
   grid_chain: k({ name: 'grid_chain', bindings: ['CTL', 'W', 'X'], push: ['nWG', 'rounds', 'spinLimit', 'persist', 'n', 'nMat', 'r0', '_'], local: 256 }),
-  argmax: k({ name: 'argmax', bindings: ['LOGITS', 'TKA', 'TKB', 'ARG'], push: ['n', 'offset', 'stage', 'groups'], local: 256, per: 1024 }),
+  argmax: k({ name: 'argmax', bindings: ['LOGITS', 'TKA', 'TKB', 'ARG', 'MASK'], push: ['n', 'offset', 'stage', 'groups'], local: 256, per: 1024 }),
   topk: k({ name: 'topk', bindings: ['LOGITS', 'src', 'dst'], push: ['n', 'k', 'offset', 'stage'], local: 256 }),
   state_t: k({ name: 'state_t', bindings: ['src', 'dst'], push: ['dk', '_', '_', '_'], local: 256, per: 32 }),
   matvec: k({ name: 'matvec', bindings: MATVEC_BIND, push: MATVEC_PUSH, local: 64 }),

@@ -8,7 +8,7 @@ import { stateSizes } from '../payload.js';
 import { TOPK_ITEMS, TOPK_MAX, attnSlots, moeMaxTiles } from './graph.js';
 
 /** The scratch table's buffer names (a name used anywhere else is a compile error, not a run-time one). */
-export const SCRATCH_NAMES = ['XIN', 'X', 'A', 'A2', 'QG', 'Kb', 'Vb', 'U', 'Z', 'B', 'AL', 'O', 'P', 'ML', 'R', 'IDS', 'WTS', 'LIST', 'TILES', 'CNT', 'GE', 'UE', 'DE', 'GS', 'US', 'DS', 'SG', 'STK', 'XQ', 'XS', 'XQE', 'XSE', 'LOGITS', 'STT', 'PIN', 'PARAMS', 'ARG', 'TKA', 'TKB', 'TKH', 'M'] as const;
+export const SCRATCH_NAMES = ['XIN', 'X', 'A', 'A2', 'QG', 'Kb', 'Vb', 'U', 'Z', 'B', 'AL', 'O', 'P', 'ML', 'R', 'IDS', 'WTS', 'LIST', 'TILES', 'CNT', 'GE', 'UE', 'DE', 'GS', 'US', 'DS', 'SG', 'STK', 'XQ', 'XS', 'XQE', 'XSE', 'LOGITS', 'STT', 'PIN', 'PARAMS', 'ARG', 'MASK', 'TKA', 'TKB', 'TKH', 'M'] as const;
 export type ScratchName = (typeof SCRATCH_NAMES)[number];
 /** The engine's own buffers beside the scratch table: the IQ2 grid, the RoPE table, steering directions. */
 export type EngineBufferName = ScratchName | 'GRID' | 'ROPE' | 'STEER';
@@ -66,6 +66,8 @@ export function scratchTable(s: ModelShape, o: ScratchOptions): ScratchBuffer[] 
     { name: 'STT', floats: st.ssmBytes / 4, host: true },
     // step parameters and arg-max results: one row per session of a batched step
     { name: 'PIN', floats: params, host: true }, { name: 'PARAMS', floats: params }, { name: 'ARG', floats: 2 * batch, host: true },
+    // a grammar's token mask for the arg-max (argmax.comp): a flag word, then a bit per token
+    { name: 'MASK', floats: 1 + Math.ceil(s.nVocab / 32), host: true },
     // top-k stages (topk.comp): ping-pong pairs, the last stage's k pairs host-visible
     { name: 'TKA', floats: 2 * Math.ceil(s.nVocab / TOPK_ITEMS) * TOPK_MAX }, { name: 'TKB', floats: 2 * Math.ceil(s.nVocab / TOPK_ITEMS) * TOPK_MAX },
     { name: 'TKH', floats: 2 * TOPK_MAX, host: true },

@@ -7,7 +7,7 @@ import { rowBytes } from '../../gguf/index.js';
 import { KV_TYPE_IDS, attentionLayer } from '../common.js';
 import { stateSizes } from '../payload.js';
 import { BackendSettings, type SessionBackend } from '../session-base.js';
-import type { SampleOptions } from '../types.js';
+import type { SampleOptions, TokenMask } from '../types.js';
 import { OpList, TOPK_MAX } from './graph.js';
 import type { OutputOwner, RecordedStep, VkHost } from './host.js';
 import { KERNELS, dispatch, groups } from './kernels.js';
@@ -70,7 +70,14 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
     return step;
   }
 
-  async forward(tokens: number[], pos: number, logitsFrom: number, deferLast = false): Promise<Float32Array[]> {
+  /** the mask the last step's arg-max applied (its ARG is the arg-max among the allowed) */
+  private masked?: TokenMask;
+
+  lastMasked(): TokenMask | undefined {
+    return this.masked;
+  }
+
+  async forward(tokens: number[], pos: number, logitsFrom: number, deferLast = false, mask?: TokenMask): Promise<Float32Array[]> {
     const e = this.h, s = this.shape, T = tokens.length;
     if (T - logitsFrom > this.logitsRows) throw new Error('too many logits rows for one step');
     // LOGITS and ARG are engine-wide: another session's deferred row is saved before we overwrite it
@@ -83,6 +90,10 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
     const key = `${T}:${logitsFrom}:${topK}`;
     let step = this.steps.get(key);
     if (step === undefined) { step = this.record(T, logitsFrom, topK); this.steps.set(key, step); }
+    // a grammar's mask applies to a deferred single row (the arg-max then picks among the allowed)
+    const m = deferLast && T - logitsFrom === 1 ? mask : undefined;
+    e.setMask(m);
+    this.masked = m;
     e.dev.write(e.buf.XIN, 0, new Uint8Array(e.embed(tokens).buffer));
     e.dev.write(e.buf.PIN, 0, new Uint8Array(Uint32Array.of(pos, T, 0, 0).buffer));
     await e.runStep(step, T);
@@ -98,6 +109,7 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
   /** A batched step left this session's output in LOGITS/ARG row `row` (the engine claimed them for us). */
   batchedOutput(row: number): void {
     this.kept = undefined;
+    this.masked = undefined;
     this.outRow = row;
     this.topkReady = 0;
   }

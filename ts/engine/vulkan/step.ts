@@ -253,7 +253,7 @@ function outputHead(c: StepContext, p: Pending, from: number): void {
   norm(c, h.w.buf('output_norm.weight'), p, from, n, !!normLevels(c));
   h.matvec(c.ops, 'output.weight', B.A, B.LOGITS, n, { levels: normLevels(c) });
   // greedy decoding reads ARG instead of the logits row (see forward's deferLast)
-  const g = groups(K.argmax, s.nVocab), bind = { LOGITS: B.LOGITS, TKA: B.TKA, TKB: B.TKB, ARG: B.ARG };
+  const g = groups(K.argmax, s.nVocab), bind = { LOGITS: B.LOGITS, TKA: B.TKA, TKB: B.TKB, ARG: B.ARG, MASK: B.MASK };
   const rows = c.rows ? n : 1, offset = c.rows ? 0 : (n - 1) * s.nVocab;
   dispatch(c.ops, K.argmax, bind, { n: s.nVocab, offset, stage: 0, groups: g }, [g, rows]);
   dispatch(c.ops, K.argmax, bind, { n: s.nVocab, offset: 0, stage: 1, groups: g }, [1, rows]);

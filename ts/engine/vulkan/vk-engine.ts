@@ -15,7 +15,7 @@ import { loadAddon, type VkDevice } from '../../vk/addon.js';
 import { openModel } from '../open-model.js';
 import { kvBytesPerToken, recurrentStateBytes } from '../payload.js';
 import { BaseSession } from '../session-base.js';
-import type { BatchItem, Engine, EngineOptions, KvType, SampleOptions, Session } from '../types.js';
+import type { BatchItem, Engine, EngineOptions, KvType, SampleOptions, Session, TokenMask } from '../types.js';
 import { VkSessionState } from './session-state.js';
 import type { MatvecOpts, OutputOwner, RecordedStep, VkHost } from './host.js';
 import { VkExpertStream, tilesFor } from './expert-stream.js';
@@ -272,6 +272,8 @@ export class VkEngine implements Engine, VkHost {
     }
     // the matvec epilogues' workgroup counters start at zero
     this.dev.write(this.buf.CNT, 0, new Uint8Array(4 * table.find((b) => b.name === 'CNT')!.floats));
+    // no grammar mask until a step asks for one
+    this.dev.write(this.buf.MASK, 0, new Uint8Array(4));
     // views of STK at each stack part's rows (one view per distinct range: the layers' stacks of
     // one kind share theirs)
     const views = new Map<string, number>();
@@ -422,6 +424,19 @@ export class VkEngine implements Engine, VkHost {
    * this engine's, distinct, and have room for a token; evalBatch (batch.ts) checks and updates
    * the sessions around this call.
    */
+  private maskOn: TokenMask | undefined;
+
+  setMask(mask: TokenMask | undefined): void {
+    if (mask === this.maskOn) return;
+    if (mask) {
+      const words = new Uint32Array(1 + mask.bits.length);
+      words[0] = 1;
+      words.set(mask.bits, 1);
+      this.dev.write(this.buf.MASK, 0, new Uint8Array(words.buffer));
+    } else this.dev.write(this.buf.MASK, 0, new Uint8Array(4));
+    this.maskOn = mask;
+  }
+
   async decodeBatch(items: readonly BatchItem[]): Promise<void> {
     if (items.length < 2 || items.length > this.batchRows) throw new RangeError(`a batched step takes 2..${this.batchRows} rows (got ${items.length})${this.batchIssue ? `: ${this.batchIssue}` : ''}`);
     const states = items.map(({ session }) => {
@@ -434,6 +449,7 @@ export class VkEngine implements Engine, VkHost {
     // tokens arrived in (each row is computed alone: the order changes no result)
     const order = states.map((_, i) => i).sort((x, y) => states[x].id - states[y].id);
     this.batches ??= new BatchSteps(this);
+    this.setMask(undefined);
     await this.batches.run(order.map((i) => states[i]), order.map((i) => items[i].token), order.map((i) => items[i].session.tokens.length));
   }
 
