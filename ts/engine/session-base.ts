@@ -30,8 +30,10 @@ export interface SessionBackend extends BackendSettings {
   /**
    * The deferred row's k best logits with their ids, in ascending id order (the sampler's top-k
    * set: larger first, ties to the lower id), or undefined (k unsupported, NaN in the row).
+   * `hint` (default true): later steps compute this k's pairs themselves (a sampler that draws
+   * from the top-k every step); false for a one-off look (a grammar's probe).
    */
-  lastTopK?(k: number): { ids: number[]; logits: Float32Array } | undefined;
+  lastTopK?(k: number, hint?: boolean): { ids: number[]; logits: Float32Array } | undefined;
   /** DeltaNet conv + recurrent states of all recurrent layers, in layer order */
   readRecurrent(): Uint8Array;
   writeRecurrent(state: Uint8Array | null): void;
@@ -343,7 +345,8 @@ export class BaseSession implements Session {
     // masked row's arg-max (and its top-k set), and the 1 MB row stays on the device
     const k = o.topK ?? 0;
     if (this.lastOnDevice && (o.temperature <= 0 || (k > 0 && k <= MASK_PROBE))) {
-      const top = this.b.lastTopK?.(MASK_PROBE);
+      // greedy looks once (its steps need no top-k of their own); top-k sampling every step
+      const top = this.b.lastTopK?.(MASK_PROBE, o.temperature > 0);
       if (top && top.ids.length === MASK_PROBE) {
         const ids: number[] = [], vals: number[] = [];
         top.ids.forEach((id, i) => { if (has(id)) { ids.push(id); vals.push(top.logits[i]); } });

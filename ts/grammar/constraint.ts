@@ -129,6 +129,7 @@ export class Constraint {
     if (!ns.length) return false;
     this.states = ns;
     this.pending = undefined;
+    this.stateKey = undefined;
     return true;
   }
 
@@ -157,8 +158,10 @@ export class Constraint {
     return m;
   }
 
+  private stateKey: string | undefined;
+
   private key(): string {
-    return this.states.length === 1 ? stackKey(this.states[0]) : this.states.map(stackKey).sort().join('#');
+    return (this.stateKey ??= this.states.length === 1 ? stackKey(this.states[0]) : this.states.map(stackKey).sort().join('#'));
   }
 
   /**

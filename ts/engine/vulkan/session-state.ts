@@ -134,7 +134,7 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
     return flags !== 0 || id >= this.shape.nVocab ? undefined : id;
   }
 
-  lastTopK(k: number): { ids: number[]; logits: Float32Array } | undefined {
+  lastTopK(k: number, hint = true): { ids: number[]; logits: Float32Array } | undefined {
     // a row saved by keep() is on the host already; a NaN row follows the host sampler's rules
     if (this.kept || !this.h.ownsOutputs(this) || !(k > 0 && k <= TOPK_MAX && k < this.shape.nVocab)) return undefined;
     if (this.readArg()[1] !== 0) return undefined;
@@ -142,7 +142,7 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
     const pairs = folded ? this.h.readTopK(k) : this.h.topK(k, this.outRow);
     // (a top-k run here overwrote what the step left in TKH)
     if (!folded) this.topkReady = 0;
-    this.topkHint = k;
+    if (hint) this.topkHint = k;
     const f = new Float32Array(pairs.buffer);
     const top: [number, number][] = [];
     for (let i = 0; i < k; i++) if (pairs[2 * i + 1] !== 0xffffffff) top.push([pairs[2 * i + 1], f[2 * i]]);
