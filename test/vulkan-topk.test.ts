@@ -142,7 +142,7 @@ describe('GPU top-k', () => {
     }
   });
 
-  it('a mask given with the step: the device arg-max picks among the allowed; the next step without one is unmasked', async () => {
+  it('a grammar mask on the device (with the step, or after it): the arg-max among the allowed, no row read; the next step without one is unmasked', async () => {
     const n = e.shape.nVocab, words = (n + 31) >>> 5;
     const maskOf = (ids: number[]) => { const bits = new Uint32Array(words); for (const i of ids) bits[i >>> 5] |= 1 << (i & 31); return { bits, count: new Set(ids).size }; };
     const prompt = [5, 17, 300, 42], next = 9;
@@ -160,10 +160,11 @@ describe('GPU top-k', () => {
     b.readLast = () => { reads.n++; return read(); };
     try {
       await s.eval(prompt);
-      for (const ids of [order.slice(100, 140), [order[n >> 1]], order.slice(1, n >> 1)]) {
+      // the mask with the step, and (a mask not known before the step) after it: the arg-max again on the device
+      for (const [ids, withStep] of [order.slice(100, 140), [order[n >> 1]], order.slice(1, n >> 1)].flatMap((x) => [[x, true], [x, false]] as const)) {
         const m = maskOf(ids);
         const base = s.tokens.length;
-        await s.eval([next], { mask: m });
+        await s.eval([next], withStep ? { mask: m } : {});
         const got = s.sample({ temperature: 0 }, m);
         const want = [...new Set(ids)].sort((a, b) => a - b).reduce((b, i) => (row[i] > row[b] ? i : b), ids[0]);
         expect(got).toBe(want);

@@ -24,6 +24,8 @@ export interface SessionBackend extends BackendSettings {
   forward(tokens: number[], pos: number, logitsFrom: number, deferLast?: boolean, mask?: TokenMask): Promise<Float32Array[]>;
   /** the grammar mask the deferred row's arg-max was taken under (lastArgmax is then the masked arg-max) */
   lastMasked?(): TokenMask | undefined;
+  /** the deferred row's arg-max among a mask's tokens, taken on the device; undefined when it cannot */
+  maskedArgmax?(mask: TokenMask): number | undefined;
   readLast?(): Float32Array;
   /** the deferred row's arg-max (lowest index on ties), or undefined when it cannot tell (NaN, all −∞) */
   lastArgmax?(): number | undefined;
@@ -340,6 +342,9 @@ export class BaseSession implements Session {
       // the step took its arg-max under this very mask (eval's `mask`), or it happens to be allowed
       const id = this.b.lastArgmax?.();
       if (id !== undefined && (has(id) || this.b.lastMasked?.() === mask)) return id;
+      // the step ran before the mask was known: the arg-max again, under it, on the device
+      const m = this.b.maskedArgmax?.(mask);
+      if (m !== undefined) return m;
     }
     // the device's best tokens: when enough of them are allowed, the allowed among them hold the
     // masked row's arg-max (and its top-k set), and the 1 MB row stays on the device

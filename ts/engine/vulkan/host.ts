@@ -75,6 +75,8 @@ export interface VkHost {
    * only when it changes
    */
   setMask(mask: TokenMask | undefined): void;
+  /** the arg-max of LOGITS row 0 again under a grammar mask, into ARG row 0 */
+  argmaxMasked(mask: TokenMask): void;
   /** the k best (logit, id) pairs of LOGITS row `row` */
   topK(k: number, row?: number): Uint32Array;
   /** the pairs the last top-k left in TKH (a step that ran the stages itself) */

@@ -77,6 +77,14 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
     return this.masked;
   }
 
+  maskedArgmax(mask: TokenMask): number | undefined {
+    // the deferred row must still be on the device, in row 0 (a single session's step)
+    if (this.kept || !this.h.ownsOutputs(this) || this.outRow !== 0) return undefined;
+    this.h.argmaxMasked(mask);
+    this.masked = mask;
+    return this.lastArgmax();
+  }
+
   async forward(tokens: number[], pos: number, logitsFrom: number, deferLast = false, mask?: TokenMask): Promise<Float32Array[]> {
     const e = this.h, s = this.shape, T = tokens.length;
     if (T - logitsFrom > this.logitsRows) throw new Error('too many logits rows for one step');

@@ -253,11 +253,18 @@ function outputHead(c: StepContext, p: Pending, from: number): void {
   norm(c, h.w.buf('output_norm.weight'), p, from, n, !!normLevels(c));
   h.matvec(c.ops, 'output.weight', B.A, B.LOGITS, n, { levels: normLevels(c) });
   // greedy decoding reads ARG instead of the logits row (see forward's deferLast)
-  const g = groups(K.argmax, s.nVocab), bind = { LOGITS: B.LOGITS, TKA: B.TKA, TKB: B.TKB, ARG: B.ARG, MASK: B.MASK };
-  const rows = c.rows ? n : 1, offset = c.rows ? 0 : (n - 1) * s.nVocab;
-  dispatch(c.ops, K.argmax, bind, { n: s.nVocab, offset, stage: 0, groups: g }, [g, rows]);
-  dispatch(c.ops, K.argmax, bind, { n: s.nVocab, offset: 0, stage: 1, groups: g }, [1, rows]);
+  recordArgmax(c.ops, B, s.nVocab, c.rows ? n : 1, c.rows ? 0 : (n - 1) * s.nVocab);
   if (c.topK && !c.rows) recordTopK(c.ops, B, s.nVocab, c.topK, n - 1);
+}
+
+/**
+ * The arg-max stages (argmax.comp) over `rows` LOGITS rows from float `offset`, into ARG rows
+ * 0…; row 0 under MASK when its flag is set.
+ */
+export function recordArgmax(ops: OpList, B: Readonly<EngineBuffers>, nVocab: number, rows: number, offset: number): void {
+  const g = groups(K.argmax, nVocab), bind = { LOGITS: B.LOGITS, TKA: B.TKA, TKB: B.TKB, ARG: B.ARG, MASK: B.MASK };
+  dispatch(ops, K.argmax, bind, { n: nVocab, offset, stage: 0, groups: g }, [g, rows]);
+  dispatch(ops, K.argmax, bind, { n: nVocab, offset: 0, stage: 1, groups: g }, [1, rows]);
 }
 
 /**

@@ -28,7 +28,7 @@ import { MAX_BATCH_ROWS } from '../defaults.js';
 import { BatchSteps } from './batch-step.js';
 import type { ScratchBuffer } from './scratch.js';
 import { describePlan, planMemory, planScratch, streamedTensors, type MemoryPlan } from './memory-plan.js';
-import { recordTopK } from './step.js';
+import { recordArgmax, recordTopK } from './step.js';
 import { OpList, moePairs, Pipelines, TOPK_MAX, gridBlob, matvecOp, mvqTakes } from './graph.js';
 import { MATVEC, VkWeights, readBytes, type DevTensor, type WeightMode } from './weights.js';
 import type { EngineBuffers } from './scratch.js';
@@ -386,6 +386,22 @@ export class VkEngine implements Engine, VkHost {
     }
     this.dev.runSync(cmd);
     return this.readTopK(k);
+  }
+
+  private argmaxCmd: number | undefined;
+
+  /**
+   * The arg-max of LOGITS row 0 again, under `mask`, into ARG row 0 (a step that ran without the
+   * grammar's mask: it was not known yet). One submission; no row read.
+   */
+  argmaxMasked(mask: TokenMask): void {
+    if (this.argmaxCmd === undefined) {
+      const ops = new OpList(this.pipes);
+      recordArgmax(ops, this.buf, this.shape.nVocab, 1, 0);
+      this.argmaxCmd = this.dev.record(ops.build());
+    }
+    this.setMask(mask);
+    this.dev.runSync(this.argmaxCmd);
   }
 
   /** The last top-k's k pairs (topK(), or the stages a decode step ran: step.ts recordStep's topK). */
