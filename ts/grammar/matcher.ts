@@ -61,7 +61,6 @@ const FN_CHOICES = [b('<parameter='), b('</function>\n</tool_call>')];
 const PARAM_END = b('</parameter>');
 const PARAM_TAIL_JSON = b('\n</parameter>\n');
 const NL = b('\n');
-const AFTER_CHOICES = [CALL_NEXT];
 
 const push = (f: Frame, up: Stack | null): Stack => ({ f, up });
 
@@ -500,7 +499,6 @@ function stepCall(f: Frame & { t: 'call' }, c: number, up: Stack | null, out: St
     case 'after': {
       if (CALL_NEXT[f.off] !== c) return;
       out.push(push(f.off + 1 === CALL_NEXT.length ? { ...f, ph: 'name', off: 0, kp: '' } : { ...f, off: f.off + 1 }, up));
-      void AFTER_CHOICES;
       return;
     }
     case 'name': {

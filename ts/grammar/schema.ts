@@ -107,7 +107,7 @@ export function compileSchema(root: unknown): Node {
       const alts = list.map((x, i) => build(x, `${at}/${kw}/${i}`, depth + 1));
       if (s.nullable === true) alts.push({ k: 'lit', values: [enc.encode('null')] });
       // oneOf means exactly one: enforced when no value can match two alternatives
-      if (kw === 'oneOf') checkDisjoint(list as unknown[], alts, at);
+      if (kw === 'oneOf') checkDisjoint(alts, at);
       return { k: 'alt', alts };
     }
     let types: JType[];
@@ -254,7 +254,7 @@ function kinds(n: Node, seen = new Set<Node>()): Set<string> {
  * their JSON types are disjoint, or all are objects told apart by a required property whose
  * const/enum values differ. Anything else is refused (anyOf says what such schemas mean).
  */
-function checkDisjoint(raw: unknown[], alts: Node[], at: string): void {
+function checkDisjoint(alts: Node[], at: string): void {
   const sets = alts.map((a) => kinds(a));
   let disjoint = true;
   for (let i = 0; i < sets.length && disjoint; i++) for (let j = i + 1; j < sets.length && disjoint; j++) for (const t of sets[i]) if (sets[j].has(t)) disjoint = false;
@@ -271,6 +271,5 @@ function checkDisjoint(raw: unknown[], alts: Node[], at: string): void {
       if (vals.length === objs.length && new Set(vals.flat()).size === vals.flat().length) return;
     }
   }
-  void raw;
   throw new SchemaError(`${at}: oneOf alternatives that one value could match at once are not supported (use anyOf, or tell them apart by type or a const property)`, 'oneOf');
 }
