@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeAnswer } from '../ts/chat/answer.js';
 import { openEngine, type Engine } from '../ts/engine/index.js';
-import { jsonGrammar } from '../ts/grammar/grammars.js';
+import { jsonGrammar, toolCallGrammar } from '../ts/grammar/grammars.js';
 import { fixture } from './helpers.js';
 import { validate } from './json-schema-check.js';
 import { genSchemas } from './schema-gen.js';
@@ -55,3 +55,36 @@ for (const { model, backend, seed, n } of runs) {
     }, 600_000);
   });
 }
+
+describe('calls the model opens itself, every tool strict (a lazy call grammar)', () => {
+  let engine: Engine;
+  beforeAll(async () => { engine = await openEngine({ model: fixture('tinyA', 'tinyA-q2.gguf'), backend: 'cpu', ctx: 512 }); });
+  afterAll(() => engine?.dispose());
+  const tools = [
+    { type: 'function', function: { name: 'get_weather', strict: true, parameters: { type: 'object', properties: { city: { type: 'string', maxLength: 20 }, days: { type: 'integer', minimum: 1, maximum: 7 } }, required: ['city', 'days'], additionalProperties: false } } },
+    { type: 'function', function: { name: 'set_flag', strict: true, parameters: { type: 'object', properties: { on: { type: 'boolean' } }, required: ['on'], additionalProperties: false } } },
+  ];
+  it('from the model\'s <tool_call> on, the call names a declared tool with valid arguments (sampled, 12 seeds); before it, text is free', async () => {
+    const tok = engine.tokenizer, open = tok.idOf('<tool_call>')!;
+    const grammar = { ...toolCallGrammar(tools), lazy: true } as const;
+    for (let seed = 1; seed <= 12; seed++) {
+      const s = engine.newSession();
+      try {
+        s.seed(seed);
+        await s.eval(tok.encode('<|im_start|>user\nGo<|im_end|>\n<|im_start|>assistant\n'));
+        // a few free tokens, then the model "opens" a call (scripted), then the grammar rules
+        const a = await decodeAnswer(s, tok, { maxTokens: 120, sampling: { temperature: 1 }, tools, grammar, script: (step) => (step === 3 ? open : undefined) });
+        const calls = a.parsed.toolCalls;
+        expect(calls.length).toBeGreaterThan(0);
+        for (const c of calls) {
+          const t = tools.find((x) => x.function.name === c.name);
+          expect(t).toBeDefined();
+          expect(c.incomplete).toBeUndefined();
+          expect(validate(c.arguments, t!.function.parameters)).toBeNull();
+        }
+      } finally {
+        s.dispose();
+      }
+    }
+  }, 120_000);
+});

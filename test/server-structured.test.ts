@@ -179,6 +179,17 @@ describe('forced tool calls follow the declared tools and their schemas', () => 
   });
 });
 
+describe('strict tools the model calls by itself', () => {
+  it('every tool strict: a schema keyword the decoder cannot enforce is a 400; without strict the same tools are accepted unconstrained', async () => {
+    const tool = (strict: boolean) => ({ type: 'function' as const, function: { name: 'f', strict, parameters: { type: 'object', properties: { a: { type: 'string', format: 'hostname' } }, required: ['a'], additionalProperties: false } } });
+    const err = await openai().chat.completions.create({ model: 'x', max_tokens: 2, tools: [tool(true)], messages: [{ role: 'user', content: 'x' }] }).then(() => null, (e) => e);
+    expect(err?.status).toBe(400);
+    expect(err.message).toMatch(/tools: .*format "hostname" is not supported/);
+    const r = await openai().chat.completions.create({ model: 'x', max_tokens: 2, tools: [tool(false)], messages: [{ role: 'user', content: 'x' }] });
+    expect(r.object).toBe('chat.completion');
+  });
+});
+
 describe('response_format with tools the model may call', () => {
   it('the answer is the document or calls of the declared tools, each valid', async () => {
     for (let seed = 1; seed <= 4; seed++) {

@@ -119,19 +119,32 @@ export async function decodeAnswer(s: Session, tok: Tokenizer, o: AnswerOptions)
   // the grammar: on from where the answer proper begins; `completing` once its shortest
   // completion was queued for a budget about to run out
   const g = o.grammar ? new Constraint(o.grammar, tok) : undefined;
+  const callOpenId = tok.idOf(TOOL_CALL_OPEN);
+  const endId = stopIds.has(tok.eosId) ? tok.eosId : [...stopIds][0];
+  let oneCall: number | undefined;
   let gOn = false, completing = false, sampled = false, compEvery = 0;
   let docTokens: number | undefined;
   const budgetLeft = (step: number) => o.maxTokens - step;
   const grammarNext = (step: number) => {
     if (!g || completing) return;
-    if (!gOn && (o.grammar!.kind === 'json' ? o.raw || !parser.inReasoning() : callForced)) gOn = true;
+    if (!gOn && (o.grammar!.kind === 'json' ? o.raw || !parser.inReasoning() : callForced && !o.grammar!.lazy)) gOn = true;
     if (!gOn || forced.length) return;
     // the completion is measured when the budget comes near it (every 16 steps before that)
     const left = budgetLeft(step);
     if (left > 256 && compEvery++ % 16 !== 0) return;
-    const comp = g.completion();
     // a margin: one token can lengthen the completion (open an array of required objects)
-    if (comp.length && left <= comp.length + 1 + Math.max(8, comp.length >> 2)) { forced.push(...comp); completing = true; o.trace?.('grammar-complete', { tokens: comp.length }); }
+    const margin = (n: number) => n + 1 + Math.max(8, n >> 2);
+    // tool calls may go on with another call after each one (a token that ends a call can begin
+    // the next): near the budget, room for one more is kept, or the calls end
+    const calls = o.grammar!.kind === 'call';
+    const extra = calls ? (oneCall ??= new Constraint(o.grammar!, tok).completion().length) : 0;
+    if (g.canEnd()) {
+      if (calls && left <= margin(extra)) forced.push(endId);
+      return;
+    }
+    const comp = g.completion();
+    // the completion, then the end (the budget is spent: nothing may begin after it)
+    if (comp.length && left <= margin(comp.length + extra)) { forced.push(...comp, endId); completing = true; o.trace?.('grammar-complete', { tokens: comp.length }); }
   };
   const next = (step: number): number | undefined => {
     sampled = false;
@@ -182,6 +195,8 @@ export async function decodeAnswer(s: Session, tok: Tokenizer, o: AnswerOptions)
         o.onLogprob?.(e);
       },
       onToken: (id) => {
+        // a lazy call grammar begins with the model's own `<tool_call>` (outside its reasoning)
+        if (g && !gOn && !completing && o.grammar!.kind === 'call' && o.grammar!.lazy && id === callOpenId && !o.raw && !parser.inReasoning()) gOn = true;
         if (g && gOn && !stopIds.has(id) && !g.accept(id)) {
           // a sampled token always fits its mask; a fed one (a script's) may not: the grammar stops there
           if (sampled) throw new Error(`grammar: token ${id} was sampled outside its mask`);

@@ -16,7 +16,7 @@ export interface ParsedToolCall {
 }
 
 /** A tool definition as clients send it (OpenAI `{type:'function', function:{name, parameters}}` or bare). */
-export type ToolSpec = { type?: string; function?: { name: string; parameters?: unknown }; name?: string; parameters?: unknown };
+export type ToolSpec = { type?: string; function?: { name: string; parameters?: unknown; strict?: boolean }; name?: string; parameters?: unknown; strict?: boolean };
 
 type Schema = { type?: string | string[]; properties?: Record<string, Schema>; anyOf?: Schema[]; oneOf?: Schema[] };
 

@@ -14,9 +14,14 @@ import { preferredBytes } from './complete.js';
 /**
  * What an answer must follow: a JSON document of a schema (or, when `tools` are given, calls of
  * them instead: a client with an output schema and tools lets the model call tools first), or
- * tool calls of declared tools only.
+ * tool calls of declared tools only (forced, or `lazy`: the calls the model chooses to make).
  */
-export type Grammar = { kind: 'json'; root: Node; tools?: CallTool[] } | { kind: 'call'; tools: CallTool[] };
+export type Grammar = { kind: 'json'; root: Node; tools?: CallTool[] } | {
+  kind: 'call';
+  tools: CallTool[];
+  /** the grammar begins where the model opens a call itself (its `<tool_call>` token), not at a forced opening */
+  lazy?: boolean;
+};
 
 const NO_MAX = Number.MAX_SAFE_INTEGER;
 

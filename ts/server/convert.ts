@@ -202,6 +202,6 @@ export function toolsFromAnthropic(tools: unknown): Obj[] | undefined {
   return tools.map((t, i) => {
     if (!isObj(t) || typeof t.name !== 'string') throw new ApiError('invalid_request', `tools[${i}] needs a name`);
     if (t.input_schema !== undefined && t.input_schema !== null) checkToolSchema(t.input_schema, `tools[${i}].input_schema`);
-    return { type: 'function', function: { name: t.name, description: t.description ?? '', parameters: t.input_schema ?? { type: 'object', properties: {} } } };
+    return { type: 'function', function: { name: t.name, description: t.description ?? '', parameters: t.input_schema ?? { type: 'object', properties: {} }, ...(t.strict === true ? { strict: true } : {}) } };
   });
 }

@@ -35,7 +35,7 @@ export function toolsFromResponses(tools: unknown): { tools?: Obj[]; origin: Map
       out.push({ type: 'function', function: { name: t.name, description: `${desc}${desc ? '\n\n' : ''}Free-form tool: put the whole input in the "input" parameter.`, parameters: { type: 'object', properties: { input: { type: 'string' } }, required: ['input'] } } });
       origin.set(t.name, { kind: 'custom', namespace: namespace?.name as string | undefined });
     } else {
-      out.push({ type: 'function', function: { name: t.name, description: desc, parameters: t.parameters ?? { type: 'object', properties: {} } } });
+      out.push({ type: 'function', function: { name: t.name, description: desc, parameters: t.parameters ?? { type: 'object', properties: {} }, ...(t.strict === true ? { strict: true } : {}) } });
       origin.set(t.name, { kind: 'function', namespace: namespace?.name as string | undefined });
     }
   };

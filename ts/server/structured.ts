@@ -1,8 +1,9 @@
 /**
  * Structured output: what a request asks the answer to follow, as a grammar for the answer
- * decoder — chat `response_format` and Responses `text.format` (json_object, json_schema), and
- * every forced tool call (tool_choice required/any/named: a declared tool's name, arguments of
- * its parameter schema). A schema keyword the decoder cannot enforce is a 400 naming it.
+ * decoder — chat `response_format` and Responses `text.format` (json_object, json_schema), every
+ * forced tool call (tool_choice required/any/named: a declared tool's name, arguments of its
+ * parameter schema), and the calls the model makes itself when every tool is `strict`. A schema
+ * keyword the decoder cannot enforce is a 400 naming it.
  */
 import type { Grammar } from '../grammar/constraint.js';
 import { jsonGrammar, SchemaError, toolCallGrammar } from '../grammar/grammars.js';
@@ -44,6 +45,10 @@ export function answerGrammar(o: { format: OutputFormat; formatParam: string; to
   };
   if (o.force && tools.length) {
     try { return toolCallGrammar(tools, o.force.name); } catch (e) { return named(e, 'tools'); }
+  }
+  // strict functions (every tool): the calls the model chooses to make follow their schemas
+  if (!o.format && tools.length && tools.every((t) => (t.function?.strict ?? t.strict) === true)) {
+    try { return { ...toolCallGrammar(tools), lazy: true } as Grammar; } catch (e) { return named(e, 'tools'); }
   }
   if (!o.format) return undefined;
   let g: Grammar;
