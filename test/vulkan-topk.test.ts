@@ -10,6 +10,13 @@ import { TOPK_MAX } from '../ts/engine/vulkan/vk-engine.js';
 import { Rng } from '../ts/model/synth.js';
 import { fixture } from './helpers.js';
 
+/** A grammar mask allowing `ids` over a vocabulary of n tokens. */
+function maskOf(n: number, ids: number[]) {
+  const bits = new Uint32Array((n + 31) >>> 5);
+  for (const i of ids) bits[i >>> 5] |= 1 << (i & 31);
+  return { bits, count: new Set(ids).size };
+}
+
 /** The reference order: logit descending, id ascending on ties; NaN never kept. */
 function hostTopK(row: Float32Array, k: number): [number, number][] {
   const ids = [...row.keys()].filter((i) => !Number.isNaN(row[i]));
@@ -96,12 +103,11 @@ describe('GPU top-k', () => {
   it('sampling under a grammar mask: the device probe draws what the host draws over the allowed tokens', async () => {
     const s = e.newSession();
     const rng = e.core.alloc(8);
-    const n = e.shape.nVocab, words = (n + 31) >>> 5;
+    const n = e.shape.nVocab;
     let probes = 0;
     const topK = e.topK.bind(e), readTopK = e.readTopK.bind(e);
     e.topK = (k: number, row?: number) => { probes++; return topK(k, row); };
     e.readTopK = (k: number) => { probes++; return readTopK(k); };
-    const maskOf = (ids: number[]) => { const bits = new Uint32Array(words); for (const i of ids) bits[i >>> 5] |= 1 << (i & 31); return { bits, count: new Set(ids).size }; };
     try {
       // the row read once on a twin session (reading it from s would take the device path away),
       // before s runs (another session's step would move s's row to the host)
@@ -119,7 +125,7 @@ describe('GPU top-k', () => {
       };
       const opts = [{ temperature: 0 }, { temperature: 0.8, topK: 20, topP: 0.95, minP: 0 }, { temperature: 1, topK: 5, topP: 1, minP: 0 }];
       for (const [name, ids] of Object.entries(masks)) {
-        const m = maskOf(ids);
+        const m = maskOf(n, ids);
         const allowed = [...new Set(ids)].sort((a, b) => a - b);
         for (const [j, o] of opts.entries()) {
           s.seed(j + 7);
@@ -143,8 +149,7 @@ describe('GPU top-k', () => {
   });
 
   it('a grammar mask on the device (with the step, or after it): the arg-max among the allowed, no row read; the next step without one is unmasked', async () => {
-    const n = e.shape.nVocab, words = (n + 31) >>> 5;
-    const maskOf = (ids: number[]) => { const bits = new Uint32Array(words); for (const i of ids) bits[i >>> 5] |= 1 << (i & 31); return { bits, count: new Set(ids).size }; };
+    const n = e.shape.nVocab;
     const prompt = [5, 17, 300, 42], next = 9;
     // the row after prompt + next, read on a twin
     const twin = e.newSession();
@@ -162,7 +167,7 @@ describe('GPU top-k', () => {
       await s.eval(prompt);
       // the mask with the step, and (a mask not known before the step) after it: the arg-max again on the device
       for (const [ids, withStep] of [order.slice(100, 140), [order[n >> 1]], order.slice(1, n >> 1)].flatMap((x) => [[x, true], [x, false]] as const)) {
-        const m = maskOf(ids);
+        const m = maskOf(n, ids);
         const base = s.tokens.length;
         await s.eval([next], withStep ? { mask: m } : {});
         const got = s.sample({ temperature: 0 }, m);

@@ -88,8 +88,6 @@ export interface Answer {
   inReasoning: boolean;
   logprobs: LogprobEntry[];
   decodeMs: number;
-  /** masks the grammar computed and their time (constrained answers) */
-  grammar?: { masks: number; ms: number; completed: boolean };
 }
 
 export async function decodeAnswer(s: Session, tok: Tokenizer, o: AnswerOptions): Promise<Answer> {
@@ -230,8 +228,5 @@ export async function decodeAnswer(s: Session, tok: Tokenizer, o: AnswerOptions)
   if (finish === 'stop' && parsed.toolCalls.length > 0) finish = 'tool_calls';
   // a document the budget cut short and the grammar completed: the model did not finish it
   if (completing && gOn && finish !== 'abort') finish = 'length';
-  return {
-    parsed, raw, tokens: res.tokens, stop: res.stop, finish, stopSequence, reasoningTokens, inReasoning: !o.raw && parser.inReasoning(), logprobs, decodeMs: res.decodeMs,
-    grammar: g ? { masks: g.computed, ms: g.computeMs, completed: completing && gOn } : undefined,
-  };
+  return { parsed, raw, tokens: res.tokens, stop: res.stop, finish, stopSequence, reasoningTokens, inReasoning: !o.raw && parser.inReasoning(), logprobs, decodeMs: res.decodeMs };
 }

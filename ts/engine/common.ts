@@ -1,6 +1,6 @@
 /** Backend-independent pieces of a session: KV type names, prefix logic, log-probabilities. */
 import { GgmlType } from '../gguf/index.js';
-import type { KvType, TokenLogprob } from './types.js';
+import type { KvType, TokenLogprob, TokenMask } from './types.js';
 
 export const KV_TYPE_IDS: Record<KvType, number> = { f32: GgmlType.F32, f16: GgmlType.F16, q8_0: GgmlType.Q8_0, q4_0: GgmlType.Q4_0 };
 export const KV_TYPE_NAMES = Object.keys(KV_TYPE_IDS) as KvType[];
@@ -61,3 +61,6 @@ export class AbortError extends Error {
     this.name = 'AbortError';
   }
 }
+
+/** Whether a grammar mask allows token `id`. */
+export const maskHas = (m: TokenMask, id: number): boolean => ((m.bits[id >>> 5] >>> (id & 31)) & 1) === 1;

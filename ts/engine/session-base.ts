@@ -6,12 +6,19 @@
 import { DEFAULT_SNAPSHOT_INTERVAL } from './defaults.js';
 import { rowBytes } from '../gguf/index.js';
 import type { ModelShape } from '../model/shape.js';
-import { AbortError, KV_TYPE_IDS, commonPrefix, syncKeep, topLogprobs } from './common.js';
+import { AbortError, KV_TYPE_IDS, commonPrefix, maskHas, syncKeep, topLogprobs } from './common.js';
 import { decodePayload, encodePayload, PayloadError, stateSizes } from './payload.js';
 import type { EngineOptions, EvalOptions, KvType, SampleOptions, Session, Snapshot, TokenLogprob, TokenMask } from './types.js';
 
 /** how many of the device's best tokens a masked sample looks at before reading the whole row */
 const MASK_PROBE = 64;
+
+/** The index of the first maximum (the WASM sampler's greedy rule): NaN never wins; 0 when nothing beats −∞. */
+function firstMax(vals: ArrayLike<number>): number {
+  let best = -1, bv = -Infinity;
+  for (let i = 0; i < vals.length; i++) if (vals[i] > bv) { best = i; bv = vals[i]; }
+  return best >= 0 ? best : 0;
+}
 
 /** What a backend supplies: its settings (BackendSettings' fields) and these primitives. */
 export interface SessionBackend extends BackendSettings {
@@ -337,7 +344,7 @@ export class BaseSession implements Session {
    */
   private sampleMasked(o: SampleOptions, mask: TokenMask): number {
     if (mask.count === 0) throw new Error('the grammar allows no token here');
-    const has = (id: number) => ((mask.bits[id >>> 5] >>> (id & 31)) & 1) === 1;
+    const has = (id: number) => maskHas(mask, id);
     if (this.lastOnDevice && o.temperature <= 0) {
       // the step took its arg-max under this very mask (eval's `mask`), or it happens to be allowed
       const id = this.b.lastArgmax?.();
@@ -355,41 +362,21 @@ export class BaseSession implements Session {
       if (top && top.ids.length === MASK_PROBE) {
         const ids: number[] = [], vals: number[] = [];
         top.ids.forEach((id, i) => { if (has(id)) { ids.push(id); vals.push(top.logits[i]); } });
-        if (o.temperature <= 0 && ids.length) {
-          let best = 0;
-          for (let i = 1; i < ids.length; i++) if (vals[i] > vals[best]) best = i;
-          return ids[best];
-        }
+        if (o.temperature <= 0 && ids.length) return ids[firstMax(vals)];
         if (o.temperature > 0 && ids.length >= k) return ids[this.b.sample(Float32Array.from(vals), o)];
       }
     }
-    const row = this.logits();
-    const bits = mask.bits;
-    if (o.temperature <= 0) {
-      // the first maximum among the allowed (the WASM sampler's greedy rule); NaN never wins
-      let best = -1, bv = -Infinity, first = -1;
-      for (let w = 0; w < bits.length; w++) {
-        let v = bits[w];
-        while (v) {
-          const id = (w << 5) + 31 - Math.clz32(v & -v);
-          v &= v - 1;
-          if (first < 0) first = id;
-          if (row[id] > bv) { best = id; bv = row[id]; }
-        }
-      }
-      return best >= 0 ? best : first;
-    }
+    // the allowed tokens' logits, in id order
+    const row = this.logits(), bits = mask.bits;
     const ids = new Int32Array(mask.count), vals = new Float32Array(mask.count);
     let n = 0;
     for (let w = 0; w < bits.length; w++) {
-      let v = bits[w];
-      while (v) {
+      for (let v = bits[w]; v; v &= v - 1) {
         const id = (w << 5) + 31 - Math.clz32(v & -v);
-        v &= v - 1;
         ids[n] = id; vals[n++] = row[id];
       }
     }
-    return ids[this.b.sample(vals.subarray(0, n), o)];
+    return ids[o.temperature <= 0 ? firstMax(vals.subarray(0, n)) : this.b.sample(vals.subarray(0, n), o)];
   }
 
   topLogprobs(k: number): TokenLogprob[] {

@@ -4,7 +4,7 @@
  * closed, the shortest required names and values, the smallest number in range). Used when the
  * token budget would cut a constrained answer mid-document.
  */
-import { done, type Frame, type Stack } from './matcher.js';
+import { CALL_OPEN, FN_CHOICES, done, isSeen, latin1, type Frame, type Stack } from './matcher.js';
 import type { Node } from './schema.js';
 
 const c = (s: string) => s.charCodeAt(0);
@@ -36,7 +36,7 @@ function frameBytes(f: Frame, up: Stack | null): number[] {
     case 'doc': return f.ph === 0 ? opens(f.root) : [];
     case 'obj': {
       const n = f.n;
-      const missing = n.names.findIndex((_, i) => n.required[i] && f.seen.charCodeAt(i) !== 0x31);
+      const missing = n.names.findIndex((_, i) => n.required[i] && !isSeen(f.seen, i));
       const needMore = missing >= 0 || f.cnt < n.minP;
       switch (f.ph) {
         case 'open': return needMore ? [c('"')] : [c('}')];
@@ -50,7 +50,7 @@ function frameBytes(f: Frame, up: Stack | null): number[] {
           const order = [...n.enc.keys()].sort((a, b) => Number(n.required[b]) - Number(n.required[a]) || n.enc[a].length - n.enc[b].length);
           for (const i of order) {
             const e = n.enc[i];
-            if (f.seen.charCodeAt(i) === 0x31 || e.length < f.kp.length) continue;
+            if (isSeen(f.seen, i) || e.length < f.kp.length) continue;
             let ok = true;
             for (let j = 0; j < f.kp.length; j++) if (e[j] !== f.kp.charCodeAt(j)) { ok = false; break; }
             if (ok) return e.length === f.kp.length ? [c('"')] : [e[f.kp.length]];
@@ -96,19 +96,19 @@ function frameBytes(f: Frame, up: Stack | null): number[] {
     case 'seq': return [f.s[f.off]];
     case 'call': {
       switch (f.ph) {
-        case 'open': return [c('<tool_call>\n<function='[f.off])];
+        case 'open': return [CALL_OPEN[f.off]];
         case 'after': return [];
         case 'name': {
-          const nm = f.names.find((x) => String.fromCharCode(...x).startsWith(f.kp));
+          const nm = f.names.find((x) => latin1(x).startsWith(f.kp));
           return nm ? (nm.length === f.kp.length ? [c('>')] : [nm[f.kp.length]]) : [];
         }
-        case 'fn': return f.alive & 2 ? [c('</function>\n</tool_call>'[f.off])] : [c('<parameter='[f.off])];
+        case 'fn': return [FN_CHOICES[f.alive & 2 ? 1 : 0][f.off]];
         case 'key': {
           const t = f.tools[f.fn], p = t.params;
           const order = [...p.names.keys()].sort((a, b) => Number(p.required[b]) - Number(p.required[a]));
           for (const i of order) {
             const nm = t.keys[i];
-            if (f.seen.charCodeAt(i) === 0x31 || !nm.startsWith(f.kp)) continue;
+            if (isSeen(f.seen, i) || !nm.startsWith(f.kp)) continue;
             return nm.length === f.kp.length ? [c('>')] : [nm.charCodeAt(f.kp.length)];
           }
           return [];

@@ -4,6 +4,7 @@
  * the answer mid-document, asks for the shortest text that completes it. Masks are cached by
  * state (most states repeat: inside a string, between members), so a long answer computes few.
  */
+import { maskHas } from '../engine/common.js';
 import type { TokenMask } from '../engine/types.js';
 import type { Tokenizer } from '../tokenizer/tokenizer.js';
 import { callStart, canEnd, docStart, stackKey, step, type CallTool, type Stack } from './matcher.js';
@@ -100,7 +101,7 @@ export function walkBytes(states: readonly Stack[], bytes: Uint8Array): Stack[] 
   return st;
 }
 
-export const maskHas = (m: TokenMask, id: number) => ((m.bits[id >>> 5] >>> (id & 31)) & 1) === 1;
+export { maskHas };
 
 export class Constraint {
   private states: Stack[];
@@ -140,17 +141,14 @@ export class Constraint {
 
   /** Tokens allowed next. */
   mask(): TokenMask {
-    const key = this.key();
-    if (this.pending?.key === key) return this.pending.mask;
-    let m = this.cache.get(key);
-    if (!m) {
-      const t0 = performance.now();
-      m = computeMask(this.idx, this.states, this.calls);
-      this.computeMs += performance.now() - t0;
-      this.computed++;
-      this.cache.set(key, m);
-    }
-    this.pending = { key, mask: m };
+    const known = this.knownMask();
+    if (known) return known;
+    const t0 = performance.now();
+    const m = computeMask(this.idx, this.states, this.calls);
+    this.computeMs += performance.now() - t0;
+    this.computed++;
+    this.cache.set(this.key(), m);
+    this.pending = { key: this.key(), mask: m };
     return m;
   }
 

@@ -6,11 +6,11 @@
  */
 import { schemaIndex, type ToolSpec } from '../chat/tool-call.js';
 import type { Grammar } from './constraint.js';
-import type { CallTool } from './matcher.js';
+import { latin1, type CallTool } from './matcher.js';
 import { anyObject, compileSchema, SchemaError, type Node } from './schema.js';
 
 const compiled = new Map<string, Node>();
-const latin1 = (s: string) => String.fromCharCode(...new TextEncoder().encode(s));
+const te = new TextEncoder();
 
 function cachedSchema(schema: unknown): Node {
   const key = JSON.stringify(schema) ?? 'undefined';
@@ -49,7 +49,7 @@ export function toolCallGrammar(tools: ToolSpec[], name?: string): Grammar {
     out.push({
       name: fn.name,
       params: node,
-      keys: node.names.map(latin1),
+      keys: node.names.map((p) => latin1(te.encode(p))),
       raw: node.names.map((p) => { const ty = idx?.get(p); return !!ty && ty.length > 0 && ty.every((x) => x === 'string'); }),
     });
   }

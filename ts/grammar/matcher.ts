@@ -9,6 +9,7 @@
  * native tool call (<tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n…)
  * whose names come from the declared tools and whose values follow each parameter's schema.
  */
+import { TOOL_CALL_CLOSE, TOOL_CALL_OPEN } from '../chat/template-tokens.js';
 import type { Node } from './schema.js';
 
 /** Whitespace bytes allowed in one gap between JSON tokens (bounded: a model cannot stall in it). */
@@ -54,10 +55,10 @@ const b = (s: string) => te.encode(s);
 const isWs = (c: number) => c === 0x20 || c === 0x0a || c === 0x09 || c === 0x0d;
 const isDigit = (c: number) => c >= 0x30 && c <= 0x39;
 
-/** Tool-call protocol text, spelled once. */
-const CALL_OPEN = b('<tool_call>\n<function=');
-const CALL_NEXT = b('\n<tool_call>\n<function=');
-const FN_CHOICES = [b('<parameter='), b('</function>\n</tool_call>')];
+/** Tool-call protocol text, spelled once (the tags from the chat template's names). */
+export const CALL_OPEN = b(`${TOOL_CALL_OPEN}\n<function=`);
+const CALL_NEXT = b(`\n${TOOL_CALL_OPEN}\n<function=`);
+export const FN_CHOICES = [b('<parameter='), b(`</function>\n${TOOL_CALL_CLOSE}`)];
 const PARAM_END = b('</parameter>');
 const PARAM_TAIL_JSON = b('\n</parameter>\n');
 const NL = b('\n');
@@ -142,7 +143,8 @@ function setSeen(seen: string, i: number): string {
   const p = seen.length > i ? seen : seen.padEnd(i + 1, '0');
   return p.slice(0, i) + '1' + p.slice(i + 1);
 }
-const isSeen = (seen: string, i: number) => seen.charCodeAt(i) === 0x31;
+/** member or parameter i is in a frame's `seen` ('1' at its index) */
+export const isSeen = (seen: string, i: number) => seen.charCodeAt(i) === 0x31;
 
 function requiredDone(n: ObjN, seen: string): boolean {
   let c = 0;
@@ -309,7 +311,7 @@ function strEnds(f: Frame & { t: 'str' }): boolean {
 }
 
 /** UTF-8 lead byte: continuation count and the first continuation's range (RFC 3629). */
-function lead(c: number): [number, number, number] | null {
+export function utf8Lead(c: number): [number, number, number] | null {
   if (c >= 0xc2 && c <= 0xdf) return [1, 0x80, 0xbf];
   if (c === 0xe0) return [2, 0xa0, 0xbf];
   if ((c >= 0xe1 && c <= 0xec) || c === 0xee || c === 0xef) return [2, 0x80, 0xbf];
@@ -359,7 +361,7 @@ function stepStr(f: Frame & { t: 'str' }, c: number, up: Stack | null, out: Stac
     return;
   }
   if (c >= 0x80) {
-    const l = lead(c);
+    const l = utf8Lead(c);
     if (!l) return;
     const bits = l[0] === 1 ? c & 0x1f : l[0] === 2 ? c & 0x0f : c & 0x07;
     if (charRoom(f, bits, l[0], MIN_CP[l[0]])) out.push(push({ ...f, cp: bits, u8: l[0], lo: l[1], hi: l[2], fk }, up));
@@ -454,10 +456,11 @@ function keyPrefixes(n: ObjN): Map<string, number[]> {
   return m;
 }
 
-/** Bytes of an extra member's key: printable ASCII but the quote and backslash, or UTF-8 above. */
+/** Bytes of an extra member's key: printable ASCII but the quote and backslash. */
 const freeKeyByte = (c: number) => c >= 0x20 && c !== 0x22 && c !== 0x5c && c < 0x80;
 const latinCache = new WeakMap<Uint8Array, string>();
-function latin1(e: Uint8Array): string {
+/** Bytes as a string of one char per byte (how the matcher compares names), cached per array. */
+export function latin1(e: Uint8Array): string {
   let s = latinCache.get(e);
   if (s === undefined) { s = String.fromCharCode(...e); latinCache.set(e, s); }
   return s;

@@ -127,25 +127,22 @@ class Parser {
       // eslint-disable-next-line no-fallthrough
       case 'B': this.fail('word boundaries (\\B) are not supported');
       // eslint-disable-next-line no-fallthrough
-      case 'u': {
-        const m = /^[0-9a-fA-F]{4}/.exec(this.s.slice(this.i));
-        if (!m) this.fail('a \\u escape without four hex digits');
-        this.i += 4;
-        const v = parseInt(m[0], 16);
-        return [[v, v]];
-      }
-      case 'x': {
-        const m = /^[0-9a-fA-F]{2}/.exec(this.s.slice(this.i));
-        if (!m) this.fail('a \\x escape without two hex digits');
-        this.i += 2;
-        const v = parseInt(m[0], 16);
-        return [[v, v]];
-      }
+      case 'u': return this.hex(4);
+      case 'x': return this.hex(2);
       default:
         if (/[1-9]/.test(c)) this.fail('back-references are not supported');
         if (/[a-zA-Z]/.test(c)) this.fail(`the escape \\${c} is not supported`);
         return [[c.charCodeAt(0), c.charCodeAt(0)]];
     }
+  }
+
+  /** \u or \x: `digits` hex digits, one code point */
+  hex(digits: number): Range[] {
+    const m = new RegExp(`^[0-9a-fA-F]{${digits}}`).exec(this.s.slice(this.i));
+    if (!m) this.fail(`a \\${this.s[this.i - 1]} escape without ${digits === 4 ? 'four' : 'two'} hex digits`);
+    this.i += digits;
+    const v = parseInt(m[0], 16);
+    return [[v, v]];
   }
 
   cls(): Range[] {

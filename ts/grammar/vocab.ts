@@ -9,6 +9,7 @@
  */
 import { TokenType, type Tokenizer } from '../tokenizer/tokenizer.js';
 import { TOOL_CALL_CLOSE, TOOL_CALL_OPEN } from '../chat/template-tokens.js';
+import { utf8Lead } from './matcher.js';
 
 export class Trie {
   readonly byte: Uint8Array;
@@ -53,42 +54,25 @@ export class Trie {
   get nodes(): number { return this.byte.length; }
 }
 
-/** Bytes in the longest prefix of `bytes` made of complete UTF-8 characters whose bytes pass `ok`. */
-function plainPrefix(bytes: Uint8Array, ok: (c: number) => boolean): number {
-  let i = 0;
+/**
+ * The longest prefix of `bytes` made of complete UTF-8 characters (RFC 3629: no overlong form,
+ * no surrogate) whose ASCII bytes pass `ok`: its length in bytes and in characters. A partial
+ * character (its lead byte here, its last bytes in another token) ends it.
+ */
+function plainPrefix(bytes: Uint8Array, ok: (c: number) => boolean): { bytes: number; chars: number } {
+  let i = 0, chars = 0;
   while (i < bytes.length) {
     const c = bytes[i];
-    if (c < 0x80) { if (!ok(c)) break; i++; continue; }
-    const n = c >= 0xc2 && c <= 0xdf ? 1 : c >= 0xe0 && c <= 0xef ? 2 : c >= 0xf0 && c <= 0xf4 ? 3 : -1;
-    if (n < 0 || i + n >= bytes.length) break;
-    const b1 = bytes[i + 1];
-    const lo = c === 0xe0 ? 0xa0 : c === 0xf0 ? 0x90 : 0x80, hi = c === 0xed ? 0x9f : c === 0xf4 ? 0x8f : 0xbf;
-    let good = b1 >= lo && b1 <= hi;
-    for (let k = 2; k <= n && good; k++) good = bytes[i + k] >= 0x80 && bytes[i + k] <= 0xbf;
+    if (c < 0x80) { if (!ok(c)) break; i++; chars++; continue; }
+    const l = utf8Lead(c);
+    if (!l || i + l[0] >= bytes.length || bytes[i + 1] < l[1] || bytes[i + 1] > l[2]) break;
+    let good = true;
+    for (let k = 2; k <= l[0] && good; k++) good = bytes[i + k] >= 0x80 && bytes[i + k] <= 0xbf;
     if (!good) break;
-    i += n + 1;
-  }
-  return i;
-}
-
-/** Code points of `bytes` when it is complete UTF-8 whose every byte passes `ok`; -1 otherwise. */
-function plainChars(bytes: Uint8Array, ok: (c: number) => boolean): number {
-  let chars = 0;
-  for (let i = 0; i < bytes.length;) {
-    const c = bytes[i];
-    if (c < 0x80) { if (!ok(c)) return -1; i++; chars++; continue; }
-    const n = c >= 0xc2 && c <= 0xdf ? 1 : c >= 0xe0 && c <= 0xef ? 2 : c >= 0xf0 && c <= 0xf4 ? 3 : -1;
-    // a partial character (its lead byte here, its last bytes in another token) is not plain
-    if (n < 0 || i + n >= bytes.length) return -1;
-    // second-byte ranges that rule out overlong forms and surrogates
-    const b1 = bytes[i + 1];
-    const lo = c === 0xe0 ? 0xa0 : c === 0xf0 ? 0x90 : 0x80, hi = c === 0xed ? 0x9f : c === 0xf4 ? 0x8f : 0xbf;
-    if (b1 < lo || b1 > hi) return -1;
-    for (let k = 2; k <= n; k++) if (bytes[i + k] < 0x80 || bytes[i + k] > 0xbf) return -1;
-    i += n + 1;
+    i += l[0] + 1;
     chars++;
   }
-  return chars;
+  return { bytes: i, chars };
 }
 
 /** A set of tokens with their character counts, as a bitset per count bound (0..MAXC, then all). */
@@ -170,10 +154,10 @@ export class VocabIndex {
       if (bytes.length === 1 && this.byteToken[bytes[0]] < 0) this.byteToken[bytes[0]] = id;
       const e = { id, bytes };
       all.push(e);
-      const j = plainChars(bytes, jsonOk);
-      if (j >= 0) jsonP.push({ id, chars: j }); else { jsonR.push(e); jsonS.push({ id, bytes: bytes.subarray(plainPrefix(bytes, jsonOk)) }); }
-      const r = plainChars(bytes, rawOk);
-      if (r >= 0) rawP.push({ id, chars: r }); else { rawR.push(e); rawS.push({ id, bytes: bytes.subarray(plainPrefix(bytes, rawOk)) }); }
+      const j = plainPrefix(bytes, jsonOk);
+      if (j.bytes === bytes.length) jsonP.push({ id, chars: j.chars }); else { jsonR.push(e); jsonS.push({ id, bytes: bytes.subarray(j.bytes) }); }
+      const r = plainPrefix(bytes, rawOk);
+      if (r.bytes === bytes.length) rawP.push({ id, chars: r.chars }); else { rawR.push(e); rawS.push({ id, bytes: bytes.subarray(r.bytes) }); }
       let k = 0;
       while (k < bytes.length && keyOk(bytes[k])) k++;
       if (k === bytes.length) keyP.push({ id, chars: k }); else { keyR.push(e); keyS.push({ id, bytes: bytes.subarray(k) }); }
