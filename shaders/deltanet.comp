@@ -13,6 +13,9 @@
 // 128-long dependent FMA chains per token; the quarters' partial sums of r and o meet in shared
 // memory. q and k are staged in shared memory. The gated norm of the output is fused in:
 // o_h ← rms(o_h) ⊙ w ⊙ silu(z_h) (the head's outputs are all in this workgroup).
+// Draft steps (speculative decoding) run several tokens of one session through this kernel and
+// keep the state after each of the first ckRows tokens in CK (token t at t·hv·dk², the same
+// layout as S): the session goes back to the state after its last accepted token by a copy.
 // Dispatch: (hv, 1, 1); deltanet_rows: (hv, rows, 1), the row's one token (rows.glsl). dk ≤ 128.
 #extension GL_GOOGLE_include_directive : enable
 #extension GL_KHR_shader_subgroup_arithmetic : enable
@@ -30,7 +33,8 @@ layout(std430, binding = 5) buffer SB { float S_[]; } sb_r[BATCH];
 layout(std430, binding = 6) buffer OB { float O[]; };
 layout(std430, binding = 7) readonly buffer ZB { float Z[]; };
 layout(std430, binding = 8) readonly buffer NB { float NW[]; };
-layout(push_constant) uniform PC { uint T; uint dk; uint hk; uint hv; uint convCh; float eps; float qScale; uint pad2; } pc;
+layout(std430, binding = 9) writeonly buffer CB { float CK[]; };
+layout(push_constant) uniform PC { uint T; uint dk; uint hk; uint hv; uint convCh; float eps; float qScale; uint ckRows; } pc;
 shared float q[128];
 shared float k[128];
 shared float red[128];
@@ -85,6 +89,10 @@ void main() {
     for (uint sg = 0u; sg < nLead; sg++) tot += red[sg];
     uint oo = t * pc.hv * pc.dk + h * pc.dk + j;
     if (lead && j < pc.dk) O[oo] = o * inversesqrt(tot / float(pc.dk) + pc.eps) * NW[j] * siluf(Z[oo]);
+    if (t - ROW < pc.ckRows && j < pc.dk) {
+      uint ck = (t - ROW) * pc.hv * pc.dk * pc.dk + base;
+      [[unroll]] for (uint i = 0u; i < 32u; i++) if (i0 + i < pc.dk) CK[ck + (i0 + i) * pc.dk] = col[i];
+    }
     barrier();
   }
   if (j < pc.dk) [[unroll]] for (uint i = 0u; i < 32u; i++) if (i0 + i < pc.dk) S[base + (i0 + i) * pc.dk] = col[i];

@@ -6,7 +6,9 @@
 // memory, so the in-place outputs cannot clobber an input another lane still needs, and the 4
 // lanes split the tile's tokens (a thread per channel walking all T tokens in order made a
 // 512-token chunk 0.37 ms a layer on the H200). Dispatch: (⌈convCh / 64⌉, 1, 1); ssm_conv_rows:
-// (⌈convCh / 64⌉, rows, 1), the row's one token (rows.glsl).
+// (⌈convCh / 64⌉, rows, 1), the row's one token (rows.glsl). Draft steps (speculative decoding)
+// keep the history after each of the first ckRows tokens (≤ 64) in CK, token t at t·stride with
+// stride = convCh·(w−1) rounded up to 64 floats (views of it stay aligned for the copy back).
 #extension GL_GOOGLE_include_directive : enable
 #include "common.glsl"
 #include "rows.glsl"
@@ -16,7 +18,8 @@ layout(std430, binding = 0) buffer UB { float U[]; };
 layout(std430, binding = 1) readonly buffer CB { float CW[]; };
 layout(std430, binding = 2) buffer HB { float HIST_[]; } hb_r[BATCH];
 #define HIST hb_r[ROW].HIST_
-layout(push_constant) uniform PC { uint convCh; uint T; uint width; uint pad; } pc;
+layout(std430, binding = 3) writeonly buffer KB { float CK[]; };
+layout(push_constant) uniform PC { uint convCh; uint T; uint width; uint ckRows; } pc;
 const uint TT = 64u, MAXW = 8u;
 shared float xs[TT + MAXW - 1u][64];
 void main() {
@@ -36,6 +39,11 @@ void main() {
       float acc = 0.0;
       [[unroll]] for (uint j = 0u; j < MAXW; j++) if (j < w) acc += cw[j] * xs[i + j][c];
       if (on) U[(ROW + t0 + i) * pc.convCh + ch] = siluf(acc);
+      // the history after token i: inputs i − hn + 1 … i (rows i + 1 … i + hn)
+      if (on && t0 + i < pc.ckRows) {
+        uint ck = (t0 + i) * (((pc.convCh * hn + 63u) / 64u) * 64u) + ch * hn;
+        for (uint j = 0u; j < hn; j++) CK[ck + j] = xs[i + 1u + j][c];
+      }
     }
     barrier();
     // the last hn inputs (rows n … n + hn − 1) become the next tile's history rows

@@ -144,7 +144,7 @@ describe('deltanet vs a plain gated delta rule', () => {
     const common = { U: b.U, B: b.Bt, AL: b.AL, dtBias: b.DT, A: b.A, state: b.S, O: b.O };
     // the chunked form leaves the gated norm to ssm_gnorm (its workgroups hold 32 columns of a head)
     const ops = new OpList(pipes);
-    if (shader === 'deltanet') dispatch(ops, KERNELS.deltanet, { ...common, Z: b.Z, normWeight: b.NW }, push, [hv]);
+    if (shader === 'deltanet') dispatch(ops, KERNELS.deltanet, { ...common, Z: b.Z, normWeight: b.NW, CK: b.S }, { ...push, ckRows: 0 }, [hv]);
     else {
       dispatch(ops, KERNELS.deltanet_chunk, common, push, [hv, groups(KERNELS.deltanet_chunk, dk)]);
       dispatch(ops, KERNELS.ssm_gnorm, { O: b.O, Z: b.Z, normWeight: b.NW }, { dk, hv, eps }, [T, hv]);
@@ -284,7 +284,7 @@ describe('rmsnorm (with the fused residual add and MoE combine), qk_prep, ssm_co
     const U0 = Float32Array.from({ length: T * ch }, () => r.normal()), CW = Float32Array.from({ length: ch * w }, () => r.normal()), H0 = Float32Array.from({ length: ch * (w - 1) }, () => r.normal());
     const b = { U: buffer(U0), CW: buffer(CW), H: buffer(H0) };
     const cops = new OpList(pipes);
-    dispatch(cops, KERNELS.ssm_conv, { U: b.U, weight: b.CW, state: b.H }, { convCh: ch, T, width: w }, [groups(KERNELS.ssm_conv, ch)]);
+    dispatch(cops, KERNELS.ssm_conv, { U: b.U, weight: b.CW, state: b.H, CK: b.H }, { convCh: ch, T, width: w, ckRows: 0 }, [groups(KERNELS.ssm_conv, ch)]);
     const cmd = dev.record(cops.build(), false);
     dev.runSync(cmd);
     const U = new Float32Array(dev.read(b.U, 0, T * ch * 4)), H = new Float32Array(dev.read(b.H, 0, ch * (w - 1) * 4));

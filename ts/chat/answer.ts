@@ -64,6 +64,8 @@ export interface AnswerOptions {
   /** which tokens enter the session (generate.ts; default 'non-stop': the live session holds the whole answer) */
   feed?: GenerateOptions['feed'];
   feedToken?: GenerateOptions['feedToken'];
+  /** speculative decoding for the greedy steps (generate.ts) */
+  draft?: GenerateOptions['draft'];
   onLogits?: GenerateOptions['onLogits'];
   /** awaited before each step (q36-eval's pause) */
   gate?: GenerateOptions['gate'];
@@ -94,7 +96,9 @@ export async function decodeAnswer(s: Session, tok: Tokenizer, o: AnswerOptions)
   const parser = new OutputParser({ startInReasoning: o.startInReasoning ?? false, tools: o.tools });
   const dec = tok.decoder();
   const stopIds = o.stopIds ?? tok.stopIds;
-  let raw = '', fed = '', visible = '', pending = '';
+  let raw = '', fed = '', visible = '';
+  // each emitted token's text until it entered the session (a draft step emits several first)
+  const pending: string[] = [];
   let stopSequence: string | undefined;
   let reasoningTokens = 0;
   // answer text is held back while it could be the start of a stop string, so a stop string
@@ -178,7 +182,7 @@ export async function decodeAnswer(s: Session, tok: Tokenizer, o: AnswerOptions)
   try {
     res = await generate(s, {
       maxTokens: o.maxTokens, stopIds, signal: o.signal, feed: o.feed ?? 'non-stop', next,
-      feedToken: o.feedToken, onLogits: o.onLogits, gate: o.gate,
+      feedToken: o.feedToken, onLogits: o.onLogits, gate: o.gate, draft: o.draft,
       sampling: o.greedyProtocol ? () => (parser.inProtocol() ? { temperature: 0 } : o.sampling) : o.sampling,
       mask: g ? () => (gOn ? g.mask() : undefined) : undefined,
       // a mask known before the step goes to the device's arg-max; else it is computed while
@@ -202,15 +206,15 @@ export async function decodeAnswer(s: Session, tok: Tokenizer, o: AnswerOptions)
           completing = true;
           o.trace?.('grammar-off', { token: id });
         }
-        if (stopIds.has(id)) return;
+        if (stopIds.has(id)) { pending.push(''); return; }
         const text = dec.push(id);
         raw += text;
-        pending = text;
+        pending.push(text);
         emit(feed(text));
         return stopSequence === undefined;
       },
       onFed: async () => {
-        fed += pending;
+        fed += pending.shift() ?? '';
         await o.onFed?.(fed);
       },
     });

@@ -1,10 +1,33 @@
 /**
  * The decode loop, the one the CLI (one-shot and chat) and the server share: choose a token
  * (sampled, or fed by the caller), report it, feed it back, stop on a stop token, the budget, the
- * caller's word or an abort.
+ * caller's word or an abort. With a drafter (speculative decoding) a token is fed together with
+ * the drafts that follow it in one draft step, and the drafts the loop would have chosen itself,
+ * step by step under the same rules, are taken without steps of their own.
  */
-import { AbortError } from './common.js';
+import { AbortError, maskHas } from './common.js';
+import type { Drafter } from './draft/drafter.js';
 import type { SampleOptions, Session, TokenLogprob, TokenMask } from './types.js';
+
+/** Speculative decoding for greedy steps. */
+export interface DraftOptions {
+  drafter: Drafter;
+  /** most drafts a step verifies (the session's draftRows − 1 at most) */
+  max: number;
+  /**
+   * runs the draft step: evaluates `tokens`, asks `decide` how many of them to keep given each
+   * row's greedy next token, keeps them (default: the session's evalDraft and keepDraft; the
+   * server's executor runs the three as one turn at the model)
+   */
+  verify?: (tokens: number[], decide: (greedy: (number | undefined)[]) => number) => Promise<void>;
+  /** whether drafting is allowed now (the server: only while one session decodes) */
+  enabled?: () => boolean;
+  /** each draft step: drafts proposed, accepted */
+  onStep?: (proposed: number, accepted: number) => void;
+}
+
+/** Draft steps skipped after a step whose drafts were all rejected: doubling, up to this many. */
+const DRAFT_BACKOFF_MAX = 32;
 
 export interface GenerateOptions {
   maxTokens: number;
@@ -47,6 +70,11 @@ export interface GenerateOptions {
   signal?: AbortSignal;
   /** awaited before each step (a pause: q36-eval's TUI holds generation here) */
   gate?: () => Promise<void>;
+  /**
+   * speculative decoding: used for steps that are greedy, without log-probabilities, per-step
+   * logits or a gate; drafts never hold a stop token
+   */
+  draft?: DraftOptions;
 }
 
 export interface GenerateResult {
@@ -59,12 +87,19 @@ export async function generate(s: Session, o: GenerateOptions): Promise<Generate
   const out: number[] = [];
   const t0 = performance.now();
   const feed = o.feed ?? 'not-last';
+  const sampling = (step: number) => (typeof o.sampling === 'function' ? o.sampling(step) : o.sampling);
+  // a step's forced token asked for during a draft step's walk (o.next is called once a step)
+  let asked: { step: number; forced: number | undefined } | undefined;
+  // drafting pauses after rejected drafts (so a drafter that guesses badly costs little)
+  let misses = 0, draftFrom = 0;
+  const canDraft = o.draft && o.logprobsTopK === undefined && !o.onLogits && !o.gate && s.draftRows > 1;
   let stop: GenerateResult['stop'] = 'length';
   for (let step = 0; step < o.maxTokens; step++) {
     if (o.gate) await o.gate();
     if (o.signal?.aborted) { stop = 'abort'; break; }
-    const forced = o.next?.(step);
-    const id = forced ?? s.sample(typeof o.sampling === 'function' ? o.sampling(step) : o.sampling, o.mask?.(step));
+    const forced = asked?.step === step ? asked.forced : o.next?.(step);
+    asked = undefined;
+    const id = forced ?? s.sample(sampling(step), o.mask?.(step));
     if (o.logprobsTopK !== undefined && o.onLogprobs) {
       const top = o.logprobsTopK > 0 ? s.topLogprobs(o.logprobsTopK) : [];
       // chosen token's log-probability: from the full log-softmax
@@ -79,22 +114,69 @@ export async function generate(s: Session, o: GenerateOptions): Promise<Generate
     const last = isStop || more === false || step + 1 === o.maxTokens;
     const fed = feed === 'all' || (feed === 'non-stop' ? !isStop : !last);
     if (fed) {
+      // drafts for the steps after this one, when they would be greedy
+      const d = o.draft;
+      const room = Math.min(d?.max ?? 0, s.draftRows - 1, o.maxTokens - step - 1, s.ctx - s.tokens.length - 1);
+      let drafts = canDraft && !last && step >= draftFrom && room > 0 && sampling(step + 1).temperature <= 0 && (d!.enabled?.() ?? true) ? d!.drafter.propose(s.tokens, id, room) : [];
+      const stopAt = drafts.findIndex((t) => o.stopIds?.has(t));
+      if (stopAt >= 0) drafts = drafts.slice(0, stopAt);
+      let ended: GenerateResult['stop'] | undefined;
       try {
-        const mask = o.nextMask?.();
-        const pending = o.feedToken ? o.feedToken(id, mask) : s.eval([id], { onLogits: o.onLogits, signal: o.signal, mask });
-        if (o.whileFeeding) {
-          // one turn of the event loop first: a feed that yields before it submits (an abortable
-          // eval, the server's shared step) has the GPU running by then
-          await new Promise<void>((r) => setImmediate(r));
-          try { o.whileFeeding(); } catch (e) { await pending.catch(() => undefined); throw e; }
+        if (drafts.length) {
+          // the walk: step j's token is what the loop would choose (forced, or the greedy row
+          // under the step's mask); a draft equal to it is taken, the first other one ends it
+          const taken: number[] = [];
+          const decide = (greedy: (number | undefined)[]): number => {
+            for (let i = 0; i < drafts.length && !ended; i++) {
+              const j = step + 1 + i;
+              if (o.signal?.aborted) break;
+              const f = o.next?.(j);
+              asked = { step: j, forced: f };
+              let t: number | undefined = f;
+              if (t === undefined) {
+                const m = o.mask?.(j);
+                t = sampling(j).temperature <= 0 ? greedy[i] : undefined;
+                if (t !== undefined && m && !maskHas(m, t)) t = undefined;
+              }
+              if (t !== drafts[i]) break;
+              asked = undefined;
+              out.push(t);
+              const more = o.onToken?.(t, j);
+              const lastJ = more === false || j + 1 === o.maxTokens;
+              if (more === false) ended = 'callback';
+              else if (lastJ) ended = 'length';
+              // a token that is not fed ends the run without entering the session
+              if (!(feed === 'all' || feed === 'non-stop' || !lastJ)) break;
+              taken.push(t);
+            }
+            return 1 + taken.length;
+          };
+          const verify = d!.verify ?? (async (tokens, pick) => { const g = await s.evalDraft(tokens); await s.keepDraft(pick(g)); });
+          await verify([id, ...drafts], decide);
+          d!.onStep?.(drafts.length, taken.length);
+          if (taken.length === 0) { misses++; draftFrom = step + 1 + Math.min(DRAFT_BACKOFF_MAX, 2 ** (misses - 1)); } else misses = 0;
+          await o.onFed?.(id);
+          for (const t of taken) await o.onFed?.(t);
+          // every step emitted one token: the walk's steps are done (the loop goes on after them)
+          step = out.length - 1;
+        } else {
+          const mask = o.nextMask?.();
+          const pending = o.feedToken ? o.feedToken(id, mask) : s.eval([id], { onLogits: o.onLogits, signal: o.signal, mask });
+          if (o.whileFeeding) {
+            // one turn of the event loop first: a feed that yields before it submits (an abortable
+            // eval, the server's shared step) has the GPU running by then
+            await new Promise<void>((r) => setImmediate(r));
+            try { o.whileFeeding(); } catch (e) { await pending.catch(() => undefined); throw e; }
+          }
+          await pending;
+          await o.onFed?.(id);
         }
-        await pending;
       } catch (e) {
         // an abort between sampling and feeding back ends the generation, keeping what was sampled
         if (e instanceof AbortError) { stop = 'abort'; break; }
         throw e;
       }
-      await o.onFed?.(id);
+      if (ended) { stop = ended; break; }
     }
     // with a signal, give the event loop a turn so Ctrl+C / client disconnects can arrive
     if (o.signal) await new Promise<void>((r) => setImmediate(r));

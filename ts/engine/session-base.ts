@@ -3,7 +3,7 @@
  * snapshots and rewind, prefix sync, the payload format, sampling and log-probabilities. A
  * backend supplies the few primitives below (forward a chunk, move state in and out).
  */
-import { DEFAULT_SNAPSHOT_INTERVAL } from './defaults.js';
+import { DEFAULT_SNAPSHOT_INTERVAL, MAX_BATCH_ROWS } from './defaults.js';
 import { rowBytes } from '../gguf/index.js';
 import type { ModelShape } from '../model/shape.js';
 import { AbortError, KV_TYPE_IDS, commonPrefix, maskHas, syncKeep, topLogprobs } from './common.js';
@@ -43,6 +43,15 @@ export interface SessionBackend extends BackendSettings {
    * from the top-k every step); false for a one-off look (a grammar's probe).
    */
   lastTopK?(k: number, hint?: boolean): { ids: number[]; logits: Float32Array } | undefined;
+  /**
+   * A draft step (speculative decoding): tokens at pos… as rows of one step, each computed as its
+   * decode step is; each row's arg-max (undefined: NaN). keepDraft(n) follows. Without these,
+   * BaseSession runs the rows as one forward (a backend whose several-token forward equals its
+   * decode steps: the CPU's) and goes back by its saved state.
+   */
+  draftStep?(tokens: number[], pos: number): Promise<(number | undefined)[]>;
+  /** keeps the first n rows of the last draft step (the state after row n − 1; its row deferred as readLast's) */
+  keepDraft?(n: number): void;
   /** DeltaNet conv + recurrent states of all recurrent layers, in layer order */
   readRecurrent(): Uint8Array;
   writeRecurrent(state: Uint8Array | null): void;
@@ -65,15 +74,19 @@ export abstract class BackendSettings {
   readonly kvTypes: { k: KvType; v: KvType };
   /** most tokens one forward call can return all-position logits for */
   readonly logitsRows: number;
+  /** most rows of a draft step (a token and its drafts) */
+  readonly draftRows: number;
   readonly snapshotInterval: number;
   readonly maxSnapshots: number;
 
-  constructor(e: { shape: ModelShape; options: EngineOptions; chunk: number; kv: { k: KvType; v: KvType }; logitsRows: number }) {
+  constructor(e: { shape: ModelShape; options: EngineOptions; chunk: number; kv: { k: KvType; v: KvType }; logitsRows: number; draftRows?: number }) {
     this.shape = e.shape;
     this.ctx = e.options.ctx;
     this.chunk = e.chunk;
     this.kvTypes = e.kv;
     this.logitsRows = e.logitsRows;
+    // without its own draft step a backend runs the rows as one forward that returns their logits
+    this.draftRows = e.draftRows ?? Math.min(MAX_BATCH_ROWS, e.logitsRows, e.chunk);
     this.snapshotInterval = e.options.snapshotInterval ?? DEFAULT_SNAPSHOT_INTERVAL;
     this.maxSnapshots = e.options.maxSnapshots ?? 8;
   }
@@ -100,6 +113,70 @@ export class BaseSession implements Session {
 
   private check(): void {
     if (this.disposed) throw new Error('session is disposed');
+    if (this.pending) throw new Error('a draft step is waiting for keepDraft()');
+  }
+
+  /** the last evalDraft, until keepDraft: its position and tokens, and (BaseSession's own draft step) the rows' logits and the state before it */
+  private pending?: { pos: number; tokens: number[]; rows?: Float32Array[]; state?: Uint8Array };
+
+  get draftRows(): number {
+    return this.b.draftRows;
+  }
+
+  async evalDraft(tokens: readonly number[]): Promise<(number | undefined)[]> {
+    this.check();
+    const b = this.b, T = tokens.length, pos = this.toks.length;
+    if (!(T >= 1 && T <= b.draftRows)) throw new RangeError(`a draft step takes 1..${b.draftRows} tokens (got ${T})`);
+    if (pos + T > b.ctx) throw new Error(`context full: ${pos} + ${T} tokens exceed ctx ${b.ctx}`);
+    if (this.lastOnDevice) this.setLast(EMPTY);
+    const part = tokens.slice();
+    let ids: (number | undefined)[];
+    try {
+      if (b.draftStep) {
+        ids = await b.draftStep(part, pos);
+        this.pending = { pos, tokens: part };
+      } else {
+        // the rows as one forward (the CPU's several-token forward is bit for bit its decode
+        // steps'), the state before it kept to go back to an accepted row
+        const state = b.readRecurrent();
+        const rows = await b.forward(part, pos, 0);
+        ids = rows.map((r) => firstMax(r));
+        this.pending = { pos, tokens: part, rows, state };
+      }
+    } catch (e) {
+      this.invalidate();
+      throw e;
+    }
+    this.toks.push(...part);
+    this.evaluatedCount += T;
+    return ids;
+  }
+
+  async keepDraft(n: number): Promise<void> {
+    if (this.disposed) throw new Error('session is disposed');
+    const d = this.pending;
+    if (!d) throw new Error('keepDraft: no draft step to keep');
+    if (!(Number.isInteger(n) && n >= 1 && n <= d.tokens.length)) throw new RangeError(`keepDraft: ${n} of ${d.tokens.length} tokens`);
+    this.pending = undefined;
+    this.toks.length = d.pos + n;
+    try {
+      if (this.b.keepDraft) {
+        this.b.keepDraft(n);
+        this.last = EMPTY;
+        this.lastOnDevice = true;
+        return;
+      }
+      if (n < d.tokens.length) {
+        // back to the state before the step, then the kept tokens again (no logits needed)
+        this.b.writeRecurrent(d.state!);
+        await this.b.forward(d.tokens.slice(0, n), d.pos, n);
+        this.evaluatedCount += n;
+      }
+      this.setLast(d.rows![n - 1]);
+    } catch (e) {
+      this.invalidate();
+      throw e;
+    }
   }
 
   private reset(): void {
@@ -198,6 +275,7 @@ export class BaseSession implements Session {
    */
   invalidate(): void {
     if (this.disposed) return;
+    this.pending = undefined;
     this.toks = [];
     this.snaps = [];
     this.setLast(EMPTY);

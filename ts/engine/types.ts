@@ -97,6 +97,11 @@ export interface EngineOptions {
    */
   batchRows?: number;
   /**
+   * Speculative decoding: the most drafted tokens one draft step verifies (Session.evalDraft; the
+   * Vulkan engine sizes its draft rows and state checkpoints for it). Default 0: none.
+   */
+  draftMax?: number;
+  /**
    * sessions the caller keeps live at once (q36-server --batched-session N): the memory budget
    * counts that many KV caches and recurrent states. Default 1.
    */
@@ -176,6 +181,20 @@ export interface Session {
   /** the `Q36 ` session payload (v2 f16 KV, v3 typed KV) */
   savePayload(): Uint8Array;
   loadPayload(payload: Uint8Array): void;
+  /**
+   * Speculative decoding (greedy): evaluates `tokens` — the next token, then drafted ones — in one
+   * step, each row computed exactly as its own decode step would be, and returns each row's
+   * greedy next token (undefined where the backend cannot tell: NaN). keepDraft(n) must follow
+   * before anything else is asked of the session. At most draftRows tokens.
+   */
+  evalDraft(tokens: readonly number[]): Promise<(number | undefined)[]>;
+  /**
+   * Keeps the first n (1 ≤ n ≤ T) tokens of the last evalDraft: the session is then exactly as
+   * after evaluating those n alone (state, tokens), their last row's logits the current ones.
+   */
+  keepDraft(n: number): Promise<void>;
+  /** most tokens one evalDraft takes (1: no drafts) */
+  readonly draftRows: number;
   /** the next token: sampled (or the arg-max at temperature 0) among all tokens, or among a mask's */
   sample(o: SampleOptions, mask?: TokenMask): number;
   /** log-softmax of the current logits: the top k */

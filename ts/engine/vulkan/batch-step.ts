@@ -26,18 +26,10 @@ export function batchProblem(dev: { bufferArrays: boolean; maxStageStorageBuffer
 }
 
 export class BatchSteps {
-  /** row i's PARAMS row (views paramWords apart, created on first use) */
-  private params: number[] = [];
   /** recorded steps by session list, oldest use first */
   private cmds = new Map<string, { cmd: number; names: string[]; ids: number[] }>();
 
   constructor(private readonly h: VkHost) {}
-
-  private paramsRow(i: number): number {
-    const h = this.h, bytes = 4 * h.paramWords;
-    while (this.params.length <= i) this.params.push(h.dev.createView(h.buf.PARAMS, this.params.length * bytes, bytes));
-    return this.params[i];
-  }
 
   private command(states: VkSessionState[]): { cmd: number; names: string[] } {
     const key = states.map((s) => s.id).join(',');
@@ -46,7 +38,7 @@ export class BatchSteps {
       this.cmds.delete(key);
     } else {
       const h = this.h, ops = new OpList(h.pipes);
-      const rows = states.map((s, i) => ({ layers: s.layers, params: this.paramsRow(i) }));
+      const rows = states.map((s, i) => ({ layers: s.layers, params: h.paramRow(i) }));
       recordStep({ h, ops, T: states.length, rows, layers: [], kvTypes: h.kv, ctx: h.options.ctx, paramWords: h.paramWords }, 0);
       rec = { cmd: h.dev.record(ops.build(), h.options.vkProfile === true), names: ops.names, ids: states.map((s) => s.id) };
       while (this.cmds.size >= KEEP_RECORDED) this.drop(this.cmds.keys().next().value!);

@@ -27,6 +27,8 @@ export interface MatvecOpts {
   exact?: boolean;
 }
 
+export interface DraftCheckpoints { conv: number; state: number; convRows: number[]; stateRows: number[] }
+
 /** A session that can save its deferred logits row before another session overwrites it. */
 export interface OutputOwner { keep(): void }
 
@@ -53,6 +55,16 @@ export interface VkHost {
   readonly logitsRows: number;
   /** words from one row's step parameters to the next in PIN/PARAMS (the device's binding alignment) */
   readonly paramWords: number;
+  /** row i's PARAMS row (a view paramWords apart): a batched or draft step's rows */
+  paramRow(i: number): number;
+  /** rows a draft step may hold (a token and its drafts; 1: none) */
+  readonly draftRows: number;
+  /**
+   * Recurrent layer l's state checkpoints of a draft step (CKC, CKS): the conv histories and the
+   * DeltaNet states after each row but the last (what ssm_conv / deltanet write with ckRows), and
+   * each row's as its own view (the copy back)
+   */
+  draftCheckpoints(l: number): DraftCheckpoints;
   embed(tokens: number[]): Float32Array;
   /** one weight's matvec (every window of it) */
   matvec(ops: OpList, name: string, x: number, y: number, nRows: number, o?: MatvecOpts): void;

@@ -55,8 +55,9 @@ const MATVEC_BIND = ['W', 'X', 'Y', 'IDS', 'GRID'] as const;
 export const KERNELS = {
   step_in: k({ name: 'step_in', bindings: ['XIN', 'X', 'PIN', 'PARAMS'], push: ['n', 'np'], local: 256, per: 256 }),
   rmsnorm: k({ name: 'rmsnorm', bindings: ['X', 'A', 'weight', 'R', 'DE', 'WTS', 'DS', 'SG', 'XQ', 'XS'], push: ['n', 'row0', 'eps:f32', 'mode', 'K', 'quant', '_', '_'], local: 1024 }),
-  ssm_conv: k({ name: 'ssm_conv', bindings: ['U', 'weight', 'state'], push: ['convCh', 'T', 'width', '_'], local: 256, per: 64 }),
-  deltanet: k({ name: 'deltanet', bindings: ['U', 'B', 'AL', 'dtBias', 'A', 'state', 'O', 'Z', 'normWeight'], push: ['T', 'dk', 'hk', 'hv', 'convCh', 'eps:f32', 'qScale:f32', '_'], local: 512 }),
+  // CK: a draft step's history / state after each of its first ckRows tokens (0: none kept)
+  ssm_conv: k({ name: 'ssm_conv', bindings: ['U', 'weight', 'state', 'CK'], push: ['convCh', 'T', 'width', 'ckRows'], local: 256, per: 64 }),
+  deltanet: k({ name: 'deltanet', bindings: ['U', 'B', 'AL', 'dtBias', 'A', 'state', 'O', 'Z', 'normWeight', 'CK'], push: ['T', 'dk', 'hk', 'hv', 'convCh', 'eps:f32', 'qScale:f32', 'ckRows'], local: 512 }),
   deltanet_chunk: k({ name: 'deltanet_chunk', bindings: ['U', 'B', 'AL', 'dtBias', 'A', 'state', 'O'], push: ['T', 'dk', 'hk', 'hv', 'convCh', 'eps:f32', 'qScale:f32', '_'], local: 256, per: 32 }),
   ssm_gnorm: k({ name: 'ssm_gnorm', bindings: ['O', 'Z', 'normWeight'], push: ['dk', 'hv', 'eps:f32', '_'], local: 128 }),
   qk_prep: k({ name: 'qk_prep', bindings: ['QG', 'K', 'qNorm', 'kNorm', 'ROPE', 'PARAMS'], push: ['nHead', 'nHeadKv', 'hd', 'nRot', 'qStride', 'kStride', 'eps:f32', '_'], local: 256 }),

@@ -35,6 +35,10 @@ export interface MemoryPlan {
   paramWords: number;
   batchRows: number;
   batchIssue?: string;
+  /** rows a draft step (speculative decoding: a token and its drafts, one session) may hold: 1 none */
+  draftRows: number;
+  /** why draft steps were asked for and are not available */
+  draftIssue?: string;
   streaming: boolean;
   /** one session's KV cache, recurrent state and RoPE table */
   sessionBytes: number;
@@ -55,8 +59,8 @@ export interface MemoryPlan {
 }
 
 /** The scratch buffers a plan allocates (scratch.ts). */
-export function planScratch(shape: ModelShape, options: EngineOptions, info: DeviceInfo, p: Pick<MemoryPlan, 'chunk' | 'logitsRows' | 'batchRows' | 'paramWords' | 'streaming'>): ScratchBuffer[] {
-  return scratchTable(shape, { T: p.chunk, ctx: options.ctx, logitsRows: p.logitsRows, steering: !!options.steering, unified: info.unifiedMemory, batch: p.batchRows, paramWords: p.paramWords, streaming: p.streaming });
+export function planScratch(shape: ModelShape, options: EngineOptions, info: DeviceInfo, p: Pick<MemoryPlan, 'chunk' | 'logitsRows' | 'batchRows' | 'draftRows' | 'paramWords' | 'streaming'>): ScratchBuffer[] {
+  return scratchTable(shape, { T: p.chunk, ctx: options.ctx, logitsRows: p.logitsRows, steering: !!options.steering, unified: info.unifiedMemory, batch: Math.max(p.batchRows, p.draftRows), drafts: p.draftRows - 1, paramWords: p.paramWords, streaming: p.streaming });
 }
 
 /** SSD streaming: the routed-expert tensors left out of the resident weights (layers ≥ full). */
@@ -102,10 +106,17 @@ export function planMemory(file: GgufFile, shape: ModelShape, options: EngineOpt
   const streaming = options.streamExperts === true;
   const batchIssue = rows > 1 ? (streaming ? 'SSD streaming loads each session\'s experts per step' : batchProblem(info)) : undefined;
   const batchRows = batchIssue ? 1 : rows;
+  // draft steps run as a batched step's rows (one session's): the same kernels and limits
+  const drafts = Math.floor(options.draftMax ?? 0);
+  if (!(drafts >= 0)) throw new Error(`draftMax must be a whole number of tokens (got ${options.draftMax})`);
+  if (drafts + 1 > MAX_BATCH_ROWS) throw new Error(`a draft step verifies at most ${MAX_BATCH_ROWS - 1} drafted tokens (asked ${drafts})`);
+  const dRows = Math.min(drafts + 1, chunk, logitsRows);
+  const draftIssue = dRows > 1 ? (streaming ? 'SSD streaming loads the experts of one token per step' : batchProblem(info)) : undefined;
+  const draftRows = draftIssue ? 1 : dRows;
   const { mode, auto } = weightMode(info, options.vkWeights);
   const one = sessionBytes(s, options.ctx, kv);
   const p: MemoryPlan = {
-    kv, mode, auto, chunk, logitsRows, paramWords, batchRows, batchIssue, streaming, sessionBytes: one,
+    kv, mode, auto, chunk, logitsRows, paramWords, batchRows, batchIssue, draftRows, draftIssue, streaming, sessionBytes: one,
     weightBytes: 0, importedBytes: 0, sessionsBytes: 0, scratchBytes: 0, cacheBytes: 0, capacityBytes: 0,
   };
   const full = streaming ? Math.min(options.expertFullLayers ?? 0, s.nLayer) : 0;

@@ -8,7 +8,7 @@ import { stateSizes } from '../payload.js';
 import { TOPK_ITEMS, TOPK_MAX, attnSlots, moeMaxTiles } from './graph.js';
 
 /** The scratch table's buffer names (a name used anywhere else is a compile error, not a run-time one). */
-export const SCRATCH_NAMES = ['XIN', 'X', 'A', 'A2', 'QG', 'Kb', 'Vb', 'U', 'Z', 'B', 'AL', 'O', 'P', 'ML', 'R', 'IDS', 'WTS', 'LIST', 'TILES', 'CNT', 'GE', 'UE', 'DE', 'GS', 'US', 'DS', 'SG', 'STK', 'XQ', 'XS', 'XQE', 'XSE', 'LOGITS', 'STT', 'PIN', 'PARAMS', 'ARG', 'MASK', 'TKA', 'TKB', 'TKH', 'M'] as const;
+export const SCRATCH_NAMES = ['CKC', 'CKS', 'XIN', 'X', 'A', 'A2', 'QG', 'Kb', 'Vb', 'U', 'Z', 'B', 'AL', 'O', 'P', 'ML', 'R', 'IDS', 'WTS', 'LIST', 'TILES', 'CNT', 'GE', 'UE', 'DE', 'GS', 'US', 'DS', 'SG', 'STK', 'XQ', 'XS', 'XQE', 'XSE', 'LOGITS', 'STT', 'PIN', 'PARAMS', 'ARG', 'MASK', 'TKA', 'TKB', 'TKH', 'M'] as const;
 export type ScratchName = (typeof SCRATCH_NAMES)[number];
 /** The engine's own buffers beside the scratch table: the IQ2 grid, the RoPE table, steering directions. */
 export type EngineBufferName = ScratchName | 'GRID' | 'ROPE' | 'STEER';
@@ -26,11 +26,14 @@ export interface ScratchOptions {
   T: number; ctx: number; logitsRows: number; steering: boolean; unified: boolean;
   /** rows of a batched decode step (1: none) and the words of one row's step parameters (PIN/PARAMS) */
   batch?: number; paramWords?: number;
+  /** drafted tokens a draft step may verify (its state checkpoints: CKC, CKS) */
+  drafts?: number;
   /** SSD streaming: the host rewrites IDS, LIST and TILES between step segments (host-visible, no copies) */
   streaming?: boolean;
 }
 
 export function scratchTable(s: ModelShape, o: ScratchOptions): ScratchBuffer[] {
+  const nRec = o.drafts ? s.recurrent.filter(Boolean).length : 0;
   const { T, ctx } = o, st = stateSizes(s), K = s.nExpertUsed, batch = o.batch ?? 1, params = Math.max(4, batch * (o.paramWords ?? 4));
   // rows of a decode (1) or batched decode step: the int8 levels' rows
   const levelRows = Math.max(1, batch);
@@ -72,7 +75,15 @@ export function scratchTable(s: ModelShape, o: ScratchOptions): ScratchBuffer[] 
     { name: 'TKA', floats: 2 * Math.ceil(s.nVocab / TOPK_ITEMS) * TOPK_MAX }, { name: 'TKB', floats: 2 * Math.ceil(s.nVocab / TOPK_ITEMS) * TOPK_MAX },
     { name: 'TKH', floats: 2 * TOPK_MAX, host: true },
     ...(o.steering ? [{ name: 'M' as const, floats: T * s.nEmbd }] : []),
+    // a draft step's conv histories and DeltaNet states after each row but its last, every
+    // recurrent layer (draftCheckpoints): the session returns to its last accepted row's
+    { name: 'CKC', floats: (o.drafts ?? 0) * nRec * convCheckpoint(s) }, { name: 'CKS', floats: (o.drafts ?? 0) * nRec * st.ssmBytes / 4 },
   ];
+}
+
+/** Floats of one conv-history checkpoint (ssm_conv.comp: rounded up to 64, so views of rows stay 256-byte aligned). */
+export function convCheckpoint(s: ModelShape): number {
+  return Math.ceil(stateSizes(s).convBytes / 4 / 64) * 64;
 }
 
 export function scratchBytes(t: ScratchBuffer[]): number {

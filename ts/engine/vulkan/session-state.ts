@@ -114,6 +114,74 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
     return n === 1 ? [all] : Array.from({ length: n }, (_, i) => all.slice(i * s.nVocab, (i + 1) * s.nVocab));
   }
 
+  /** rows of the last draft step (0: none pending) */
+  private draftT = 0;
+  /** the recorded copies back to a draft step's row r (restoreCmd) */
+  private restores = new Map<number, number>();
+
+  /**
+   * A draft step: tokens at pos… as consecutive rows of this session, each computed as its own
+   * decode step is (step.ts `draft`); every row's logits and arg-max stay in LOGITS/ARG. Returns
+   * each row's arg-max (undefined for a row with NaN). keepDraft() must follow.
+   */
+  async draftStep(tokens: number[], pos: number): Promise<(number | undefined)[]> {
+    const e = this.h, T = tokens.length;
+    if (!(T >= 1 && T <= e.draftRows)) throw new RangeError(`a draft step takes 1..${e.draftRows} rows (got ${T})`);
+    e.claimOutputs(this, false);
+    this.kept = undefined;
+    this.masked = undefined;
+    this.outRow = 0;
+    this.topkReady = 0;
+    const key = `d${T}`;
+    let step = this.steps.get(key);
+    if (step === undefined) {
+      const ops = new OpList(e.pipes);
+      const rows = tokens.map((_, i) => ({ layers: this.layers, params: e.paramRow(i) }));
+      recordStep({ h: e, ops, T, rows, draft: true, layers: this.layers, kvTypes: this.kvTypes, ctx: this.ctx, paramWords: e.paramWords }, 0);
+      step = { cmds: [e.dev.record(ops.build(), e.options.vkProfile === true)], layers: [-1], names: [ops.names] };
+      this.steps.set(key, step);
+    }
+    e.setMask(undefined);
+    const pin = new Uint32Array(T * e.paramWords);
+    for (let i = 0; i < T; i++) { pin[i * e.paramWords] = pos + i; pin[i * e.paramWords + 1] = 1; }
+    e.dev.write(e.buf.XIN, 0, new Uint8Array(e.embed(tokens).buffer));
+    e.dev.write(e.buf.PIN, 0, new Uint8Array(pin.buffer));
+    this.draftT = T;
+    await e.runStep(step, T);
+    const arg = new Uint32Array(e.dev.read(e.buf.ARG, 0, 8 * T));
+    return tokens.map((_, i) => (arg[2 * i + 1] !== 0 || arg[2 * i] >= this.shape.nVocab ? undefined : arg[2 * i]));
+  }
+
+  /** Keeps the first n rows of the last draft step: the recurrent state after row n − 1 (copied back unless it is the last), whose logits are ours. */
+  keepDraft(n: number): void {
+    const T = this.draftT;
+    if (!(n >= 1 && n <= T)) throw new RangeError(`keepDraft: ${n} of ${T} rows`);
+    if (n < T) this.h.dev.runSync(this.restoreCmd(n - 1));
+    this.draftT = 0;
+    this.h.claimOutputs(this, true);
+    this.outRow = n - 1;
+  }
+
+  /** The copies of a draft step's row-r checkpoints (conv history, DeltaNet state) into every recurrent layer's state. */
+  private restoreCmd(r: number): number {
+    let cmd = this.restores.get(r);
+    if (cmd !== undefined) return cmd;
+    const st = stateSizes(this.shape), ops = new OpList(this.h.pipes);
+    const copy = (src: number, dst: number, bytes: number, barrier: boolean) => {
+      if (bytes % 16 !== 0) throw new Error(`draft checkpoints: a state of ${bytes} bytes is not whole 16-byte words`);
+      dispatch(ops, KERNELS.copy, { SRC: src, DST: dst }, { n4: bytes / 16 }, [Math.min(1024, Math.ceil(bytes / 16 / 256))], { barrier });
+    };
+    const rec = this.shape.recurrent.flatMap((x, l) => (x ? [l] : []));
+    rec.forEach((l, i) => {
+      const ck = this.h.draftCheckpoints(l);
+      copy(ck.convRows[r], this.layers[l].a, st.convBytes, false);
+      copy(ck.stateRows[r], this.layers[l].b, st.ssmBytes, i === rec.length - 1);
+    });
+    cmd = this.h.dev.record(ops.build());
+    this.restores.set(r, cmd);
+    return cmd;
+  }
+
   /** A batched step left this session's output in LOGITS/ARG row `row` (the engine claimed them for us). */
   batchedOutput(row: number): void {
     this.kept = undefined;
@@ -238,6 +306,7 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
     this.h.forgetSession(this.id);
     for (const st of this.steps.values()) for (const c of st.cmds) this.h.dev.freeCommand(c);
     for (const c of this.transposes.values()) this.h.dev.freeCommand(c);
+    for (const c of this.restores.values()) this.h.dev.freeCommand(c);
     for (const L of this.layers) { this.h.dev.freeBuffer(L.a); this.h.dev.freeBuffer(L.b); }
   }
 }

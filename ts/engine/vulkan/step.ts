@@ -41,8 +41,15 @@ export interface StepContext {
   ops: OpList;
   /** tokens in the step (a batched step: one per row) */
   T: number;
-  /** a batched decode step's rows (T of them): then `layers` is unused */
+  /** a batched decode step's rows (T of them): then `layers` is unused, but in a draft step */
   rows?: BatchRow[];
+  /**
+   * A draft step (speculative decoding): the rows are consecutive tokens of one session (`layers`,
+   * every row's too). Each is computed as its own decode step is: the products and attention as
+   * a batched step's rows, the conv and recurrence over the rows in order, keeping the state
+   * after each row but the last (the host's draftCheckpoints) for the copy back to an accepted row.
+   */
+  draft?: boolean;
   layers: LayerState[];
   kvTypes: { k: KvType; v: KvType };
   /** the session's context length (KV rows) */
@@ -93,22 +100,25 @@ function deltanetMixer(c: StepContext, l: number): Pending {
   }
   const dn = { T, dk: s.ssmHeadDim, hk: s.ssmKHeads, hv: s.ssmVHeads, convCh: st.convCh, eps: s.eps, qScale: 1 / Math.sqrt(s.ssmHeadDim) };
   const cw = wbuf(c, l, 'ssm_conv1d.weight'), dtBias = wbuf(c, l, 'ssm_dt.bias'), Aw = wbuf(c, l, 'ssm_a'), normWeight = wbuf(c, l, 'ssm_norm.weight');
-  if (c.rows) {
+  if (c.rows && !c.draft) {
     // a batched step: every row's conv and recurrence on its own state, as its one-token step, in
     // one dispatch each (the _rows kernels: row r along y is token r of the scratch, its state
     // element r of an array)
     const rows = c.rows;
-    dispatch(c.ops, KR.ssm_conv, { U, weight: cw, state: rows.map((r) => r.layers[l].a) }, { convCh: st.convCh, T: 1, width: s.ssmConv }, [groups(K.ssm_conv, st.convCh), rows.length]);
-    dispatch(c.ops, KR.deltanet, { U, B: Bt, AL, dtBias, A: Aw, state: rows.map((r) => r.layers[l].b), O: B.O, Z, normWeight }, { ...dn, T: 1 }, [s.ssmVHeads, rows.length]);
+    dispatch(c.ops, KR.ssm_conv, { U, weight: cw, state: rows.map((r) => r.layers[l].a), CK: U }, { convCh: st.convCh, T: 1, width: s.ssmConv, ckRows: 0 }, [groups(K.ssm_conv, st.convCh), rows.length]);
+    dispatch(c.ops, KR.deltanet, { U, B: Bt, AL, dtBias, A: Aw, state: rows.map((r) => r.layers[l].b), O: B.O, Z, normWeight, CK: B.O }, { ...dn, T: 1, ckRows: 0 }, [s.ssmVHeads, rows.length]);
     mv(c, l, 'ssm_out.weight', B.O, B.A2, T);
     return { mode: 1, r: B.A2, sg: B.A2 };
   }
   const { a: conv, b: state } = c.layers[l];
-  dispatch(c.ops, K.ssm_conv, { U, weight: cw, state: conv }, { convCh: st.convCh, T, width: s.ssmConv }, [groups(K.ssm_conv, st.convCh)]);
+  // a draft step keeps the state after each row but the last (CK; elsewhere bound, never written)
+  const ck = c.draft ? h.draftCheckpoints(l) : undefined, ckRows = ck ? T - 1 : 0;
+  dispatch(c.ops, K.ssm_conv, { U, weight: cw, state: conv, CK: ck?.conv ?? conv }, { convCh: st.convCh, T, width: s.ssmConv, ckRows }, [groups(K.ssm_conv, st.convCh)]);
   const common = { U, B: Bt, AL, dtBias, A: Aw, state, O: B.O };
-  if (T === 1) {
-    // one token: the recurrence with the q/k L2 norm and the gated output norm fused in
-    dispatch(c.ops, K.deltanet, { ...common, Z, normWeight }, dn, [s.ssmVHeads]);
+  if (T === 1 || c.draft) {
+    // one token (or a draft step's tokens in order, each as its decode step): the recurrence
+    // with the q/k L2 norm and the gated output norm fused in
+    dispatch(c.ops, K.deltanet, { ...common, Z, normWeight, CK: ck?.state ?? state }, { ...dn, ckRows }, [s.ssmVHeads]);
   } else {
     // several: the chunked form over 32-column slices of each head, then the gated norm
     dispatch(c.ops, K.deltanet_chunk, common, dn, [s.ssmVHeads, groups(K.deltanet_chunk, s.ssmHeadDim)]);

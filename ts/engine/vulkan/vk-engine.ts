@@ -13,11 +13,11 @@ import type { ModelShape } from '../../model/shape.js';
 import type { Tokenizer } from '../../tokenizer/tokenizer.js';
 import { loadAddon, type VkDevice } from '../../vk/addon.js';
 import { openModel } from '../open-model.js';
-import { kvBytesPerToken, recurrentStateBytes } from '../payload.js';
+import { kvBytesPerToken, recurrentStateBytes, stateSizes } from '../payload.js';
 import { BaseSession } from '../session-base.js';
 import type { BatchItem, Engine, EngineOptions, KvType, SampleOptions, Session, TokenMask } from '../types.js';
 import { VkSessionState } from './session-state.js';
-import type { MatvecOpts, OutputOwner, RecordedStep, VkHost } from './host.js';
+import type { DraftCheckpoints, MatvecOpts, OutputOwner, RecordedStep, VkHost } from './host.js';
 import { VkExpertStream, tilesFor } from './expert-stream.js';
 import type { ExpertStats } from '../expert-cache.js';
 import { modelIdentity } from '../../model/fingerprint.js';
@@ -26,7 +26,7 @@ import { probeSubgroups } from './subgroup-probe.js';
 import { mvqChoice } from './features.js';
 import { MAX_BATCH_ROWS } from '../defaults.js';
 import { BatchSteps } from './batch-step.js';
-import type { ScratchBuffer } from './scratch.js';
+import { convCheckpoint, type ScratchBuffer } from './scratch.js';
 import { describePlan, planMemory, planScratch, streamedTensors, type MemoryPlan } from './memory-plan.js';
 import { recordArgmax, recordTopK } from './step.js';
 import { OpList, moePairs, Pipelines, TOPK_MAX, gridBlob, matvecOp, mvqTakes } from './graph.js';
@@ -92,6 +92,38 @@ export class VkEngine implements Engine, VkHost {
   get batchRows(): number { return this.plan.batchRows; }
   /** why batched steps were asked for and are not available */
   get batchIssue(): string | undefined { return this.plan.batchIssue; }
+  /** rows a draft step takes (1: none; see draftIssue) */
+  get draftRows(): number { return this.plan.draftRows; }
+  /** why draft steps were asked for and are not available */
+  get draftIssue(): string | undefined { return this.plan.draftIssue; }
+
+  private paramViews: number[] = [];
+
+  paramRow(i: number): number {
+    const bytes = 4 * this.paramWords;
+    while (this.paramViews.length <= i) this.paramViews.push(this.dev.createView(this.buf.PARAMS, this.paramViews.length * bytes, bytes));
+    return this.paramViews[i];
+  }
+
+  private checkpoints = new Map<number, DraftCheckpoints>();
+
+  draftCheckpoints(l: number): DraftCheckpoints {
+    let c = this.checkpoints.get(l);
+    if (c) return c;
+    const s = this.shape, st = stateSizes(s), rows = this.draftRows - 1;
+    if (!s.recurrent[l] || rows < 1) throw new Error(`draftCheckpoints: layer ${l} has none`);
+    const li = s.recurrent.slice(0, l).filter(Boolean).length;
+    // CKC / CKS hold each recurrent layer's rows together (scratch.ts), every part 256-byte aligned
+    const cb = 4 * convCheckpoint(s), sb = st.ssmBytes;
+    const view = (buf: number, first: number, stride: number, bytes: number) => ({
+      all: this.dev.createView(buf, first, rows * stride),
+      each: Array.from({ length: rows }, (_, r) => this.dev.createView(buf, first + r * stride, bytes)),
+    });
+    const conv = view(this.buf.CKC, li * rows * cb, cb, st.convBytes), state = view(this.buf.CKS, li * rows * sb, sb, sb);
+    c = { conv: conv.all, state: state.all, convRows: conv.each, stateRows: state.each };
+    this.checkpoints.set(l, c);
+    return c;
+  }
 
   /** wall milliseconds spent in dev.run (submit to fence) since the engine opened, for benchmarks */
   get runMs(): number { return this.ranMs; }
@@ -490,6 +522,7 @@ export class VkEngine implements Engine, VkHost {
       // which decode products run over int8 activation levels (mvq): recorded numbers depend on it
       `matvecs   decode over int8 activation levels (mvq): ${this.mvqDense ? 'every product over a norm or the routed SwiGLU' : this.mvq ? 'the routed experts only (Q36_VK_MVQ=experts)' : this.options.vkMvq === false ? 'none (Q36_VK_MVQ=0)' : this.info.integerDot ? 'none: the device emulates the packed int8 dot (f32 matvecs; Q36_VK_MVQ=1 forces it)' : 'none (the device has no packed integer dot products)'}${this.mvq ? (this.info.integerDotAccelerated ? ', packed int8 dot accelerated' : ', packed int8 dot emulated (Q36_VK_MVQ)') : ''}`,
       `prefill   matmuls on ${this.coopmatWhy}`,
+      ...((this.options.draftMax ?? 0) > 0 ? [this.draftIssue ? `drafts    not available: ${this.draftIssue} (one token a step)` : `drafts    draft steps of up to ${this.draftRows} rows (a token and ${this.draftRows - 1} drafted)`] : []),
       ...((this.options.batchRows ?? 1) > 1 ? [this.batchIssue ? `batched   not available: ${this.batchIssue} (sessions take turns)` : `batched   decode steps of up to ${this.batchRows} sessions`] : []),
     ].join('\n');
   }

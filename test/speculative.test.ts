@@ -1,0 +1,293 @@
+/**
+ * Speculative decoding is greedy-exact: a token fed together with drafts in one draft step, and the
+ * drafts the model agrees with taken without steps of their own, give the same tokens, the same
+ * session and the same next logits as decoding one token a step — whichever drafts are wrong
+ * (every position), on the CPU (one forward, then back by the saved state) and on Vulkan
+ * (lavapipe: the draft step's rows, then back by the recurrent checkpoints), and through the
+ * answer decoder with its forced tokens, stop strings, budgets and grammars landing inside a run
+ * of accepted drafts. The reference is the plain greedy decode (whose tokens the oracle tests hold
+ * to HF's), never the speculative path's own output.
+ */
+import * as fs from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { decodeAnswer, type AnswerOptions } from '../ts/chat/answer.js';
+import type { Drafter } from '../ts/engine/draft/drafter.js';
+import { NgramDrafter } from '../ts/engine/draft/ngram.js';
+import { OracleDrafter } from '../ts/engine/draft/oracle.js';
+import { generate } from '../ts/engine/generate.js';
+import { openEngine, type Engine, type EngineOptions, type Session } from '../ts/engine/index.js';
+import { jsonGrammar } from '../ts/grammar/grammars.js';
+import { fixture } from './helpers.js';
+
+interface Case { prompt_ids: number[]; greedy_ids: number[] }
+const casesOf = (m: string) => (JSON.parse(fs.readFileSync(fixture(m, 'reference.json'), 'utf8')).cases as Case[]);
+const STEPS = 20;
+const K = 4;
+
+/** Plain greedy decode: each step's token and the logits it was chosen from. */
+async function plain(e: Engine, prompt: number[], steps: number): Promise<{ ids: number[]; rows: Float32Array[]; tokens: number[] }> {
+  const s = e.newSession();
+  try {
+    await s.eval(prompt);
+    const ids: number[] = [], rows: Float32Array[] = [];
+    for (let i = 0; i < steps; i++) {
+      rows.push(s.logits().slice());
+      const id = s.sample({ temperature: 0 });
+      ids.push(id);
+      await s.eval([id]);
+    }
+    return { ids, rows, tokens: s.tokens.slice() };
+  } finally {
+    s.dispose();
+  }
+}
+
+/** The reference continuation as drafts, the one at draft index `wrong` (or every one: -1) replaced by another token. */
+class ScriptDrafter implements Drafter {
+  readonly name = 'script';
+  constructor(private readonly ref: readonly number[], private readonly vocab: number, private readonly wrong: (step: number, i: number) => boolean) {}
+  propose(context: readonly number[], next: number, max: number): number[] {
+    const k = context.length + 1;
+    if (this.ref[k - 1] !== next) return [];
+    return this.ref.slice(k, k + max).map((t, i) => (this.wrong(k, i) ? (t + 1) % this.vocab : t));
+  }
+}
+
+const maxDiff = (a: Float32Array, b: Float32Array) => { let m = 0; for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i])); return m; };
+
+/**
+ * Greedy decode through evalDraft/keepDraft with the reference's drafts, draft `wrong` replaced:
+ * every step's logits are compared with the plain decode's (bit for bit: each row is computed as
+ * its decode step).
+ */
+async function drafted(e: Engine, prompt: number[], ref: { ids: number[]; rows: Float32Array[] }, wrong: number): Promise<{ ids: number[]; worst: number; steps: number; session: Session }> {
+  const s = e.newSession();
+  await s.eval(prompt);
+  const ids: number[] = [];
+  let worst = 0, steps = 0;
+  while (ids.length < STEPS) {
+    worst = Math.max(worst, maxDiff(s.logits(), ref.rows[ids.length]));
+    const id = s.sample({ temperature: 0 });
+    ids.push(id);
+    if (ids.length === STEPS) break;
+    const drafts = ref.ids.slice(ids.length, ids.length + K).map((t, i) => (i === wrong || wrong === -1 ? (t + 1) % e.shape.nVocab : t));
+    const g = await s.evalDraft([id, ...drafts]);
+    steps++;
+    let m = 0;
+    while (m < drafts.length && g[m] === drafts[m] && ids.length < STEPS) ids.push(drafts[m++]);
+    await s.keepDraft(1 + m);
+  }
+  return { ids, worst, steps, session: s };
+}
+
+function exactness(name: string, model: string, opts: Partial<EngineOptions>) {
+  describe(`${name}: draft steps are greedy-exact`, () => {
+    let e: Engine;
+    const cases = casesOf(model.split('/')[0]).slice(0, 3);
+    const refs: { ids: number[]; rows: Float32Array[]; tokens: number[] }[] = [];
+    beforeAll(async () => {
+      e = await openEngine({ model: fixture(model), ctx: 1024, draftMax: 7, ...opts } as EngineOptions);
+      for (const c of cases) refs.push(await plain(e, c.prompt_ids, STEPS + 1));
+    }, 600_000);
+    afterAll(() => e?.dispose());
+
+    it('the session takes 8-row draft steps', () => {
+      const s = e.newSession();
+      expect(s.draftRows).toBe(8);
+      s.dispose();
+    });
+
+    // -1: every draft wrong; K: none wrong; 0..K-1: the first rejection at that draft
+    it.each([-1, 0, 1, 2, 3, K])('drafts wrong at %i: the tokens, the session and every next-token logits row are the plain decode\'s', async (wrong) => {
+      for (const [i, c] of cases.entries()) {
+        const r = await drafted(e, c.prompt_ids, refs[i], wrong);
+        expect(r.ids, `case ${i}`).toEqual(refs[i].ids.slice(0, STEPS));
+        expect(r.worst, `case ${i}: largest logit difference`).toBe(0);
+        // the session holds the prompt and the tokens (the last one too when it came as a draft),
+        // and goes on as the plain one
+        const n = r.session.tokens.length - c.prompt_ids.length;
+        expect([STEPS - 1, STEPS]).toContain(n);
+        expect(r.session.tokens).toEqual(refs[i].tokens.slice(0, c.prompt_ids.length + n));
+        if (n === STEPS - 1) await r.session.eval([r.ids[STEPS - 1]]);
+        expect(maxDiff(r.session.logits(), refs[i].rows[STEPS])).toBe(0);
+        expect(r.session.sample({ temperature: 0 })).toBe(refs[i].ids[STEPS]);
+        r.session.dispose();
+      }
+    }, 600_000);
+
+    it('every accepted length of an 8-row step (1..8 kept) leaves the session as the plain decode of those tokens', async () => {
+      const c = cases[1], ref = refs[1];
+      for (let n = 1; n <= 8; n++) {
+        const s = e.newSession();
+        await s.eval(c.prompt_ids);
+        const g = await s.evalDraft(ref.ids.slice(0, 8));
+        expect(g).toEqual(ref.ids.slice(1, 9));
+        await s.keepDraft(n);
+        expect(s.tokens.length).toBe(c.prompt_ids.length + n);
+        expect(maxDiff(s.logits(), ref.rows[n])).toBe(0);
+        // and decodes on from there as the plain session did
+        await s.eval([ref.ids[n]]);
+        expect(maxDiff(s.logits(), ref.rows[n + 1])).toBe(0);
+        s.dispose();
+      }
+    }, 600_000);
+
+    it('refusals: too many rows, a step without keepDraft, keepDraft out of range or twice', async () => {
+      const s = e.newSession();
+      await s.eval(cases[0].prompt_ids);
+      await expect(s.evalDraft(new Array(9).fill(1))).rejects.toThrow(/1\.\.8 tokens \(got 9\)/);
+      await expect(s.evalDraft([])).rejects.toThrow(/got 0/);
+      await expect(s.keepDraft(1)).rejects.toThrow(/no draft step/);
+      await s.evalDraft([1, 2, 3]);
+      await expect(s.eval([4])).rejects.toThrow(/waiting for keepDraft/);
+      expect(() => s.sample({ temperature: 0 })).toThrow(/waiting for keepDraft/);
+      await expect(s.keepDraft(4)).rejects.toThrow(/4 of 3/);
+      await s.keepDraft(2);
+      await expect(s.keepDraft(1)).rejects.toThrow(/no draft step/);
+      expect(s.tokens.length).toBe(cases[0].prompt_ids.length + 2);
+      s.dispose();
+    }, 600_000);
+  });
+}
+
+exactness('CPU tinyA q2 (f32 KV)', 'tinyA/tinyA-q2.gguf', { backend: 'cpu', kvTypes: { k: 'f32', v: 'f32' } });
+exactness('CPU tinyR q2 (f16 KV)', 'tinyR/tinyR-q2.gguf', { backend: 'cpu' });
+exactness('Vulkan tinyA q2 (q8_0/q4_0 KV)', 'tinyA/tinyA-q2.gguf', { backend: 'vulkan', kvTypes: { k: 'q8_0', v: 'q4_0' } });
+exactness('Vulkan tinyR bf16 (f16 KV)', 'tinyR/tinyR-bf16.gguf', { backend: 'vulkan', kvTypes: { k: 'f16', v: 'f16' } });
+
+describe('the answer decoder with drafts: the same answer as without, whatever lands inside an accepted run', () => {
+  for (const backend of ['cpu', 'vulkan'] as const) {
+    describe(backend, () => {
+      let e: Engine;
+      const cases = casesOf('tinyA');
+      beforeAll(async () => { e = await openEngine({ model: fixture('tinyA/tinyA-q2.gguf'), backend, ctx: 1024, draftMax: 5 }); }, 600_000);
+      afterAll(() => e?.dispose());
+
+      /** The answer without drafts, then with the oracle's and with wrong drafts at a few patterns; all must equal. */
+      async function same(prompt: number[], o: Partial<AnswerOptions>): Promise<{ draftSteps: number; accepted: number }> {
+        const tok = e.tokenizer;
+        const answer = async (drafter?: Drafter) => {
+          const s = e.newSession();
+          await s.eval(prompt);
+          let draftSteps = 0, accepted = 0;
+          const a = await decodeAnswer(s, tok, { maxTokens: 40, sampling: { temperature: 0 }, ...o, draft: drafter && { drafter, max: 5, onStep: (_p, n) => { draftSteps++; accepted += n; } } });
+          const tokens = s.tokens.slice();
+          s.dispose();
+          return { a, tokens, draftSteps, accepted };
+        };
+        const ref = await answer();
+        const full = [...prompt, ...ref.a.tokens];
+        let steps = 0, accepted = 0;
+        for (const wrong of [() => false, (k: number, i: number) => i === (k % 5), (k: number) => k % 3 === 0]) {
+          const r = await answer(new ScriptDrafter(full, e.shape.nVocab, wrong));
+          expect(r.a.tokens).toEqual(ref.a.tokens);
+          expect(r.a.raw).toBe(ref.a.raw);
+          expect(r.a.parsed).toEqual(ref.a.parsed);
+          expect(r.a.finish).toBe(ref.a.finish);
+          expect(r.tokens).toEqual(ref.tokens);
+          steps += r.draftSteps; accepted += r.accepted;
+        }
+        return { draftSteps: steps, accepted };
+      }
+
+      it('raw text to the token budget: drafts are verified and accepted', async () => {
+        const r = await same(cases[0].prompt_ids, { raw: true, stopIds: new Set() });
+        expect(r.draftSteps).toBeGreaterThan(0);
+        expect(r.accepted).toBeGreaterThan(0);
+      }, 600_000);
+
+      it('a thinking budget whose forced close lands inside a run of drafts', async () => {
+        for (const budget of [3, 11]) await same(cases[1].prompt_ids, { startInReasoning: true, thinkingBudget: budget, stopIds: new Set() });
+      }, 600_000);
+
+      it('a stop string inside a run of drafts ends the answer where it does without them', async () => {
+        const s = e.newSession();
+        await s.eval(cases[2].prompt_ids);
+        const a = await decodeAnswer(s, e.tokenizer, { maxTokens: 30, sampling: { temperature: 0 }, raw: true, stopIds: new Set() });
+        s.dispose();
+        // a stop string that begins in the middle of the answer
+        const stop = a.raw.slice(Math.floor(a.raw.length / 2), Math.floor(a.raw.length / 2) + 3);
+        await same(cases[2].prompt_ids, { raw: true, stopIds: new Set(), stop: [stop] });
+      }, 600_000);
+
+      it('a grammar (a JSON document): each draft is taken only as the masked greedy choice', async () => {
+        await same(cases[3].prompt_ids, { raw: true, grammar: jsonGrammar({ type: 'object', properties: { a: { type: 'integer' }, b: { type: 'string' } }, required: ['a', 'b'] }) });
+      }, 600_000);
+
+      it('a budget that ends inside a run (the last token emitted, not fed, as without drafts)', async () => {
+        for (const maxTokens of [7]) await same(cases[4].prompt_ids, { raw: true, stopIds: new Set(), maxTokens, feed: 'not-last' });
+      }, 600_000);
+    });
+  }
+});
+
+describe('generate: drafting backs off after rejected drafts, never drafts a stop token', () => {
+  it('every draft wrong: after each rejected step the next ones are skipped (doubling), the tokens unchanged', async () => {
+    const e = await openEngine({ model: fixture('tinyA/tinyA-q2.gguf'), backend: 'cpu', ctx: 512, draftMax: 4 });
+    try {
+      const c = casesOf('tinyA')[0];
+      const ref = await plain(e, c.prompt_ids, 60);
+      const s = e.newSession();
+      await s.eval(c.prompt_ids);
+      const at: number[] = [];
+      const full = [...c.prompt_ids, ...ref.ids];
+      const r = await generate(s, { maxTokens: 60, sampling: { temperature: 0 }, draft: { drafter: new ScriptDrafter(full, e.shape.nVocab, () => true), max: 4, onStep: () => at.push(s.tokens.length - c.prompt_ids.length) } });
+      expect(r.tokens).toEqual(ref.ids);
+      // steps at 1, then skipping 1, 2, 4, 8, 16, 32 steps: 6 draft steps in 60 tokens
+      expect(at.length).toBeLessThanOrEqual(7);
+      expect(at.length).toBeGreaterThanOrEqual(5);
+      s.dispose();
+    } finally {
+      e.dispose();
+    }
+  }, 600_000);
+
+  it('drafts are cut before a stop token', async () => {
+    const e = await openEngine({ model: fixture('tinyA/tinyA-q2.gguf'), backend: 'cpu', ctx: 512, draftMax: 4 });
+    try {
+      const c = casesOf('tinyA')[0];
+      const ref = await plain(e, c.prompt_ids, 12);
+      // the sixth greedy token is declared a stop token: the answer ends there, with or without drafts
+      const stopIds = new Set([ref.ids[5]]);
+      const seen: number[][] = [];
+      const spy: Drafter = { name: 'spy', propose: (ctx, next, max) => { const d = new OracleDrafter(ref.ids, c.prompt_ids.length).propose(ctx, next, max); seen.push(d); return d; } };
+      const s = e.newSession();
+      await s.eval(c.prompt_ids);
+      const r = await generate(s, { maxTokens: 12, sampling: { temperature: 0 }, stopIds, feed: 'non-stop', draft: { drafter: spy, max: 4 } });
+      expect(r.tokens).toEqual(ref.ids.slice(0, 6));
+      expect(r.stop).toBe('eos');
+      expect(s.tokens.length).toBe(c.prompt_ids.length + 5);
+      expect(seen.length).toBeGreaterThan(0);
+      s.dispose();
+    } finally {
+      e.dispose();
+    }
+  }, 600_000);
+});
+
+describe('n-gram drafts (prompt lookup)', () => {
+  it('the continuation of the latest earlier occurrence of the longest matching n-gram', () => {
+    const d = new NgramDrafter({ min: 2, max: 4 });
+    // ... 7 8 9 appeared twice before: its latest continuation (1 2) wins
+    expect(d.propose([7, 8, 9, 5, 5, 7, 8, 9, 1, 2, 3, 7, 8], 9, 4)).toEqual([1, 2, 3, 7]);
+    // at most max, and only as far as the context goes
+    expect(d.propose([1, 2, 3, 4, 1, 2], 3, 2)).toEqual([4, 1]);
+    expect(d.propose([1, 2, 3, 1, 2], 3, 8)).toEqual([1, 2, 3]);
+    // no earlier occurrence of any n-gram of 2+: no guess
+    expect(d.propose([1, 2, 3, 4], 5, 4)).toEqual([]);
+  });
+
+  it('a rewound or replaced context is indexed again', () => {
+    const d = new NgramDrafter();
+    expect(d.propose([1, 2, 3, 9, 1, 2], 3, 2)).toEqual([9, 1]);
+    // the same length, other tokens: nothing of the old index is used
+    expect(d.propose([4, 5, 6, 7, 4, 5], 8, 2)).toEqual([]);
+    expect(d.propose([4, 5, 6], 4, 2)).toEqual([]);
+    expect(d.propose([4, 5, 6, 4], 5, 2)).toEqual([6, 4]);
+  });
+
+  it('refuses lengths that are not 1 ≤ min ≤ max', () => {
+    expect(() => new NgramDrafter({ min: 0 })).toThrow(/1 ≤ min ≤ max/);
+    expect(() => new NgramDrafter({ min: 3, max: 2 })).toThrow(/1 ≤ min ≤ max/);
+  });
+});

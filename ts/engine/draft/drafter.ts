@@ -1,0 +1,15 @@
+/**
+ * Where drafted tokens come from (speculative decoding): a drafter proposes the tokens it guesses
+ * follow the context, and the decode loop (generate.ts) has the model verify them in one draft
+ * step, keeping the ones it would have chosen itself. A drafter only guesses: a wrong guess costs
+ * time, never a different answer.
+ */
+export interface Drafter {
+  /** short name for reports (ngram, oracle, mtp) */
+  readonly name: string;
+  /**
+   * Up to `max` tokens guessed to follow `context` and then `next` (the token about to enter the
+   * session); fewer, or none, when it has no guess.
+   */
+  propose(context: readonly number[], next: number, max: number): number[];
+}
