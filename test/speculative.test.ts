@@ -9,6 +9,7 @@
  * to HF's), never the speculative path's own output.
  */
 import * as fs from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeAnswer, type AnswerOptions } from '../ts/chat/answer.js';
 import type { Drafter } from '../ts/engine/draft/drafter.js';
@@ -290,4 +291,87 @@ describe('n-gram drafts (prompt lookup)', () => {
     expect(() => new NgramDrafter({ min: 0 })).toThrow(/1 ≤ min ≤ max/);
     expect(() => new NgramDrafter({ min: 3, max: 2 })).toThrow(/1 ≤ min ≤ max/);
   });
+});
+
+describe('q36-server with drafts (lavapipe, tinyA q2, 2 slots)', () => {
+  const PROMPTS = ['The lighthouse keeper wrote in his log that the storm', 'A recipe for bread begins with flour, water and', 'In the year 2040 the first city on the moon'];
+  let engine: Engine;
+  beforeAll(async () => { engine = await openEngine({ model: fixture('tinyA/tinyA-q2.gguf'), backend: 'vulkan', ctx: 512, kvTypes: { k: 'q8_0', v: 'q4_0' }, batchRows: 2, sessions: 2, draftMax: 4 }); }, 600_000);
+  afterAll(() => engine?.dispose());
+
+  const complete = async (base: string, prompt: string, extra: object = {}) => {
+    const r = await fetch(`${base}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'x', prompt, max_tokens: 24, temperature: 0, ...extra }) });
+    expect(r.status).toBe(200);
+    return ((await r.json()) as { choices: { text: string }[] }).choices[0].text;
+  };
+
+  it('greedy completions equal the ones without drafts, served alone or two at once; draft steps show in /metrics', async () => {
+    const { buildApp } = await import('../ts/server/app.js');
+    // pass 1, no drafts: each request's whole token sequence as the decode loop saw it
+    const seqs: number[][] = [];
+    const recorder: Drafter = { name: 'rec', propose: (ctx, next) => { seqs.push([...ctx, next]); return []; } };
+    const a = await buildApp({ engine, slots: 2, cacheRamMiB: 0, draft: { kind: 'ngram', max: 4, drafter: () => recorder } });
+    const base1 = await a.app.listen({ host: '127.0.0.1', port: 0 });
+    const alone: string[] = [];
+    for (const p of PROMPTS) alone.push(await complete(base1, p));
+    await a.app.close(); a.ctx.coordinator.dispose();
+    // pass 2: drafts from those sequences, every fourth one wrong
+    const full = (ctx: readonly number[]) => seqs.filter((q) => q.length > ctx.length && ctx.every((t, i) => q[i] === t)).sort((x, y) => y.length - x.length)[0];
+    const drafter: Drafter = { name: 'known', propose: (ctx, next, max) => { const q = full([...ctx, next]); return q ? q.slice(ctx.length + 1, ctx.length + 1 + max).map((t, i) => ((ctx.length + i) % 4 === 0 ? (t + 1) % engine.shape.nVocab : t)) : []; } };
+    const b = await buildApp({ engine, slots: 2, cacheRamMiB: 0, draft: { kind: 'ngram', max: 4, drafter: () => drafter } });
+    try {
+      const base = await b.app.listen({ host: '127.0.0.1', port: 0 });
+      for (const [i, p] of PROMPTS.entries()) expect(await complete(base, p)).toBe(alone[i]);
+      const steps = b.ctx.coordinator.stats.draftSteps;
+      expect(steps).toBeGreaterThan(0);
+      expect(b.ctx.coordinator.stats.accepted).toBeGreaterThan(0);
+      // two at once: their tokens share batched steps (no drafts while both generate), the same texts
+      const two = await Promise.all(PROMPTS.slice(0, 2).map((p) => complete(base, `${p} `)));
+      const ref = [];
+      for (const p of PROMPTS.slice(0, 2)) ref.push(await complete(base, `${p} `, { temperature: 0 }));
+      expect(two).toEqual(ref);
+      const m = await (await fetch(`${base}/metrics`)).text();
+      expect(m).toMatch(new RegExp(`q36_draft_steps_total ${b.ctx.coordinator.stats.draftSteps}`));
+    } finally {
+      await b.app.close(); b.ctx.coordinator.dispose();
+    }
+  }, 600_000);
+});
+
+describe('the command line: --draft ngram [--draft-max N]; --mtp refused by name', () => {
+  const ROOT = fixture('..');
+  const run = (tool: string, ...args: string[]) => spawnSync(process.execPath, [`${ROOT}/dist/ts/cli/${tool}.js`, ...args], { encoding: 'utf8' });
+  const model = fixture('tinyA/tinyA-q2.gguf');
+  // a prompt that repeats itself: prompt-lookup drafts find what follows its n-grams
+  const ids = Array.from({ length: 60 }, (_, i) => [11, 22, 33, 44, 55, 66][i % 6]).join(',');
+
+  it('q36 -p greedy: the same tokens with --draft ngram as without', () => {
+    const plain = run('q36', '-m', model, '--cpu', '--prompt-ids', ids, '-n', '40', '--temp', '0');
+    const drafted = run('q36', '-m', model, '--cpu', '--prompt-ids', ids, '-n', '40', '--temp', '0', '--draft', 'ngram', '--draft-max', '3');
+    expect(plain.status, plain.stderr).toBe(0);
+    expect(drafted.status, drafted.stderr).toBe(0);
+    const gen = (o: string) => o.split('\n').find((l) => l.startsWith('generated:'));
+    expect(gen(drafted.stdout)).toBeDefined();
+    expect(gen(drafted.stdout)).toBe(gen(plain.stdout));
+  }, 120_000);
+
+  it.each([
+    [['--mtp', 'x.gguf'], /--mtp: the MTP draft head is not available in this version; --draft ngram/],
+    [['--mtp-draft', '2'], /--mtp-draft needs --mtp/],
+    [['--draft-max', '3'], /--draft-max needs --draft/],
+    [['--draft', 'oracle'], /--draft must be ngram \(got "oracle"\)/],
+    [['--draft', 'ngram', '--draft-max', '8'], /--draft-max must be ≤ 7, got 8/],
+  ])('q36 %j is refused: %s', (flags, msg) => {
+    for (const tool of ['q36', 'q36-server', 'q36-agent']) {
+      const r = run(tool, '-m', model, '--cpu', ...(tool === 'q36' ? ['-p', 'hi'] : tool === 'q36-agent' ? ['--non-interactive', '-p', 'hi'] : []), ...flags);
+      expect(r.status, `${tool}: ${r.stderr}`).toBe(2);
+      expect(r.stderr, tool).toMatch(msg);
+    }
+  }, 120_000);
+
+  it('q36 with --draft at a temperature says the drafts are for greedy decoding', () => {
+    const r = run('q36', '-m', model, '--cpu', '--prompt-ids', ids, '-n', '4', '--temp', '0.7', '--draft', 'ngram');
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/--draft speeds up greedy decoding \(--temp 0\)/);
+  }, 120_000);
 });

@@ -8,6 +8,7 @@
  */
 import { Conversation } from '../chat/conversation.js';
 import { decodeAnswer } from '../chat/answer.js';
+import type { DraftOptions } from '../engine/generate.js';
 import { THINK_CLOSE } from '../chat/template-tokens.js';
 import { AbortError } from '../engine/common.js';
 import type { Engine, SampleOptions, Session } from '../engine/types.js';
@@ -33,6 +34,8 @@ export interface AgentOptions {
   sampling: SampleOptions;
   /** tokens per assistant turn */
   maxTokens: number;
+  /** speculative decoding of greedy steps (--draft ngram): one drafter for the conversation */
+  draft?: DraftOptions;
   /** tool rounds per user message before the agent stops and says so */
   maxSteps?: number;
   limits?: ToolLimits;
@@ -134,7 +137,7 @@ export class Agent {
     const budget = Math.min(this.o.maxTokens, e.options.ctx - tokens.length);
     const ui = this.o.ui;
     const ans = await decodeAnswer(this.session, tok, {
-      maxTokens: budget, sampling: this.o.sampling, greedyProtocol: true, signal, startInReasoning: this.think, tools: toolsSpec as never,
+      maxTokens: budget, sampling: this.o.sampling, greedyProtocol: true, signal, startInReasoning: this.think, tools: toolsSpec as never, draft: this.o.draft,
       script: this.scripted(),
       onEvent: (ev) => { if (ev.type === 'reasoning') ui?.reasoning?.(ev.text); else if (ev.type === 'content') ui?.content?.(ev.text); },
     });

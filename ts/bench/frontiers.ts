@@ -7,6 +7,7 @@ import type { Engine, Session } from '../engine/types.js';
 import { Constraint, type Grammar } from '../grammar/constraint.js';
 import type { Tokenizer } from '../tokenizer/tokenizer.js';
 import type { ExpertStats } from '../engine/expert-cache.js';
+import { draftProbe, type DraftBenchKind, type DraftProbe } from './draft-probe.js';
 
 /** SSD streaming: what one phase's expert cache did (differences of the engine's counters). */
 export interface ExpertPhase { hits: number; misses: number; bytesRead: number; readMs: number; copyMs: number }
@@ -27,6 +28,8 @@ export interface FrontierRow {
    * requests; decodeTps is this pass)
    */
   grammar?: { cold: GrammarProbe; warm: GrammarProbe; coldTps: number };
+  /** with drafts: the probe again with them (decodeTps stays the plain probe's) */
+  draft?: DraftProbe;
 }
 
 function phase(a: ExpertStats, b: ExpertStats): ExpertPhase {
@@ -78,6 +81,8 @@ export interface BenchOptions {
    * next), its masks over `tokenizer`'s vocabulary
    */
   grammar?: { grammar: Grammar; tokenizer: Tokenizer };
+  /** the probe also with drafts (draft-probe.ts), and the draft step's time for 1..rows rows */
+  draft?: { kind: DraftBenchKind; max: number; rows: number };
 }
 
 export interface GrammarProbe { masks: number; ms: number; sampleMs: number; documents: number }
@@ -126,6 +131,7 @@ export async function runFrontiers(o: BenchOptions): Promise<void> {
       const snap = s.snapshot();
       t = performance.now();
       let grammar: FrontierRow['grammar'];
+      let draft: DraftProbe | undefined;
       let dec: number;
       if (o.grammar) {
         const cold = await grammarProbe(s, o.genTokens, o.grammar);
@@ -136,15 +142,17 @@ export async function runFrontiers(o: BenchOptions): Promise<void> {
         dec = (performance.now() - t) / 1000;
         grammar = { cold, warm, coldTps: o.genTokens / coldS };
       } else {
-        for (let i = 0; i < o.genTokens; i++) await s.eval([s.sample({ temperature: 0 })]);
+        const ids: number[] = [];
+        for (let i = 0; i < o.genTokens; i++) { const id = s.sample({ temperature: 0 }); ids.push(id); await s.eval([id]); }
         dec = (performance.now() - t) / 1000;
+        if (o.draft) draft = await draftProbe(s, snap, { ...o.draft, plain: ids, vocab: e.shape.nVocab });
       }
       const x2 = e.expertStats?.();
       s.restore(snap); // the probe only wrote KV rows ≥ f: the snapshot is still valid
       o.onRow({
         frontier: f, prefillTokens: added, prefillTps: added / pre, decodeTokens: o.genTokens,
         decodeTps: o.genTokens > 0 ? o.genTokens / dec : 0, kvBytes: f * o.kvBytesPerToken, residentBytes: process.memoryUsage().rss,
-        experts: x0 && x1 && x2 ? { prefill: phase(x0, x1), decode: phase(x1, x2) } : undefined, grammar,
+        experts: x0 && x1 && x2 ? { prefill: phase(x0, x1), decode: phase(x1, x2) } : undefined, grammar, draft,
       });
     }
   } finally {
@@ -153,6 +161,17 @@ export async function runFrontiers(o: BenchOptions): Promise<void> {
 }
 
 export const CSV_HEADER = 'frontier,prefill_tokens,prefill_tps,decode_tokens,decode_tps,kv_bytes,resident_bytes';
+/** With --draft: the drafted probe's rate, its draft steps and the drafts accepted per step. */
+export const CSV_DRAFT = ',draft_decode_tps,draft_steps,accepted_per_step';
 export function csvRow(r: FrontierRow): string {
-  return [r.frontier, r.prefillTokens, r.prefillTps.toFixed(2), r.decodeTokens, r.decodeTps.toFixed(2), r.kvBytes, r.residentBytes].join(',');
+  const d = r.draft;
+  return [r.frontier, r.prefillTokens, r.prefillTps.toFixed(2), r.decodeTokens, r.decodeTps.toFixed(2), r.kvBytes, r.residentBytes,
+    ...(d ? [d.tps.toFixed(2), d.steps, (d.accepted / Math.max(1, d.steps)).toFixed(2)] : [])].join(',');
+}
+
+/** The stderr line of a row's drafted probe. */
+export function draftLine(r: FrontierRow): string | undefined {
+  const d = r.draft;
+  if (!d) return undefined;
+  return `drafts at ${r.frontier}: ${d.kind}, ${d.tps.toFixed(2)} t/s against ${r.decodeTps.toFixed(2)} without (×${(d.tps / Math.max(1e-9, r.decodeTps)).toFixed(2)}); ${d.steps} draft steps, ${d.accepted} of ${d.proposed} drafts accepted (${(d.accepted / Math.max(1, d.steps)).toFixed(2)} a step); greedy-exact ${d.exact ? 'yes' : 'NO'}; draft step of 1..${d.stepMs.length} rows: ${d.stepMs.map((x) => x.toFixed(2)).join(' / ')} ms`;
 }

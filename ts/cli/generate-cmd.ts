@@ -9,6 +9,8 @@ import { renderChat } from '../chat/render.js';
 import { decodeAnswer } from '../chat/answer.js';
 import { openEngine, type Engine } from '../engine/index.js';
 import { CliError } from './load-tokenizer.js';
+import type { DraftSpec } from './options.js';
+import { draftOptions } from '../engine/draft/index.js';
 import { formatSize } from './size.js';
 import type { SampleOptions } from '../engine/types.js';
 
@@ -22,6 +24,8 @@ export interface GenerateCmd {
   dumpLogits?: string;
   dumpLogprobs?: string;
   logprobsTopK: number;
+  /** speculative decoding (--draft): the drafter and the most drafts a step */
+  draft?: DraftSpec;
   out: (s: string) => void;
   err: (s: string) => void;
   signal?: AbortSignal;
@@ -83,6 +87,7 @@ export async function runGenerate(c: GenerateCmd): Promise<number> {
       feed: c.promptIds ? 'all' : 'not-last',
       onLogits: writeRow,
       signal: c.signal,
+      draft: c.draft && draftOptions(c.draft),
       logprobs: c.dumpLogprobs ? c.logprobsTopK : undefined,
       onTokenLogprobs: (chosen, top) => steps.push({ token: chosen.id, piece: piece(chosen.id), logprob: chosen.logprob, top: top.map((t) => ({ id: t.id, piece: piece(t.id), logprob: t.logprob })) }),
       onEvent: (ev) => { if (!c.promptIds && ev.type === 'content') c.out(ev.text); },

@@ -2,7 +2,7 @@
  * Options shared by q36, q36-server and q36-bench: backend, context, KV types, sampling, steering.
  * Every bad value is a CliError (exit 2) naming the flag.
  */
-import { DEFAULT_CLI_CTX, DEFAULT_KV, DEFAULT_KV_STREAMING, STREAMING } from '../engine/defaults.js';
+import { DEFAULT_CLI_CTX, DEFAULT_DRAFT_MAX, DEFAULT_KV, DEFAULT_KV_STREAMING, MAX_BATCH_ROWS, STREAMING } from '../engine/defaults.js';
 import { envEngineOptions } from './env.js';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -121,6 +121,11 @@ export const ENGINE_ARGS = {
   'ssd-streaming-preload-experts': { type: 'string', description: 'with --ssd-streaming: preload this many of the most used experts (default: as many as the cache holds; counts in ~/.q36/expert-usage/)' },
   'ssd-streaming-cold': { type: 'boolean', description: 'with --ssd-streaming: start with an empty expert cache' },
   'ssd-streaming-full-layers': { type: 'string', description: 'with --ssd-streaming: the routed experts of the first N layers stay resident (charged at their size)' },
+  draft: { type: 'string', description: 'speculative decoding of greedy steps: ngram (drafts looked up in the context: no extra weights; the tokens are the same as without)' },
+  'draft-max': { type: 'string', description: `with --draft: the most drafted tokens one step verifies (1-${MAX_BATCH_ROWS - 1}, default ${DEFAULT_DRAFT_MAX})` },
+  mtp: { type: 'string', description: 'MTP draft head (FILE or auto): not available in this version (refused; --draft ngram drafts without extra weights)' },
+  'mtp-draft': { type: 'string', description: 'with --mtp: drafted tokens per step' },
+  'mtp-margin': { type: 'string', description: 'with --mtp: the draft\'s confidence gate' },
   'dir-steering-file': { type: 'string', description: 'steering directions: flat n_layer × hidden f32 file' },
   'dir-steering-attn': { type: 'string', description: 'steering scale after attention outputs (default 0)' },
   'dir-steering-ffn': { type: 'string', description: 'steering scale after FFN outputs (default 1 with a file, else 0)' },
@@ -166,11 +171,33 @@ export function engineOptions(model: string, a: Record<string, unknown>, modelCo
   const kvDefault = ssd ? DEFAULT_KV_STREAMING : DEFAULT_KV[backend];
   const k = kIn ?? kvDefault.k;
   const v = vIn ?? kvDefault.v;
+  const draft = draftSpec(a, ['ngram', 'oracle', 'reject']);
   return {
-    model, backend, ctx, kvTypes: { k, v }, vkDevice, vkWeights: vkWeights as EngineOptions['vkWeights'], vkMatvecRows: env.vkMatvecRows, vkMvTypes: env.vkMvTypes, vkMvq: env.vkMvq, vkCoopmat: env.vkCoopmat,
+    model, backend, ctx, kvTypes: { k, v }, draftMax: draft?.max, vkDevice, vkWeights: vkWeights as EngineOptions['vkWeights'], vkMatvecRows: env.vkMatvecRows, vkMvTypes: env.vkMvTypes, vkMvq: env.vkMvq, vkCoopmat: env.vkCoopmat,
     expertCacheMiB: mb, steering: steering(a), vkMemoryLimit,
     ...(ssd ? { streamExperts: true, expertCacheSlots: ssd.slots, expertCacheMiB: ssd.bytes !== undefined ? ssd.bytes / 2 ** 20 : mb, expertUsage: ssd.usage, expertFullLayers: ssd.full } : {}),
   };
+}
+
+/** Speculative decoding as asked on the command line: the drafter's kind and the most drafts a step. */
+export interface DraftSpec { kind: string; max: number }
+
+/**
+ * --draft KIND [--draft-max N]; `kinds` are the drafters this tool offers (q36-bench adds its
+ * measurement drafters). --mtp is refused by name: the MTP head is not in this version.
+ */
+export function draftSpec(a: Record<string, unknown>, kinds: readonly string[] = ['ngram']): DraftSpec | undefined {
+  if (a.mtp !== undefined) throw new CliError(`--mtp: the MTP draft head is not available in this version; --draft ngram drafts from the context without extra weights`);
+  const f = ['mtp-draft', 'mtp-margin'].find((k) => a[k] !== undefined);
+  if (f) throw new CliError(`--${f} needs --mtp`);
+  const max = num('--draft-max', a['draft-max'] as Str, { min: 1, max: MAX_BATCH_ROWS - 1, int: true });
+  const kind = a.draft as Str;
+  if (kind === undefined) {
+    if (max !== undefined) throw new CliError('--draft-max needs --draft');
+    return undefined;
+  }
+  if (!kinds.includes(kind)) throw new CliError(`--draft must be ${kinds.join(', ').replace(/, ([^,]*)$/, ' or $1')} (got "${kind}")`);
+  return { kind, max: max ?? DEFAULT_DRAFT_MAX };
 }
 
 /**

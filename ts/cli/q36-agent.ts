@@ -17,7 +17,8 @@ import { AGENT_CTX } from '../engine/defaults.js';
 import { openEngine } from '../engine/index.js';
 import { readEnv, modelEnv } from './env.js';
 import { CliError, openModelHeader } from './load-tokenizer.js';
-import { ENGINE_PARSE_OPTIONS, engineOptions, num, parseCliArgs } from './options.js';
+import { draftOptions } from '../engine/draft/index.js';
+import { ENGINE_PARSE_OPTIONS, draftSpec, engineOptions, num, parseCliArgs } from './options.js';
 import { safeForTerminal } from '../terminal.js';
 import { printVersionIfAsked } from './version.js';
 import { wrapHelp } from './help.js';
@@ -28,7 +29,9 @@ const HELP = `usage: q36-agent [--chdir DIR] [--yes] [-m MODEL] [--cpu|--vulkan]
        q36-agent --non-interactive -p "TASK" [...]
 Presets: ctx 32768 with q8_0 K / q4_0 V on Vulkan (f16 KV on the CPU); with --ssd-streaming ctx 100000, f16 KV. Sessions: ~/.q36/kvcache/sessions (or Q36_AGENT_SESSIONS).
 SSD streaming: --ssd-streaming [--ssd-streaming-cache-experts N|SIZE] [--ssd-streaming-cold | --ssd-streaming-preload-experts N]
-[--ssd-streaming-full-layers N], as q36 (F16 KV unless -ctk/-ctv; docs/ssd-streaming.md).`;
+[--ssd-streaming-full-layers N], as q36 (F16 KV unless -ctk/-ctv; docs/ssd-streaming.md).
+Speculative decoding: --draft ngram [--draft-max N (4)] verifies drafts looked up in the context for the
+greedy steps (tool-call structure, --temp 0); the tokens are the same as without (docs/speculative.md).`;
 
 const COMMANDS = `commands:
   /save           save this session (transcript and KV state)
@@ -65,6 +68,7 @@ async function main(): Promise<number> {
   const header = openModelHeader(a.model!);
   const native = Number(header.metadata.get('qwen35moe.context_length')?.value ?? 262144);
   // the agent presets (defaults.ts AGENT_CTX) unless --ctx says otherwise (the model's own if smaller)
+  const draft = draftSpec(a);
   const eo = engineOptions(a.model!, { ...a, ctx: a.ctx ?? String(Math.min(a['ssd-streaming'] ? AGENT_CTX.streaming : AGENT_CTX.resident, native)) }, native);
   let engine;
   try { engine = await openEngine(eo); } catch (e) { throw new CliError((e as Error).message); }
@@ -91,7 +95,7 @@ async function main(): Promise<number> {
   };
   const store = new SessionStore(sessionsDir, (w) => process.stderr.write(`warning: ${w}\n`));
   const sampling = { temperature: num('--temp', a.temp, { min: 0 })!, topP: num('--top-p', a['top-p'], { min: 0, max: 1 })!, topK: num('--top-k', a['top-k'], { min: 0, int: true })!, minP: 0 };
-  const agent = new Agent({ engine, workspace: ws, store, think: !a.nothink, sampling, maxTokens: num('--tokens', a.tokens, { min: 16, int: true })!, maxSteps: num('--max-steps', a['max-steps'], { min: 1, int: true })!, ui });
+  const agent = new Agent({ engine, workspace: ws, store, think: !a.nothink, sampling, maxTokens: num('--tokens', a.tokens, { min: 16, int: true })!, maxSteps: num('--max-steps', a['max-steps'], { min: 1, int: true })!, ui, draft: draft && draftOptions(draft) });
   exitWithAgentOnSignals(() => agent.dispose());
   agent.session.seed(num('--seed', a.seed, { int: true })!);
   try {

@@ -10,9 +10,10 @@ import * as path from 'node:path';
 import { openEngine } from '../engine/index.js';
 import { kvBytesPerToken } from '../engine/payload.js';
 import { ROOT } from '../paths.js';
-import { CSV_HEADER, expertLine, csvRow, frontierList, runFrontiers, tokenSequence } from '../bench/frontiers.js';
+import { CSV_DRAFT, CSV_HEADER, draftLine, expertLine, csvRow, frontierList, runFrontiers, tokenSequence } from '../bench/frontiers.js';
+import { DRAFT_BENCH_KINDS, type DraftBenchKind } from '../bench/draft-probe.js';
 import { CliError, openModelHeader } from './load-tokenizer.js';
-import { ENGINE_PARSE_OPTIONS, engineOptions, num, parseCliArgs } from './options.js';
+import { ENGINE_PARSE_OPTIONS, draftSpec, engineOptions, num, parseCliArgs } from './options.js';
 import { printVersionIfAsked } from './version.js';
 import type { Grammar } from '../grammar/constraint.js';
 import { jsonGrammar } from '../grammar/grammars.js';
@@ -34,7 +35,12 @@ second pass (the masks cached, as for a schema's later requests), "grammar at N:
 model's own (the synthetic models' placeholder vocabulary: fixtures/grammar/bpe-vocab-248k.bin.gz).
 SSD streaming: --ssd-streaming [--ssd-streaming-cache-experts N|SIZE] [--ssd-streaming-cold |
 --ssd-streaming-preload-experts N] [--ssd-streaming-full-layers N] [--vk-memory-limit SIZE], as q36;
-each row then adds "experts at N: …" on stderr (hit rate and MiB read, prefill and per decoded token).`;
+each row then adds "experts at N: …" on stderr (hit rate and MiB read, prefill and per decoded token).
+Speculative decoding: --draft oracle|ngram|reject [--draft-max N (4)] decodes the probe again with
+drafts — the model's own greedy continuation (oracle: every draft accepted), prompt-lookup drafts
+(ngram), or drafts that are always wrong (reject) — and checks its tokens equal the plain probe's;
+the CSV adds ${CSV_DRAFT.slice(1)}, and "drafts at N: …" on stderr
+the rates, the drafts accepted and the draft step's time for 1..N+1 rows.`;
 
 async function main(): Promise<number> {
   if (printVersionIfAsked('q36-bench')) return 0;
@@ -52,6 +58,7 @@ async function main(): Promise<number> {
   const max = num('--ctx-max', a['ctx-max'], { min: 1, int: true })!;
   const gen = num('--gen-tokens', a['gen-tokens'], { min: 0, int: true })!;
   const warmup = num('--warmup', a.warmup, { min: 0, int: true })!;
+  const draft = draftSpec(a, DRAFT_BENCH_KINDS);
   let frontiers: number[];
   try {
     frontiers = frontierList(start, max, { incr: num('--step-incr', a['step-incr'], { min: 1, int: true }), mul: num('--step-mul', a['step-mul']) });
@@ -66,10 +73,13 @@ async function main(): Promise<number> {
     try { schema = JSON.parse(fs.readFileSync(a['json-schema'], 'utf8')); } catch (e) { throw new CliError(`cannot read --json-schema "${a['json-schema']}": ${(e as Error).message}`); }
   }
   if (a['grammar-vocab'] !== undefined && schema === undefined) throw new CliError('--grammar-vocab needs --json-schema');
+  if (draft && schema !== undefined) throw new CliError('--draft and --json-schema are measured in separate runs');
   let grammar: Grammar | undefined;
   try { if (schema !== undefined) grammar = jsonGrammar(schema); } catch (e) { throw new CliError(`--json-schema: ${(e as Error).message}`); }
   const header = openModelHeader(a.model!);
-  const ctx = max + gen + 1;
+  // with drafts the draft-step timing goes on past the probe: 7 steps of each row count up to
+  // draft-max + 1, a token further each, the last step's rows beyond them
+  const ctx = max + Math.max(gen, draft ? 8 * (draft.max + 1) : 0) + 1;
   const native = Number(header.metadata.get('qwen35moe.context_length')?.value ?? 262144);
   // the context is sized from the flags the user gave: name those, not an internal --ctx
   if (ctx > native) throw new CliError(`--ctx-max ${max} + --gen-tokens ${gen} (+1) = ${ctx} tokens exceed the model's context length ${native}: lower --ctx-max or --gen-tokens`);
@@ -86,13 +96,15 @@ async function main(): Promise<number> {
       if (tokenizer.tokens.length !== engine.shape.nVocab) throw new CliError(`--grammar-vocab has ${tokenizer.tokens.length} tokens, the model ${engine.shape.nVocab}`);
     }
     if (grammar) process.stderr.write(`grammar vocabulary index: ${vocabIndex(tokenizer).buildMs.toFixed(0)} ms\n`);
-    console.log(CSV_HEADER);
+    console.log(CSV_HEADER + (draft ? CSV_DRAFT : ''));
     await runFrontiers({
       engine, tokens, frontiers, genTokens: gen, warmup, kvBytesPerToken: kvPerToken, grammar: grammar && { grammar, tokenizer },
+      draft: draft && { kind: draft.kind as DraftBenchKind, max: draft.max, rows: draft.max + 1 },
       onRow: (r) => {
         console.log(csvRow(r));
-        const x = expertLine(r);
+        const x = expertLine(r) ?? '', d = draftLine(r);
         if (x) process.stderr.write(`${x}\n`);
+        if (d) process.stderr.write(`${d}\n`);
         if (r.grammar) {
           const g = r.grammar, per = (x: number) => (x / Math.max(1, r.decodeTokens)).toFixed(3);
           process.stderr.write(`grammar at ${r.frontier}: first pass ${g.coldTps.toFixed(2)} t/s (${g.cold.masks} masks computed, ${per(g.cold.ms)} ms per token while the steps ran; masked sampling ${per(g.cold.sampleMs)} ms per token); again with the masks cached ${r.decodeTps.toFixed(2)} t/s (masked sampling ${per(g.warm.sampleMs)} ms per token); ${g.cold.documents} documents completed\n`);

@@ -16,7 +16,7 @@ import { DEFAULT_KV, MAX_BATCH_ROWS } from '../engine/defaults.js';
 import { kvBytesPerToken, recurrentStateBytes } from '../engine/payload.js';
 import { buildApp, DEFAULT_CACHE_RAM_MIB } from '../server/app.js';
 import { CliError, openModelHeader } from './load-tokenizer.js';
-import { ENGINE_PARSE_OPTIONS, engineOptions, num, parseCliArgs } from './options.js';
+import { ENGINE_PARSE_OPTIONS, draftSpec, engineOptions, num, parseCliArgs } from './options.js';
 import { readEnv, modelEnv } from './env.js';
 import { printVersionIfAsked } from './version.js';
 import { wrapHelp } from './help.js';
@@ -29,7 +29,7 @@ const HELP = `usage: q36-server [-m MODEL] [--cpu|--vulkan] [--host 127.0.0.1] [
                   [--tool-memory-max-ids 100000] [--disable-exact-tool-replay]
                   [--max-body-mb 32] [--max-tokens 4096] [--kv-disk-dir DIR --kv-disk-space-mb 8192]
                   [--kv-cache-min-tokens 512] [--kv-cache-cold-max-tokens 30000] [--kv-cache-continued-interval-tokens 10240]
-                  [--kv-cache-boundary-trim-tokens 32] [--kv-cache-boundary-align-tokens 2048]
+                  [--kv-cache-boundary-trim-tokens 32] [--kv-cache-boundary-align-tokens 2048] [--draft ngram [--draft-max N (4)]]
 Endpoints: GET /v1/models, GET /v1/models/qwen3.6-35b-a3b, POST /v1/chat/completions, POST /v1/messages,
            POST /v1/messages/count_tokens, POST /v1/responses, POST /v1/completions, GET /v1/chat/ws (WebSocket),
            HEAD|GET /, GET /health, GET /props, GET /metrics
@@ -41,6 +41,9 @@ Endpoints: GET /v1/models, GET /v1/models/qwen3.6-35b-a3b, POST /v1/chat/complet
 --cache-scope key: each API key (Authorization: Bearer KEY or x-api-key) reuses only its own cached
              prompts (live sessions, --cache-ram, the disk cache); shared (default): every client's
              requests reuse every other's, and cached_tokens shows how much of a prompt came before
+--draft ngram: speculative decoding of greedy steps (temperature 0, tool-call structure) with drafts
+             looked up in the context, verified several a step while one session generates; the tokens
+             are the same as without (docs/speculative.md)
 --log-level: error (errors only), warn (+ skipped cache files, internal errors), info (+ one line per
              request, the default), debug (the same as info for now; --trace FILE records cache decisions)`;
 
@@ -89,6 +92,7 @@ async function main(): Promise<number> {
   const timeoutS = num('--request-timeout', a['request-timeout'], { min: 0 });
   const header = openModelHeader(a.model!);
   const modelCtx = metaNumber(header, 'qwen35moe.context_length', 262144);
+  const draft = draftSpec(a);
   const eo = engineOptions(a.model!, a, modelCtx);
   if (a.ctx === undefined) eo.ctx = Math.min(modelCtx, SERVER_DEFAULT_CTX);
   // the memory budget counts every slot's KV cache and state; a batched step holds up to 8 rows
@@ -138,13 +142,13 @@ async function main(): Promise<number> {
     engine, server, cors: a.cors, allowOrigins: a['allow-origin'], hosts: { any: a.host === '0.0.0.0' || a.host === '::', names: [a.host] }, apiKey: a['api-key'], trace: a.trace, exactToolReplay: !a['disable-exact-tool-replay'],
     toolMemoryMaxIds: num('--tool-memory-max-ids', a['tool-memory-max-ids'], { min: 1, int: true }),
     bodyLimit: num('--max-body-mb', a['max-body-mb'], { min: 1 })! * 2 ** 20, defaultMaxTokens: num('--max-tokens', a['max-tokens'], { min: 1, int: true }),
-    maxQueue, slots, requestTimeoutMs: timeoutS ? timeoutS * 1000 : undefined, kvDisk, cacheRamMiB, cacheScope,
+    maxQueue, slots, draft, requestTimeoutMs: timeoutS ? timeoutS * 1000 : undefined, kvDisk, cacheRamMiB, cacheScope,
     log: (m) => say('warn', m),
     requestLog: at('info') ? (line) => say('info', line) : undefined,
   }).catch((e: Error) => { server.close(); engine.dispose(); throw new CliError(e.message); });
   const { app, ctx } = built;
   await app.ready();
-  say('info', `q36-server: serving on ${url} (model qwen3.6-35b-a3b, ${engine.backend}, ctx ${engine.options.ctx}, queue ≤ ${maxQueue}${slots > 1 ? `, ${slots} sessions` : ''}${timeoutS ? `, request timeout ${timeoutS} s` : ''}${a['api-key'] ? ', API key required' : ''}${kvDisk ? `, disk KV cache ${kvDisk.dir}` : ''})`);
+  say('info', `q36-server: serving on ${url} (model qwen3.6-35b-a3b, ${engine.backend}, ctx ${engine.options.ctx}, queue ≤ ${maxQueue}${slots > 1 ? `, ${slots} sessions` : ''}${draft ? `, drafts: ${draft.kind} (up to ${draft.max} a step, greedy steps)` : ''}${timeoutS ? `, request timeout ${timeoutS} s` : ''}${a['api-key'] ? ', API key required' : ''}${kvDisk ? `, disk KV cache ${kvDisk.dir}` : ''})`);
 
   // a bug reached by some request must not end the server for every other client
   process.on('uncaughtException', (e) => say('error', `q36-server: internal error (still serving): ${e.stack ?? e}`));

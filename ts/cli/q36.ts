@@ -13,7 +13,7 @@ import { dumpTokens } from './dump-tokens.js';
 import { openEngineForCli, parsePromptIds, runGenerate } from './generate-cmd.js';
 import { runInfo } from './info.js';
 import { CliError, loadTokenizer, openModelHeader, promptText } from './load-tokenizer.js';
-import { ENGINE_ARGS, SAMPLING_ARGS, checkArgs, engineOptions, normalizeArgv, num, parseCli, sampleOptions } from './options.js';
+import { ENGINE_ARGS, SAMPLING_ARGS, checkArgs, draftSpec, engineOptions, normalizeArgv, num, parseCli, sampleOptions } from './options.js';
 import { renderFromFiles } from './render.js';
 import { printVersionIfAsked } from './version.js';
 import { runChat } from './chat/chat.js';
@@ -84,10 +84,13 @@ const main = defineCommand({
       const logprobsTopK = num('--logprobs-top-k', args['logprobs-top-k'], { min: 1, int: true })!;
       const ids = args['prompt-ids'];
       const header = openModelHeader(args.model);
+      const draft = draftSpec(args);
+      // drafts are verified for greedy steps only: at a temperature they would never be used
+      if (draft && sampling.temperature > 0) process.stderr.write(`q36: note: --draft speeds up greedy decoding (--temp 0); at --temp ${sampling.temperature} every token is sampled one step at a time\n`);
       const eo = engineOptions(args.model, args, metaNumber(header, 'qwen35moe.context_length', 262144));
       if (ids === undefined && args.prompt === undefined && args['prompt-file'] === undefined) {
         process.exitCode = await runChat({
-          open: openEngineForCli, engineOptions: eo, sampling, maxTokens, think: args.nothink ? 'off' : 'on',
+          open: openEngineForCli, engineOptions: eo, sampling, maxTokens, think: args.nothink ? 'off' : 'on', draft,
           input: process.stdin, output: process.stdout,
         });
         return;
@@ -101,7 +104,7 @@ const main = defineCommand({
         process.exitCode = await runGenerate({
           engine, promptIds: ids !== undefined ? parsePromptIds(ids, engine.shape.nVocab) : undefined, chatPrompt,
           nothink: Boolean(args.nothink), maxTokens, sampling, dumpLogits: args['dump-logits'], dumpLogprobs: args['dump-logprobs'],
-          logprobsTopK, out: (s) => process.stdout.write(process.stdout.isTTY ? safeForTerminal(s) : s), err: (s) => process.stderr.write(s + '\n'), signal: ac.signal,
+          logprobsTopK, draft, out: (s) => process.stdout.write(process.stdout.isTTY ? safeForTerminal(s) : s), err: (s) => process.stderr.write(s + '\n'), signal: ac.signal,
         });
       } finally {
         engine.dispose();

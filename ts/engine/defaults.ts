@@ -58,3 +58,9 @@ export const AGENT_CTX = { resident: 32768, streaming: 100000 } as const;
  * so each row's products are computed the same way whatever its batch-mates.
  */
 export const MAX_BATCH_ROWS = 8;
+
+/**
+ * Drafted tokens a step verifies when --draft is given without --draft-max: four drafts make a
+ * five-row step, well inside one batched step's rows (MAX_BATCH_ROWS).
+ */
+export const DEFAULT_DRAFT_MAX = 4;

@@ -7,7 +7,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type { Engine } from '../engine/types.js';
 import { vocabIndex } from '../grammar/vocab.js';
 import { registerAnthropicMessages } from './anthropic-messages.js';
-import { Coordinator, DEFAULT_DISK_POLICY, type DiskPolicy } from './coordinator.js';
+import { Coordinator, DEFAULT_DISK_POLICY, type CoordinatorOptions, type DiskPolicy } from './coordinator.js';
 import { DiskCache } from './kv-disk/disk-cache.js';
 import { MODEL_ID, type ServerContext } from './context.js';
 import { ApiError, anthropicError, openaiError } from './errors.js';
@@ -58,6 +58,8 @@ export interface AppOptions {
   requestTimeoutMs?: number;
   /** live sessions served at once (--batched-session N; default 1) */
   slots?: number;
+  /** speculative decoding of greedy steps (--draft ngram; coordinator.ts) */
+  draft?: CoordinatorOptions['draft'];
   /** in-memory prompt cache budget in MiB (default 1024; 0 = off) */
   cacheRamMiB?: number;
   /** one line per finished request (method, path, status, tokens, ms) */
@@ -87,7 +89,7 @@ export async function buildApp(o: AppOptions): Promise<{ app: FastifyInstance; c
     cache: new DiskCache({ dir: o.kvDisk.dir, budgetBytes: o.kvDisk.spaceMiB * 2 ** 20, model: modelIdentity(o.engine.options.model), log: o.log }),
   } : undefined;
   const ctx: ServerContext = {
-    coordinator: new Coordinator({ engine: o.engine, trace: o.trace, disk, tools, log: o.log, maxQueue: o.maxQueue, requestTimeoutMs: o.requestTimeoutMs, slots: o.slots,
+    coordinator: new Coordinator({ engine: o.engine, trace: o.trace, disk, tools, log: o.log, maxQueue: o.maxQueue, requestTimeoutMs: o.requestTimeoutMs, slots: o.slots, draft: o.draft,
       ram: (o.cacheRamMiB ?? DEFAULT_CACHE_RAM_MIB) > 0 ? new RamCache((o.cacheRamMiB ?? DEFAULT_CACHE_RAM_MIB) * 2 ** 20) : undefined }),
     tools,
     disk: disk?.cache,

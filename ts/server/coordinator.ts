@@ -23,6 +23,8 @@ import { ApiError } from './errors.js';
 import type { RamCache } from './ram-cache.js';
 import { ASSISTANT_HEADER, IM_START } from '../chat/template-tokens.js';
 import { ModelExecutor, type ExecutorOptions } from './executor.js';
+import { draftOptions, type Drafter } from '../engine/draft/index.js';
+import type { DraftOptions } from '../engine/generate.js';
 
 export interface TurnRequest {
   prompt: string;
@@ -115,6 +117,11 @@ export interface CoordinatorOptions {
   slots?: number;
   /** decode coalescing and prefill quanta (executor.ts defaults) */
   executor?: ExecutorOptions;
+  /**
+   * speculative decoding of greedy steps (--draft): each slot's drafter, verified while only one
+   * slot generates (with several, their tokens share batched steps instead)
+   */
+  draft?: { kind: string; max: number; /** tests: this drafter for each slot in place of the named kind's */ drafter?: () => Drafter };
 }
 
 /** One live session and what the coordinator knows about its contents. */
@@ -130,6 +137,8 @@ class Slot {
   busy = false;
   /** when it last finished a request (idle slots equally matched: the least recently used is reused) */
   lastUsed = 0;
+  /** the slot's drafter (speculative decoding): its index follows the session's context */
+  drafts?: DraftOptions;
   constructor(readonly index: number, readonly session: Session) {}
 
   /** Chars of the live text that are a byte prefix of `prompt`. */
@@ -151,7 +160,7 @@ export class Coordinator {
   /** requests admitted and not finished (the running ones included) */
   private pending = 0;
   private usage = new WeakMap<object, TurnResult>();
-  readonly stats = { ramSaves: 0, ramLoads: 0, requests: 0, prefilled: 0, reused: 0, diskLoads: 0, diskSaves: 0, refused: 0, timeouts: 0, generated: 0, prefillMs: 0, decodeMs: 0 };
+  readonly stats = { ramSaves: 0, ramLoads: 0, requests: 0, prefilled: 0, reused: 0, diskLoads: 0, diskSaves: 0, refused: 0, timeouts: 0, generated: 0, prefillMs: 0, decodeMs: 0, draftSteps: 0, drafted: 0, accepted: 0 };
   readonly engine: Engine;
   private readonly tracePath?: string;
   private readonly disk?: DiskPolicy;
@@ -521,6 +530,8 @@ export class Coordinator {
         thinkingBudget: req.thinkingBudget, forceToolCall: req.forceToolCall, grammar: req.grammar, logprobs: req.logprobs, onLogprob: req.onLogprob, onEvent: req.onEvent,
         // decode steps are shared with the other slots' (executor.ts)
         feedToken: (id, mask) => x.decode(s, id, req.signal, mask),
+        // a draft step is one turn at the model: its rows, the walk over them, the kept ones
+        draft: this.draftOptions(slot, x),
         onFed: async (text) => {
           fed = text;
           if (this.disk && s.tokens.length % this.disk.continuedIntervalTokens === 0) await x.run(() => this.saveDisk(slot, 'continued', req.prompt + fed));
@@ -540,6 +551,20 @@ export class Coordinator {
     return {
       parsed, rawText: raw, promptTokens: tokens.length, cachedTokens: reused, completionTokens: n, reasoningTokens, finish, stopSequence, ...(req.logprobs !== undefined ? { logprobs } : {}),
       ...(req.checkpointEnd ? { live: { tokens: s.tokens.slice(), text: slot.liveText } } : {}),
+    };
+  }
+
+  /** The slot's draft options for a turn, verified as one executor turn while it is the only one generating. */
+  private draftOptions(slot: Slot, x: ModelExecutor): DraftOptions | undefined {
+    const d = this.o.draft;
+    if (!d) return undefined;
+    slot.drafts ??= d.drafter ? { drafter: d.drafter(), max: d.max } : draftOptions(d);
+    const s = slot.session;
+    return {
+      ...slot.drafts,
+      enabled: () => x.decodingCount <= 1,
+      verify: (tokens, decide) => x.run(async () => { const g = await s.evalDraft(tokens); await s.keepDraft(decide(g)); }),
+      onStep: (proposed, accepted) => { this.stats.draftSteps++; this.stats.drafted += proposed; this.stats.accepted += accepted; },
     };
   }
 

@@ -49,6 +49,11 @@ export class ModelExecutor {
     this.decoding.add(s);
   }
 
+  /** sessions generating now (speculative drafts are verified only while there is one) */
+  get decodingCount(): number {
+    return this.decoding.size;
+  }
+
   endDecode(s: Session): void {
     this.decoding.delete(s);
     this.wake?.();

@@ -49,6 +49,9 @@ export function registerStatus(app: FastifyInstance, ctx: ServerContext, o: { re
     const x = ctx.coordinator.exec.stats;
     metric('q36_decode_steps_total', 'counter', 'decode steps run (each advances one or more sessions)', [['', x.steps]]);
     metric('q36_decode_step_rows_total', 'counter', 'session tokens those steps advanced', [['', x.rows]]);
+    metric('q36_draft_steps_total', 'counter', 'speculative draft steps run (--draft)', [['', s.draftSteps]]);
+    metric('q36_draft_tokens_total', 'counter', 'drafted tokens verified', [['', s.drafted]]);
+    metric('q36_draft_accepted_total', 'counter', 'drafted tokens accepted (generated without a step of their own)', [['', s.accepted]]);
     reply.header('content-type', 'text/plain; version=0.0.4');
     return lines.join('\n') + '\n';
   });

@@ -13,6 +13,8 @@ import { Conversation } from '../../chat/conversation.js';
 
 export type ThinkMode = 'on' | 'off' | 'max';
 import { safeForTerminal } from '../../terminal.js';
+import { draftOptions } from '../../engine/draft/index.js';
+import type { DraftSpec } from '../options.js';
 
 export interface ChatOptions {
   open: (o: EngineOptions) => Promise<Engine>;
@@ -20,6 +22,8 @@ export interface ChatOptions {
   sampling: SampleOptions & { seed: number };
   maxTokens: number;
   think: ThinkMode;
+  /** speculative decoding (--draft) for the greedy steps */
+  draft?: DraftSpec;
   input: NodeJS.ReadableStream;
   output: NodeJS.WritableStream & { isTTY?: boolean };
 }
@@ -47,6 +51,8 @@ export async function runChat(o: ChatOptions): Promise<number> {
   let session: Session = engine.newSession();
   session.seed(o.sampling.seed);
   let think: ThinkMode = o.think;
+  // one drafter for the chat: its index of the context grows with the conversation
+  const drafts = o.draft && draftOptions(o.draft);
   let busy: AbortController | null = null;
   const conv = new Conversation();
   let lastSigint = 0;
@@ -106,7 +112,7 @@ export async function runChat(o: ChatOptions): Promise<number> {
         else if (ev.type === 'tool_call_end') write(model(ev.call.raw));
       };
       // the live session holds the whole answer (decodeAnswer feeds every token but a stop token)
-      const res = await decodeAnswer(session, tok, { maxTokens: budget, sampling: o.sampling, signal: busy.signal, startInReasoning: think !== 'off', onEvent: show });
+      const res = await decodeAnswer(session, tok, { maxTokens: budget, sampling: o.sampling, signal: busy.signal, startInReasoning: think !== 'off', onEvent: show, draft: drafts });
       conv.addAnswer({ prompt, raw: res.raw, think: think !== 'off', reasoning: res.parsed.reasoning });
       if (inReasoning) write(thinkClose);
       const n = res.tokens.length;
