@@ -6,5 +6,5 @@
 export { alloc, heapTop } from './mem';
 export * from './quant';
 export { bpeInit, bpeAddMerge, bpeMerge, bpeWorkBytes } from './bpe';
-export { engineConfigure, forward, embedRows, setActivationStats } from './engine/forward';
+export { engineConfigure, forward, embedRows, setActivationStats, hiddenRows, mtpInput } from './engine/forward';
 export { argmax, sample, rngNext } from './sampler';

@@ -2,19 +2,22 @@
  * profile-vk: GPU time per shader for one prefill chunk and one decode step (Vulkan timestamps
  * after every dispatch), to see where a step's time goes.
  *
- *   node dist/scripts/profile-vk.js -m /tmp/full-q2.gguf [--ctx 4096] [--prefill 1024] [--chunk N]
- * (--ctx 32771 --prefill 32768: the last prefill step is the 2048 tokens at depth 30720)
+ *   node dist/scripts/profile-vk.js -m /tmp/full-q2.gguf [--ctx 4096] [--prefill 1024] [--chunk N] [--draft-rows 2,5]
+ * (--ctx 32771 --prefill 32768: the last prefill step is the 2048 tokens at depth 30720;
+ * --draft-rows: a draft step of each of those row counts too, speculative decoding's step)
  */
 import { envEngineOptions } from '../ts/cli/env.js';
 import { parseArgs } from 'node:util';
 import { openEngine } from '../ts/engine/index.js';
 import type { VkEngine } from '../ts/engine/vulkan/vk-engine.js';
 
-const { values: a } = parseArgs({ options: { model: { type: 'string', short: 'm' }, ctx: { type: 'string', default: '4096' }, prefill: { type: 'string', default: '1024' }, chunk: { type: 'string' } } });
+const { values: a } = parseArgs({ options: { model: { type: 'string', short: 'm' }, ctx: { type: 'string', default: '4096' }, prefill: { type: 'string', default: '1024' }, chunk: { type: 'string' }, 'draft-rows': { type: 'string' } } });
+const draftRows = a['draft-rows'] ? a['draft-rows'].split(',').map(Number) : [];
+if (draftRows.some((r) => !(Number.isInteger(r) && r >= 1 && r <= 8))) { console.error(`profile-vk: --draft-rows ${a['draft-rows']}: row counts 1..8`); process.exit(2); }
 if (!a.model) { console.error('profile-vk: -m MODEL is required'); process.exit(2); }
-// the decode steps after the prefill need 3 positions of their own
-if (!(Number(a.prefill) >= 1 && Number(a.prefill) + 3 <= Number(a.ctx))) { console.error(`profile-vk: --prefill ${a.prefill} must be at least 1 and leave 3 positions of --ctx ${a.ctx} for the decode steps`); process.exit(2); }
-const e = await openEngine({ ...envEngineOptions(), model: a.model, backend: 'vulkan', ctx: Number(a.ctx), vkProfile: true, chunk: a.chunk ? Number(a.chunk) : undefined }) as VkEngine;
+// the decode steps after the prefill need 3 positions of their own (and the draft steps theirs)
+if (!(Number(a.prefill) >= 1 && Number(a.prefill) + 3 + 2 * draftRows.reduce((x, y) => x + y, 0) <= Number(a.ctx))) { console.error(`profile-vk: --prefill ${a.prefill} must be at least 1 and leave 3 positions of --ctx ${a.ctx} for the decode steps`); process.exit(2); }
+const e = await openEngine({ ...envEngineOptions(), model: a.model, backend: 'vulkan', ctx: Number(a.ctx), vkProfile: true, chunk: a.chunk ? Number(a.chunk) : undefined, draftMax: draftRows.length ? Math.max(...draftRows) - 1 : undefined }) as VkEngine;
 const s = e.newSession();
 const n = Number(a.prefill);
 const toks = Array.from({ length: n }, (_, i) => (i * 7919) % 1000);
@@ -28,6 +31,15 @@ const show = (title: string) => {
 show(`last prefill step (up to ${e.chunk} tokens)`);
 for (let i = 0; i < 3; i++) await s.eval([s.sample({ temperature: 0 })]);
 show('decode step (1 token)');
+for (const rows of draftRows) {
+  // twice: the first records the step
+  for (let i = 0; i < 2; i++) {
+    const first = s.sample({ temperature: 0 });
+    await s.evalDraft([first, ...Array.from({ length: rows - 1 }, (_, j) => (j * 31 + 7) % 1000)]);
+    await s.keepDraft(rows);
+  }
+  show(`draft step (${rows} rows of one session)`);
+}
 // host-side sampling costs with the row still on the device (each call re-runs the device work)
 const time = (label: string, f: () => void) => {
   f();

@@ -28,6 +28,8 @@ let A: usize = 0, B1: usize = 0, B2: usize = 0, B3: usize = 0, B4: usize = 0, AT
 let ROUTE: usize = 0, SEL_ID: usize = 0, SEL_W: usize = 0, LISTS: usize = 0, COUNTS: usize = 0, HIT: usize = 0;
 let XE: usize = 0, GE: usize = 0, UE: usize = 0, DE: usize = 0, MOE: usize = 0, SHG: usize = 0;
 let KTMP: usize = 0, VTMP: usize = 0;
+// the MTP head's input rows: [rms(embedding) | rms(hidden)] per token (mtpInput)
+let CAT: usize = 0;
 
 // ---- activation statistics (q36-imatrix): 0 = off ----
 // A table of nLayer × N_SLOTS u32 pointers (0 = not collected). Each points at f32 sums of the
@@ -90,6 +92,7 @@ export function engineConfigure(h: usize): i32 {
   SHG = falloc(T);
   KTMP = falloc(nHeadKv * headDim);
   VTMP = falloc(nHeadKv * headDim);
+  CAT = falloc(T * 2 * nEmbd);
   return 0;
 }
 
@@ -320,6 +323,30 @@ export function forward(sess: usize, pos: i32, x: usize, T: i32, logits: usize, 
     const e = ent(nLayer, L.S_OUTPUT);
     matmul(load<i32>(e, 4), load<u32>(e), load<u32>(e, 8), nVocab, A, nEmbd, n, logits, nVocab);
   }
+  return 0;
+}
+
+/**
+ * The rows the last forward normed for its logits (rows logitsFrom..T−1 after the final norm,
+ * nEmbd floats each): the trunk's hidden state that the MTP head reads, or the MTP head's own
+ * (after its shared_head_norm), which a deeper draft feeds back.
+ */
+export function hiddenRows(): usize {
+  return A;
+}
+
+/**
+ * The MTP head's input (model-spec: nextn): z[t] = eh_proj · [rms(e[t]; enorm) | rms(h[t]; hnorm)]
+ * for T rows, embedding first. enorm and hnorm are F32 rows; eh_proj a 2·nEmbd → nEmbd matrix
+ * (type, data, rowBytes). z may be e.
+ */
+export function mtpInput(e: usize, h: usize, T: i32, enorm: usize, hnorm: usize, ehType: i32, eh: usize, ehRowBytes: usize, z: usize): i32 {
+  if (T < 1 || T > maxT) return -1;
+  for (let t = 0; t < T; t++) {
+    rmsnorm(fptr(CAT, t * 2 * nEmbd), fptr(e, t * nEmbd), enorm, nEmbd, eps);
+    rmsnorm(fptr(CAT, t * 2 * nEmbd + nEmbd), fptr(h, t * nEmbd), hnorm, nEmbd, eps);
+  }
+  matmul(ehType, eh, ehRowBytes, nEmbd, CAT, 2 * nEmbd, T, z, nEmbd);
   return 0;
 }
 

@@ -34,6 +34,8 @@ export interface SessionBackend extends BackendSettings {
   /** the deferred row's arg-max among a mask's tokens, taken on the device; undefined when it cannot */
   maskedArgmax?(mask: TokenMask): number | undefined;
   readLast?(): Float32Array;
+  /** the rows the last forward normed for its logits rows (after the final norm), nEmbd each */
+  readHidden?(): Float32Array;
   /** the deferred row's arg-max (lowest index on ties), or undefined when it cannot tell (NaN, all −∞) */
   lastArgmax?(): number | undefined;
   /**
@@ -217,12 +219,13 @@ export class BaseSession implements Session {
       const pos = this.toks.length;
       // chunks end on absolute multiples of the chunk size, so snapshots land on chunk boundaries
       let T = Math.min(b.chunk - (pos % b.chunk), tokens.length - done);
-      if (o.onLogits) T = Math.min(T, b.logitsRows);
+      const every = o.onLogits !== undefined || o.onHidden !== undefined;
+      if (every) T = Math.min(T, b.logitsRows);
       const part = tokens.slice(done, done + T);
       const last = done + T === tokens.length;
-      const from = o.onLogits ? 0 : last ? T - 1 : T;
+      const from = every ? 0 : last ? T - 1 : T;
       // greedy decoding never needs the logits on the host: leave them on the device when we can
-      const defer = from === T - 1 && !o.onLogits && b.readLast !== undefined;
+      const defer = from === T - 1 && !every && b.readLast !== undefined;
       // this forward overwrites logits a backend kept for us: they belonged to an older token
       if (this.lastOnDevice) this.setLast(EMPTY);
       let rows: Float32Array[];
@@ -236,6 +239,11 @@ export class BaseSession implements Session {
       }
       this.evaluatedCount += T;
       if (o.onLogits) rows.forEach((r, i) => o.onLogits!(r, pos + i));
+      if (o.onHidden) {
+        if (!b.readHidden) throw new Error('this backend does not give hidden states (use --cpu)');
+        const h = b.readHidden(), n = this.b.shape.nEmbd;
+        for (let i = 0; i < T; i++) o.onHidden(h.subarray(i * n, (i + 1) * n), pos + i);
+      }
       if (last) {
         if (defer && rows.length === 0) { this.last = EMPTY; this.lastOnDevice = true; }
         else this.setLast(rows[rows.length - 1]);

@@ -137,6 +137,11 @@ export interface EvalOptions {
   progress?: (done: number, total: number) => void;
   /** receive the logits of every evaluated position (test vectors) */
   onLogits?: (row: Float32Array, position: number) => void;
+  /**
+   * receive the hidden state of every evaluated position after the final norm (the row the LM
+   * head reads; the MTP head's input), where the backend can give it (the CPU engine)
+   */
+  onHidden?: (row: Float32Array, position: number) => void;
   signal?: AbortSignal;
   /**
    * the grammar mask the token after these will be sampled under: a backend that takes the

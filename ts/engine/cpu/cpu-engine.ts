@@ -51,8 +51,9 @@ export class CpuEngine implements Engine {
   private free: number[] = []; // released session tables, reusable
   private live = 0;
 
-  constructor(readonly options: EngineOptions) {
-    ({ file: this.file, shape: this.shape, tokenizer: this.tokenizer } = openModel(options));
+  /** `opened`: a model already read and checked (the MTP head's one-layer view of its file) */
+  constructor(readonly options: EngineOptions, opened?: { file: GgufFile; shape: ModelShape; tokenizer: Tokenizer }) {
+    ({ file: this.file, shape: this.shape, tokenizer: this.tokenizer } = opened ?? openModel(options));
     const s = this.shape;
     this.chunk = options.chunk ?? DEFAULT_CHUNK.cpu;
     this.kv = options.kvTypes ?? DEFAULT_KV.cpu;
@@ -162,8 +163,17 @@ class CpuBackend extends BackendSettings implements SessionBackend {
     const rc = e.fx.forward(this.tbl, pos, e.xPtr, T, e.logitsPtr, logitsFrom);
     if (rc !== 0) throw new Error(`forward failed (${rc})`);
     const rows: Float32Array[] = [];
+    this.lastRows = Math.max(0, T - logitsFrom);
     for (let t = 0; t < T - logitsFrom; t++) rows.push(e.core.f32(e.logitsPtr + t * s.nVocab * 4, s.nVocab).slice());
     return rows;
+  }
+
+  /** rows of the last forward's logits */
+  private lastRows = 0;
+
+  readHidden(): Float32Array {
+    const e = this.e;
+    return e.core.f32((e.core.x as unknown as { hiddenRows(): number }).hiddenRows(), this.lastRows * e.shape.nEmbd).slice();
   }
 
   readRecurrent(): Uint8Array {
