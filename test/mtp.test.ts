@@ -6,6 +6,7 @@
  * another model, without the block, or with a tensor missing or misshaped is refused by name.
  */
 import * as fs from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openEngine, type Engine } from '../ts/engine/index.js';
@@ -132,4 +133,32 @@ describe('MTP files are checked against the model by name and shape', () => {
     const bent = variant('bent.gguf', (t) => (t.name === 'blk.4.nextn.hnorm.weight' ? { ...t, shape: [t.shape[0] / 2, 2] } : t));
     expect(() => openMtp(bent, tinyA)).toThrow(/blk\.4\.nextn\.hnorm\.weight: expected \[256\], found \[128,2\]/);
   });
+});
+
+describe('q36 --mtp FILE --prompt-ids IDS --dump-mtp-logits OUT.f32 (CPU)', () => {
+  const q36 = (...args: string[]) => spawnSync(process.execPath, [fixture('..', 'dist/ts/cli/q36.js'), ...args], { encoding: 'utf8' });
+  const trunk = fixture('tinyA/tinyA-bf16.gguf');
+
+  it('writes every position\'s logits and the two draft steps, as the oracle\'s files lay them out', () => {
+    const c = cases[0], V = 1088, out = path.join(tmpDir('q36-mtp-dump-'), 'm.f32');
+    const r = q36('--cpu', '-m', trunk, '--ctx', '256', '-ctk', 'f32', '-ctv', 'f32', '--mtp', MTP, '--prompt-ids', c.ids.join(','), '--dump-mtp-logits', out);
+    expect(r.status, r.stderr).toBe(0);
+    const b = fs.readFileSync(out), got = new Float32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.length));
+    expect(got.length).toBe((c.ids.length + 2) * V);
+    const ref = f32('case0.mtp.f32'), dref = f32('case0.draft.f32');
+    for (let k = 0; k < c.ids.length; k++) expect(maxDiff(got.subarray(k * V, (k + 1) * V), ref.subarray(k * V, (k + 1) * V)), `position ${k}`).toBeLessThanOrEqual(2e-3);
+    expect(maxDiff(got.subarray(c.ids.length * V), dref)).toBeLessThanOrEqual(2e-3);
+    expect(r.stderr).toMatch(/drafts 1031, 473/);
+  }, 120_000);
+
+  it.each([
+    [['--mtp', MTP, '--prompt-ids', '1,2'], /--mtp: drafting with the MTP head is not available in this version/],
+    [['--dump-mtp-logits', '/tmp/x.f32', '--prompt-ids', '1,2'], /--dump-mtp-logits and --mtp go together/],
+    [['--mtp', MTP, '--dump-mtp-logits', '/tmp/x.f32', '-p', 'hi'], /--dump-mtp-logits needs --prompt-ids/],
+    [['--mtp', fixture('tinyA/tinyA-q2.gguf'), '--dump-mtp-logits', '/tmp/x.f32', '--prompt-ids', '1,2'], /MTP head: qwen35moe.nextn_predict_layers is 0 or missing/],
+  ])('%j is refused', (flags, msg) => {
+    const r = q36('--cpu', '-m', trunk, '--ctx', '256', ...flags);
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toMatch(msg);
+  }, 120_000);
 });

@@ -123,7 +123,7 @@ export const ENGINE_ARGS = {
   'ssd-streaming-full-layers': { type: 'string', description: 'with --ssd-streaming: the routed experts of the first N layers stay resident (charged at their size)' },
   draft: { type: 'string', description: 'speculative decoding of greedy steps: ngram (drafts looked up in the context: no extra weights; the tokens are the same as without)' },
   'draft-max': { type: 'string', description: `with --draft: the most drafted tokens one step verifies (1-${MAX_BATCH_ROWS - 1}, default ${DEFAULT_DRAFT_MAX})` },
-  mtp: { type: 'string', description: 'MTP draft head (FILE or auto): not available in this version (refused; --draft ngram drafts without extra weights)' },
+  mtp: { type: 'string', description: 'MTP draft head (FILE or auto): drafting with it is not available in this version (q36 --cpu --prompt-ids IDS --dump-mtp-logits OUT writes its logits; --draft ngram drafts without extra weights)' },
   'mtp-draft': { type: 'string', description: 'with --mtp: drafted tokens per step' },
   'mtp-margin': { type: 'string', description: 'with --mtp: the draft\'s confidence gate' },
   'dir-steering-file': { type: 'string', description: 'steering directions: flat n_layer × hidden f32 file' },
@@ -184,10 +184,11 @@ export interface DraftSpec { kind: string; max: number }
 
 /**
  * --draft KIND [--draft-max N]; `kinds` are the drafters this tool offers (q36-bench adds its
- * measurement drafters). --mtp is refused by name: the MTP head is not in this version.
+ * measurement drafters). Drafting with --mtp is refused by name: the MTP head computes only for
+ * q36 --dump-mtp-logits in this version.
  */
 export function draftSpec(a: Record<string, unknown>, kinds: readonly string[] = ['ngram']): DraftSpec | undefined {
-  if (a.mtp !== undefined) throw new CliError(`--mtp: the MTP draft head is not available in this version; --draft ngram drafts from the context without extra weights`);
+  if (a.mtp !== undefined && a['dump-mtp-logits'] === undefined) throw new CliError(`--mtp: drafting with the MTP head is not available in this version (q36 --cpu --prompt-ids IDS --dump-mtp-logits OUT.f32 writes its logits); --draft ngram drafts from the context without extra weights`);
   const f = ['mtp-draft', 'mtp-margin'].find((k) => a[k] !== undefined);
   if (f) throw new CliError(`--${f} needs --mtp`);
   const max = num('--draft-max', a['draft-max'] as Str, { min: 1, max: MAX_BATCH_ROWS - 1, int: true });

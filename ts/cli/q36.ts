@@ -12,6 +12,7 @@ import { metaNumber } from '../gguf/index.js';
 import { dumpTokens } from './dump-tokens.js';
 import { openEngineForCli, parsePromptIds, runGenerate } from './generate-cmd.js';
 import { runInfo } from './info.js';
+import { runMtpDump } from './mtp-dump.js';
 import { CliError, loadTokenizer, openModelHeader, promptText } from './load-tokenizer.js';
 import { ENGINE_ARGS, SAMPLING_ARGS, checkArgs, draftSpec, engineOptions, normalizeArgv, num, parseCli, sampleOptions } from './options.js';
 import { renderFromFiles } from './render.js';
@@ -36,6 +37,7 @@ const main = defineCommand({
     ...ENGINE_ARGS,
     ...SAMPLING_ARGS,
     'dump-logits': { type: 'string', description: 'write f32 logits rows (one per prompt position and per generated token) to a file' },
+    'dump-mtp-logits': { type: 'string', description: 'with --mtp FILE|auto and --prompt-ids (--cpu): write the MTP head\'s f32 logits for every position, then two chained draft steps' },
     'dump-logprobs': { type: 'string', description: 'write per-step chosen token and top-K alternatives as JSON' },
     'logprobs-top-k': { type: 'string', description: 'alternatives per step for --dump-logprobs', default: '20' },
     info: { type: 'boolean', description: 'print the file\'s layout and model shape, validate it, and exit' },
@@ -88,6 +90,18 @@ const main = defineCommand({
       // drafts are verified for greedy steps only: at a temperature they would never be used
       if (draft && sampling.temperature > 0) process.stderr.write(`q36: note: --draft speeds up greedy decoding (--temp 0); at --temp ${sampling.temperature} every token is sampled one step at a time\n`);
       const eo = engineOptions(args.model, args, metaNumber(header, 'qwen35moe.context_length', 262144));
+      if ((args['dump-mtp-logits'] !== undefined) !== (args.mtp !== undefined)) throw new CliError('--dump-mtp-logits and --mtp go together');
+      if (args['dump-mtp-logits'] !== undefined) {
+        if (ids === undefined) throw new CliError('--dump-mtp-logits needs --prompt-ids');
+        if (!args.cpu) throw new CliError('--dump-mtp-logits runs on the CPU reference engine in this version: add --cpu');
+        const engine = await openEngineForCli(eo);
+        try {
+          process.exitCode = await runMtpDump({ engine, mtp: args.mtp!, ids: parsePromptIds(ids, engine.shape.nVocab), out: args['dump-mtp-logits'], err: (m) => process.stderr.write(`${m}\n`) });
+        } finally {
+          engine.dispose();
+        }
+        return;
+      }
       if (ids === undefined && args.prompt === undefined && args['prompt-file'] === undefined) {
         process.exitCode = await runChat({
           open: openEngineForCli, engineOptions: eo, sampling, maxTokens, think: args.nothink ? 'off' : 'on', draft,
