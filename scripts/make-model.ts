@@ -22,6 +22,8 @@ function main(): number {
         seed: { type: 'string', default: '1' },
         layers: { type: 'string' },
         quiet: { type: 'boolean', default: false },
+        mtp: { type: 'boolean', default: false },
+        'mtp-only': { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
       },
     }).values;
@@ -30,13 +32,14 @@ function main(): number {
     return 2;
   }
   if (a.help) {
-    console.log('usage: make-model --preset tiny|full --recipe bf16|q8_0|q2|q2q4|mixed|iq2m|iq1m --out FILE [--seed N] [--layers N]');
+    console.log('usage: make-model --preset tiny|full --recipe bf16|q8_0|q2|q2q4|mixed|iq2m|iq1m --out FILE [--seed N] [--layers N] [--mtp | --mtp-only]\n  --mtp: a synthetic MTP head after the trunk (llama.cpp\'s nextn layout); --mtp-only: the head alone with the embedding and head it shares (an MTP-only file)');
     return 0;
   }
   const preset = PRESETS[a.preset as 'tiny' | 'full'];
   if (!preset) { console.error(`make-model: unknown --preset "${a.preset}" (tiny, full)`); return 2; }
   if (!RECIPES.includes(a.recipe as Recipe)) { console.error(`make-model: unknown --recipe "${a.recipe}" (${RECIPES.join(', ')})`); return 2; }
   if (!a.out) { console.error('make-model: --out FILE is required'); return 2; }
+  if (a.mtp && a['mtp-only']) { console.error('make-model: give --mtp or --mtp-only, not both'); return 2; }
   const seed = Number(a.seed);
   if (!Number.isInteger(seed)) { console.error(`make-model: --seed must be an integer, got "${a.seed}"`); return 2; }
   const geometry = { ...preset };
@@ -51,7 +54,7 @@ function main(): number {
   const t0 = Date.now();
   let lastPrint = 0;
   const r = makeModel({
-    out: a.out, geometry, recipe: a.recipe as Recipe, seed, chatTemplate,
+    out: a.out, geometry, recipe: a.recipe as Recipe, seed, chatTemplate, mtp: a.mtp ? 'with' : a['mtp-only'] ? 'only' : undefined,
     progress: (done, total) => {
       if (a.quiet) return;
       const now = Date.now();

@@ -162,3 +162,35 @@ describe('q36 --mtp FILE --prompt-ids IDS --dump-mtp-logits OUT.f32 (CPU)', () =
     expect(r.stderr).toMatch(msg);
   }, 120_000);
 });
+
+describe('make-model --mtp / --mtp-only: a synthetic MTP head in llama.cpp\'s layout', () => {
+  it('the trunk of a file with the head computes as without it; the head reads the same from either file', async () => {
+    const { makeModel, PRESETS } = await import('../ts/model/synthetic-model.js');
+    const dir = tmpDir('q36-mtp-make-');
+    const f = (m?: 'with' | 'only') => { const p = path.join(dir, `${m ?? 'none'}.gguf`); makeModel({ out: p, geometry: PRESETS.tiny, recipe: 'q2', seed: 3, mtp: m }); return p; };
+    const none = f(), withHead = f('with'), only = f('only');
+    expect(readGguf(withHead).metadata.get('qwen35moe.nextn_predict_layers')?.value).toBe(1);
+    const ids = [5, 17, 99, 300, 42, 7, 256, 1000, 12, 13];
+    const rows = async (model: string) => {
+      const e = await openEngine({ model, backend: 'cpu', ctx: 64, kvTypes: { k: 'f32', v: 'f32' } });
+      const s = e.newSession(), out: Float32Array[] = [];
+      await s.eval(ids, { onLogits: (r) => out.push(r.slice()) });
+      s.dispose();
+      return { e, out };
+    };
+    const a = await rows(none), b = await rows(withHead);
+    try {
+      expect(b.e.shape.nLayer).toBe(a.e.shape.nLayer);
+      a.out.forEach((r, i) => expect(maxDiff(r, b.out[i]), `position ${i}`).toBe(0));
+      // the head from the MTP-only file and from the main file (auto) gives the same logits
+      const run = (file: string) => {
+        const h = new CpuMtpHead(openMtp(file, b.e.shape), { tokenizer: b.e.tokenizer, ctx: 64, kvTypes: { k: 'f32', v: 'f32' } });
+        try { return h.run(ids, new Float32Array(ids.length * b.e.shape.nEmbd).fill(0.5), 0).logits; } finally { h.dispose(); }
+      };
+      const x = run(only), y = run(withHead);
+      x.forEach((r, i) => expect(maxDiff(r, y[i])).toBe(0));
+    } finally {
+      a.e.dispose(); b.e.dispose();
+    }
+  }, 120_000);
+});

@@ -137,6 +137,8 @@ export interface MakeModelOptions {
   recipe: Recipe;
   seed?: number;
   chatTemplate?: string;
+  /** a synthetic MTP head too, or alone (MtpPlan) */
+  mtp?: MtpPlan;
   /** called after each tensor with bytes written so far */
   progress?: (done: number, total: number, name: string) => void;
   /**
@@ -153,26 +155,48 @@ export function shapeOf(g: Geometry): ModelShape {
   };
 }
 
+/**
+ * A synthetic MTP head (llama.cpp's qwen35moe nextn layout): block nLayer, a gated full-attention
+ * layer with its MoE, its input projection and norms, and its own output norm (the embedding and
+ * the head are the trunk's). `with`: after the trunk in one file; `only`: the head alone with the
+ * embedding, output norm and head it shares (an MTP-only file, as `q36 download mtp` fetches).
+ */
+export type MtpPlan = 'with' | 'only';
+
 /** The tensors (name, shape, type) a model of this geometry and recipe holds, in file order. */
-export function plannedTensors(g: Geometry, recipe: Recipe): TensorSpec[] {
+export function plannedTensors(g: Geometry, recipe: Recipe, mtp?: MtpPlan): TensorSpec[] {
   let matrices = 0;
-  return requiredTensors(shapeOf(g)).map((r) => {
-    const s = r.name.endsWith('ffn_gate_inp_shexp.weight') ? [g.nEmbd] : r.shapes[0];
-    return { name: r.name, shape: s, type: recipeType(recipe, r.name, s, g.nLayer, floatOnly(r.name, s) ? 0 : matrices++) };
-  });
+  const L = g.nLayer;
+  const trunk = requiredTensors(shapeOf(g)).map((r) => ({ name: r.name, shape: r.name.endsWith('ffn_gate_inp_shexp.weight') ? [g.nEmbd] : r.shapes[0] }));
+  let list = trunk;
+  if (mtp) {
+    // the head's block: the shapes of a trunk attention layer's tensors, renamed to block L
+    const attn = shapeOf(g).recurrent.indexOf(false);
+    const block = trunk.filter((t) => t.name.startsWith(`blk.${attn}.`)).map((t) => ({ name: `blk.${L}.${t.name.slice(`blk.${attn}.`.length)}`, shape: t.shape }));
+    const nextn = [
+      { name: `blk.${L}.nextn.eh_proj.weight`, shape: [2 * g.nEmbd, g.nEmbd] },
+      { name: `blk.${L}.nextn.enorm.weight`, shape: [g.nEmbd] },
+      { name: `blk.${L}.nextn.hnorm.weight`, shape: [g.nEmbd] },
+      { name: `blk.${L}.nextn.shared_head_norm.weight`, shape: [g.nEmbd] },
+    ];
+    const shared = trunk.filter((t) => !t.name.startsWith('blk.'));
+    list = mtp === 'with' ? [...trunk, ...block, ...nextn] : [...shared, ...block, ...nextn];
+  }
+  return list.map((t) => ({ ...t, type: recipeType(recipe, t.name, t.shape, g.nLayer, floatOnly(t.name, t.shape) ? 0 : matrices++) }));
 }
 
 /** Writes the model; returns its size in bytes. Memory use is bounded by one chunk (≤ 16 MiB). */
 export function makeModel(o: MakeModelOptions): { bytes: number; tensors: number } {
   const g = o.geometry;
   const seed = o.seed ?? 1;
-  const tensors = plannedTensors(g, o.recipe);
+  const tensors = plannedTensors(g, o.recipe, o.mtp);
   const k = (n: string) => `${ARCH}.${n}`;
   const metadata: [string, GgufValue][] = [
     ['general.architecture', kv.str(ARCH)],
     ['general.name', kv.str(`QuarkStar synthetic ${o.recipe} (seed ${seed})`)],
     ['general.quantization_version', kv.u32(2)],
-    [k('block_count'), kv.u32(g.nLayer)],
+    [k('block_count'), kv.u32(g.nLayer + (o.mtp ? 1 : 0))],
+    ...(o.mtp ? [[k('nextn_predict_layers'), kv.u32(1)] as [string, GgufValue]] : []),
     [k('context_length'), kv.u32(262144)],
     [k('embedding_length'), kv.u32(g.nEmbd)],
     [k('attention.head_count'), kv.u32(g.nHead)],
