@@ -152,8 +152,9 @@ describe('q36 --mtp FILE --prompt-ids IDS --dump-mtp-logits OUT.f32 (CPU)', () =
   }, 120_000);
 
   it.each([
-    [['--mtp', MTP, '--prompt-ids', '1,2'], /--mtp: drafting with the MTP head is not available in this version/],
-    [['--dump-mtp-logits', '/tmp/x.f32', '--prompt-ids', '1,2'], /--dump-mtp-logits and --mtp go together/],
+    [['--mtp', MTP, '--draft', 'ngram', '--prompt-ids', '1,2'], /give --draft \[--draft-max\] or --mtp \[--mtp-draft\], not both/],
+    [['--dump-mtp-logits', '/tmp/x.f32', '--prompt-ids', '1,2'], /--dump-mtp-logits needs --mtp FILE\|auto/],
+    [['--mtp', MTP, '--prompt-ids', '1,2', '--mtp-margin', '2'], /--mtp-margin must be ≤ 1, got 2/],
     [['--mtp', MTP, '--dump-mtp-logits', '/tmp/x.f32', '-p', 'hi'], /--dump-mtp-logits needs --prompt-ids/],
     [['--mtp', fixture('tinyA/tinyA-q2.gguf'), '--dump-mtp-logits', '/tmp/x.f32', '--prompt-ids', '1,2'], /MTP head: qwen35moe.nextn_predict_layers is 0 or missing/],
   ])('%j is refused', (flags, msg) => {
@@ -191,6 +192,52 @@ describe('make-model --mtp / --mtp-only: a synthetic MTP head in llama.cpp\'s la
       x.forEach((r, i) => expect(maxDiff(r, y[i])).toBe(0));
     } finally {
       a.e.dispose(); b.e.dispose();
+    }
+  }, 120_000);
+});
+
+describe('MTP drafts (CPU): the head kept in step with the session, greedy-exact', () => {
+  let trunk: Engine;
+  beforeAll(async () => { trunk = await openEngine({ model: fixture('tinyA/tinyA-bf16.gguf'), backend: 'cpu', ctx: 1024, kvTypes: { k: 'f32', v: 'f32' } }); }, 120_000);
+  afterAll(() => trunk?.dispose());
+
+  it.each([0, 2, 3])('case %i: after the session evaluated the sequence, the drafter\'s two drafts are llama.cpp\'s', async (i) => {
+    const { draftOptions } = await import('../ts/engine/draft/index.js');
+    const c = cases[i], s = trunk.newSession();
+    try {
+      const d = draftOptions({ kind: 'mtp', max: 2, mtp: { file: MTP, margin: 0 } }, { engine: trunk, session: s });
+      // the prompt in two parts: the head sees every row through the session
+      await s.eval(c.ids.slice(0, 7));
+      await s.eval(c.ids.slice(7));
+      expect(d.drafter.propose(s.tokens, c.id_last, 2)).toEqual([c.draft1_argmax, c.draft2_argmax]);
+    } finally {
+      s.dispose();
+    }
+  }, 120_000);
+
+  it('generation with MTP drafts gives the tokens without them; rewinds and drafts that cross them keep it so', async () => {
+    const { draftOptions } = await import('../ts/engine/draft/index.js');
+    const { generate } = await import('../ts/engine/generate.js');
+    const c = cases[1], prompt = c.ids.slice(0, 120);
+    const plain = trunk.newSession();
+    await plain.eval(prompt);
+    const ref = await generate(plain, { maxTokens: 40, sampling: { temperature: 0 }, feed: 'non-stop' });
+    plain.dispose();
+    const s = trunk.newSession();
+    try {
+      const d = draftOptions({ kind: 'mtp', max: 3, mtp: { file: MTP, margin: 0 } }, { engine: trunk, session: s });
+      await s.eval(prompt);
+      let steps = 0, accepted = 0;
+      const r = await generate(s, { maxTokens: 40, sampling: { temperature: 0 }, feed: 'non-stop', draft: { ...d, onStep: (_p, a) => { steps++; accepted += a; } } });
+      expect(r.tokens).toEqual(ref.tokens);
+      expect(steps).toBeGreaterThan(0);
+      console.log(`mtp drafts (tinyA, random head): ${steps} draft steps, ${accepted} accepted`);
+      // back to the prompt and again: the drafter follows the rewind
+      await s.rewind(prompt.length);
+      const again = await generate(s, { maxTokens: 40, sampling: { temperature: 0 }, feed: 'non-stop', draft: d });
+      expect(again.tokens).toEqual(ref.tokens);
+    } finally {
+      s.dispose();
     }
   }, 120_000);
 });

@@ -356,7 +356,7 @@ describe('the command line: --draft ngram [--draft-max N]; --mtp refused by name
   }, 120_000);
 
   it.each([
-    [['--mtp', 'x.gguf'], /--mtp: drafting with the MTP head is not available in this version \(q36 --cpu --prompt-ids IDS --dump-mtp-logits OUT.f32 writes its logits\); --draft ngram/],
+    [['--mtp', 'x.gguf'], /--mtp: MTP drafts run in q36 --cpu in this version; here --draft ngram|x\.gguf: cannot open/],
     [['--mtp-draft', '2'], /--mtp-draft needs --mtp/],
     [['--draft-max', '3'], /--draft-max needs --draft/],
     [['--draft', 'oracle'], /--draft must be ngram \(got "oracle"\)/],

@@ -290,8 +290,10 @@ function moe(l: i32, f: usize, T: i32): void {
 /**
  * Runs T tokens whose embeddings are in x (T × nEmbd, overwritten: it is the residual stream)
  * at positions pos… of the session. Logits of rows logitsFrom..T−1 go to `logits` (row-major).
+ * Rows normFrom..T−1 (normFrom ≤ logitsFrom; or logitsFrom when larger) are also left after the
+ * final norm in hiddenRows() (the MTP head's input), without the LM head for those before logitsFrom.
  */
-export function forward(sess: usize, pos: i32, x: usize, T: i32, logits: usize, logitsFrom: i32): i32 {
+export function forward(sess: usize, pos: i32, x: usize, T: i32, logits: usize, logitsFrom: i32, normFrom: i32): i32 {
   if (T < 1 || T > maxT) return -1;
   if (pos + T > load<i32>(sess, L.SS_CTX)) return -2;
   const steerDirs = <usize>load<u32>(sess, L.SS_STEER);
@@ -316,18 +318,21 @@ export function forward(sess: usize, pos: i32, x: usize, T: i32, logits: usize, 
     }
   }
   // final norm and LM head for the rows whose logits are wanted
-  const n = T - logitsFrom;
+  const h0 = normFrom >= 0 && normFrom < logitsFrom ? normFrom : logitsFrom;
+  const n = T - h0, m = T - logitsFrom;
   if (n > 0) {
     const on = tptr(nLayer, L.S_OUTPUT_NORM);
-    for (let t = 0; t < n; t++) rmsnorm(fptr(A, t * nEmbd), fptr(x, (logitsFrom + t) * nEmbd), on, nEmbd, eps);
+    for (let t = 0; t < n; t++) rmsnorm(fptr(A, t * nEmbd), fptr(x, (h0 + t) * nEmbd), on, nEmbd, eps);
+  }
+  if (m > 0) {
     const e = ent(nLayer, L.S_OUTPUT);
-    matmul(load<i32>(e, 4), load<u32>(e), load<u32>(e, 8), nVocab, A, nEmbd, n, logits, nVocab);
+    matmul(load<i32>(e, 4), load<u32>(e), load<u32>(e, 8), nVocab, fptr(A, (logitsFrom - h0) * nEmbd), nEmbd, m, logits, nVocab);
   }
   return 0;
 }
 
 /**
- * The rows the last forward normed for its logits (rows logitsFrom..T−1 after the final norm,
+ * The rows the last forward normed (rows normFrom or logitsFrom..T−1 after the final norm,
  * nEmbd floats each): the trunk's hidden state that the MTP head reads, or the MTP head's own
  * (after its shared_head_norm), which a deeper draft feeds back.
  */

@@ -9,8 +9,7 @@ import { renderChat } from '../chat/render.js';
 import { decodeAnswer } from '../chat/answer.js';
 import { openEngine, type Engine } from '../engine/index.js';
 import { CliError } from './load-tokenizer.js';
-import type { DraftSpec } from './options.js';
-import { draftOptions } from '../engine/draft/index.js';
+import { draftOptions, type DraftSpec } from '../engine/draft/index.js';
 import { formatSize } from './size.js';
 import type { SampleOptions } from '../engine/types.js';
 
@@ -55,6 +54,9 @@ export async function runGenerate(c: GenerateCmd): Promise<number> {
 
   const s = e.newSession();
   s.seed(c.sampling.seed);
+  // the drafter follows the session from its prompt on (an MTP head fills its cache with it)
+  let draft;
+  try { draft = c.draft && draftOptions(c.draft, { engine: e, session: s }); } catch (x) { s.dispose(); throw new CliError((x as Error).message); }
   let logitsFd: number | undefined;
   if (c.dumpLogits) {
     try { logitsFd = fs.openSync(c.dumpLogits, 'w'); } catch (e2) { throw new CliError(`cannot write --dump-logits "${c.dumpLogits}": ${(e2 as NodeJS.ErrnoException).code}`); }
@@ -87,7 +89,7 @@ export async function runGenerate(c: GenerateCmd): Promise<number> {
       feed: c.promptIds ? 'all' : 'not-last',
       onLogits: writeRow,
       signal: c.signal,
-      draft: c.draft && draftOptions(c.draft),
+      draft,
       logprobs: c.dumpLogprobs ? c.logprobsTopK : undefined,
       onTokenLogprobs: (chosen, top) => steps.push({ token: chosen.id, piece: piece(chosen.id), logprob: chosen.logprob, top: top.map((t) => ({ id: t.id, piece: piece(t.id), logprob: t.logprob })) }),
       onEvent: (ev) => { if (!c.promptIds && ev.type === 'content') c.out(ev.text); },

@@ -2,7 +2,8 @@
  * Options shared by q36, q36-server and q36-bench: backend, context, KV types, sampling, steering.
  * Every bad value is a CliError (exit 2) naming the flag.
  */
-import { DEFAULT_CLI_CTX, DEFAULT_DRAFT_MAX, DEFAULT_KV, DEFAULT_KV_STREAMING, MAX_BATCH_ROWS, STREAMING } from '../engine/defaults.js';
+import type { DraftSpec } from '../engine/draft/index.js';
+import { DEFAULT_CLI_CTX, DEFAULT_DRAFT_MAX, DEFAULT_MTP_DRAFT, DEFAULT_KV, DEFAULT_KV_STREAMING, MAX_BATCH_ROWS, STREAMING } from '../engine/defaults.js';
 import { envEngineOptions } from './env.js';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -123,9 +124,9 @@ export const ENGINE_ARGS = {
   'ssd-streaming-full-layers': { type: 'string', description: 'with --ssd-streaming: the routed experts of the first N layers stay resident (charged at their size)' },
   draft: { type: 'string', description: 'speculative decoding of greedy steps: ngram (drafts looked up in the context: no extra weights; the tokens are the same as without)' },
   'draft-max': { type: 'string', description: `with --draft: the most drafted tokens one step verifies (1-${MAX_BATCH_ROWS - 1}, default ${DEFAULT_DRAFT_MAX})` },
-  mtp: { type: 'string', description: 'MTP draft head (FILE or auto): drafting with it is not available in this version (q36 --cpu --prompt-ids IDS --dump-mtp-logits OUT writes its logits; --draft ngram drafts without extra weights)' },
-  'mtp-draft': { type: 'string', description: 'with --mtp: drafted tokens per step' },
-  'mtp-margin': { type: 'string', description: 'with --mtp: the draft\'s confidence gate' },
+  mtp: { type: 'string', description: 'speculative decoding of greedy steps with the model\'s MTP head (an MTP-only GGUF, or auto: the main file\'s): q36 --cpu in this version' },
+  'mtp-draft': { type: 'string', description: `with --mtp: the most drafted tokens a step (1-${MAX_BATCH_ROWS - 1}, default ${DEFAULT_MTP_DRAFT})` },
+  'mtp-margin': { type: 'string', description: 'with --mtp: a draft chain goes on while the head\'s top probability is at least this (0-1, default 0)' },
   'dir-steering-file': { type: 'string', description: 'steering directions: flat n_layer × hidden f32 file' },
   'dir-steering-attn': { type: 'string', description: 'steering scale after attention outputs (default 0)' },
   'dir-steering-ffn': { type: 'string', description: 'steering scale after FFN outputs (default 1 with a file, else 0)' },
@@ -171,7 +172,7 @@ export function engineOptions(model: string, a: Record<string, unknown>, modelCo
   const kvDefault = ssd ? DEFAULT_KV_STREAMING : DEFAULT_KV[backend];
   const k = kIn ?? kvDefault.k;
   const v = vIn ?? kvDefault.v;
-  const draft = draftSpec(a, ['ngram', 'oracle', 'reject']);
+  const draft = draftSpec(a, ['ngram', 'oracle', 'reject'], { mtp: true });
   return {
     model, backend, ctx, kvTypes: { k, v }, draftMax: draft?.max, vkDevice, vkWeights: vkWeights as EngineOptions['vkWeights'], vkMatvecRows: env.vkMatvecRows, vkMvTypes: env.vkMvTypes, vkMvq: env.vkMvq, vkCoopmat: env.vkCoopmat,
     expertCacheMiB: mb, steering: steering(a), vkMemoryLimit,
@@ -179,19 +180,23 @@ export function engineOptions(model: string, a: Record<string, unknown>, modelCo
   };
 }
 
-/** Speculative decoding as asked on the command line: the drafter's kind and the most drafts a step. */
-export interface DraftSpec { kind: string; max: number }
-
 /**
- * --draft KIND [--draft-max N]; `kinds` are the drafters this tool offers (q36-bench adds its
- * measurement drafters). Drafting with --mtp is refused by name: the MTP head computes only for
- * q36 --dump-mtp-logits in this version.
+ * --draft KIND [--draft-max N], or --mtp FILE|auto [--mtp-draft N] [--mtp-margin F] where the tool
+ * drafts with the MTP head (`mtp`: q36 on the CPU in this version); `kinds` are the drafters this
+ * tool offers (q36-bench adds its measurement drafters). q36 --dump-mtp-logits takes --mtp alone.
  */
-export function draftSpec(a: Record<string, unknown>, kinds: readonly string[] = ['ngram']): DraftSpec | undefined {
-  if (a.mtp !== undefined && a['dump-mtp-logits'] === undefined) throw new CliError(`--mtp: drafting with the MTP head is not available in this version (q36 --cpu --prompt-ids IDS --dump-mtp-logits OUT.f32 writes its logits); --draft ngram drafts from the context without extra weights`);
+export function draftSpec(a: Record<string, unknown>, kinds: readonly string[] = ['ngram'], o: { mtp?: boolean } = {}): DraftSpec | undefined {
+  const max = num('--draft-max', a['draft-max'] as Str, { min: 1, max: MAX_BATCH_ROWS - 1, int: true });
+  if (a.mtp !== undefined && a['dump-mtp-logits'] === undefined) {
+    if (!o.mtp) throw new CliError('--mtp: MTP drafts run in q36 --cpu in this version; here --draft ngram drafts from the context without extra weights');
+    if (a.draft !== undefined || max !== undefined) throw new CliError('give --draft [--draft-max] or --mtp [--mtp-draft], not both');
+    return {
+      kind: 'mtp', max: num('--mtp-draft', a['mtp-draft'] as Str, { min: 1, max: MAX_BATCH_ROWS - 1, int: true }) ?? DEFAULT_MTP_DRAFT,
+      mtp: { file: a.mtp as string, margin: num('--mtp-margin', a['mtp-margin'] as Str, { min: 0, max: 1 }) ?? 0 },
+    };
+  }
   const f = ['mtp-draft', 'mtp-margin'].find((k) => a[k] !== undefined);
   if (f) throw new CliError(`--${f} needs --mtp`);
-  const max = num('--draft-max', a['draft-max'] as Str, { min: 1, max: MAX_BATCH_ROWS - 1, int: true });
   const kind = a.draft as Str;
   if (kind === undefined) {
     if (max !== undefined) throw new CliError('--draft-max needs --draft');

@@ -86,11 +86,12 @@ const main = defineCommand({
       const logprobsTopK = num('--logprobs-top-k', args['logprobs-top-k'], { min: 1, int: true })!;
       const ids = args['prompt-ids'];
       const header = openModelHeader(args.model);
-      const draft = draftSpec(args);
+      const draft = draftSpec(args, ['ngram'], { mtp: true });
       // drafts are verified for greedy steps only: at a temperature they would never be used
       if (draft && sampling.temperature > 0) process.stderr.write(`q36: note: --draft speeds up greedy decoding (--temp 0); at --temp ${sampling.temperature} every token is sampled one step at a time\n`);
       const eo = engineOptions(args.model, args, metaNumber(header, 'qwen35moe.context_length', 262144));
-      if ((args['dump-mtp-logits'] !== undefined) !== (args.mtp !== undefined)) throw new CliError('--dump-mtp-logits and --mtp go together');
+      if (draft?.kind === 'mtp' && eo.backend !== 'cpu') throw new CliError('--mtp drafts on the CPU engine in this version (--cpu); on Vulkan, --draft ngram');
+      if (args['dump-mtp-logits'] !== undefined && args.mtp === undefined) throw new CliError('--dump-mtp-logits needs --mtp FILE|auto');
       if (args['dump-mtp-logits'] !== undefined) {
         if (ids === undefined) throw new CliError('--dump-mtp-logits needs --prompt-ids');
         if (!args.cpu) throw new CliError('--dump-mtp-logits runs on the CPU reference engine in this version: add --cpu');

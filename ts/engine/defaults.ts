@@ -64,3 +64,6 @@ export const MAX_BATCH_ROWS = 8;
  * five-row step, well inside one batched step's rows (MAX_BATCH_ROWS).
  */
 export const DEFAULT_DRAFT_MAX = 4;
+
+/** MTP drafts a step without --mtp-draft (the QuarkStar README's --mtp-draft 2). */
+export const DEFAULT_MTP_DRAFT = 2;

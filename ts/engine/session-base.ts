@@ -8,7 +8,7 @@ import { rowBytes } from '../gguf/index.js';
 import type { ModelShape } from '../model/shape.js';
 import { AbortError, KV_TYPE_IDS, commonPrefix, maskHas, syncKeep, topLogprobs } from './common.js';
 import { decodePayload, encodePayload, PayloadError, stateSizes } from './payload.js';
-import type { EngineOptions, EvalOptions, KvType, SampleOptions, Session, Snapshot, TokenLogprob, TokenMask } from './types.js';
+import type { EngineOptions, EvalOptions, HiddenObserver, KvType, SampleOptions, Session, Snapshot, TokenLogprob, TokenMask } from './types.js';
 
 /** how many of the device's best tokens a masked sample looks at before reading the whole row */
 const MASK_PROBE = 64;
@@ -28,13 +28,16 @@ export interface SessionBackend extends BackendSettings {
    * backend may keep that row on the device and return []: readLast() then reads it, and
    * lastArgmax() gives its arg-max without reading it, until the next forward call.
    */
-  forward(tokens: number[], pos: number, logitsFrom: number, deferLast?: boolean, mask?: TokenMask): Promise<Float32Array[]>;
+  forward(tokens: number[], pos: number, logitsFrom: number, deferLast?: boolean, mask?: TokenMask, normFrom?: number): Promise<Float32Array[]>;
   /** the grammar mask the deferred row's arg-max was taken under (lastArgmax is then the masked arg-max) */
   lastMasked?(): TokenMask | undefined;
   /** the deferred row's arg-max among a mask's tokens, taken on the device; undefined when it cannot */
   maskedArgmax?(mask: TokenMask): number | undefined;
   readLast?(): Float32Array;
-  /** the rows the last forward normed for its logits rows (after the final norm), nEmbd each */
+  /**
+   * the rows the last forward normed (after the final norm, nEmbd each): its logits rows, or from
+   * row normFrom on when forward was asked for it
+   */
   readHidden?(): Float32Array;
   /** the deferred row's arg-max (lowest index on ties), or undefined when it cannot tell (NaN, all −∞) */
   lastArgmax?(): number | undefined;
@@ -125,6 +128,22 @@ export class BaseSession implements Session {
     return this.b.draftRows;
   }
 
+  /** told the hidden state of every row every forward computes (observeHidden) */
+  private observer?: HiddenObserver;
+
+  observeHidden(fn: HiddenObserver | undefined): void {
+    if (fn && !this.b.readHidden) throw new Error('this backend does not give hidden states');
+    this.observer = fn;
+  }
+
+  /** a forward of `tokens` at pos, every row's hidden state to the observer when there is one */
+  private async run(tokens: number[], pos: number, from: number, defer = false, mask?: TokenMask): Promise<Float32Array[]> {
+    if (!this.observer) return this.b.forward(tokens, pos, from, defer, mask);
+    const rows = await this.b.forward(tokens, pos, from, false, mask, 0);
+    this.observer(pos, tokens, this.b.readHidden!());
+    return rows;
+  }
+
   async evalDraft(tokens: readonly number[]): Promise<(number | undefined)[]> {
     this.check();
     const b = this.b, T = tokens.length, pos = this.toks.length;
@@ -135,13 +154,14 @@ export class BaseSession implements Session {
     let ids: (number | undefined)[];
     try {
       if (b.draftStep) {
+        if (this.observer) throw new Error('this backend\'s draft steps do not give hidden states');
         ids = await b.draftStep(part, pos);
         this.pending = { pos, tokens: part };
       } else {
         // the rows as one forward (the CPU's several-token forward is bit for bit its decode
         // steps'), the state before it kept to go back to an accepted row
         const state = b.readRecurrent();
-        const rows = await b.forward(part, pos, 0);
+        const rows = await this.run(part, pos, 0);
         ids = rows.map((r) => firstMax(r));
         this.pending = { pos, tokens: part, rows, state };
       }
@@ -171,7 +191,7 @@ export class BaseSession implements Session {
       if (n < d.tokens.length) {
         // back to the state before the step, then the kept tokens again (no logits needed)
         this.b.writeRecurrent(d.state!);
-        await this.b.forward(d.tokens.slice(0, n), d.pos, n);
+        await this.run(d.tokens.slice(0, n), d.pos, n);
         this.evaluatedCount += n;
       }
       this.setLast(d.rows![n - 1]);
@@ -230,7 +250,7 @@ export class BaseSession implements Session {
       if (this.lastOnDevice) this.setLast(EMPTY);
       let rows: Float32Array[];
       try {
-        rows = await b.forward(part, pos, from, defer, last ? o.mask : undefined);
+        rows = await this.run(part, pos, from, defer, last ? o.mask : undefined);
       } catch (e) {
         // a step that failed part-way (a read error on the model file, a device error) may have
         // advanced some layers' state: nothing may continue from it

@@ -155,6 +155,9 @@ export interface EvalOptions {
   continues?: boolean;
 }
 
+/** Rows `tokens` at positions pos… were evaluated; `hidden` holds their states after the final norm (tokens.length × nEmbd). */
+export type HiddenObserver = (pos: number, tokens: readonly number[], hidden: Float32Array) => void;
+
 /** In-memory snapshot: what cannot be recomputed from the KV rows below `pos`. */
 export interface Snapshot {
   readonly pos: number;
@@ -200,6 +203,12 @@ export interface Session {
   keepDraft(n: number): Promise<void>;
   /** most tokens one evalDraft takes (1: no drafts) */
   readonly draftRows: number;
+  /**
+   * From now on, every forward tells `fn` the hidden state (after the final norm) of each row it
+   * evaluated (an MTP drafter keeps its head in step with them); undefined stops it. Throws on a
+   * backend that cannot give them (the CPU engine can).
+   */
+  observeHidden(fn: HiddenObserver | undefined): void;
   /** the next token: sampled (or the arg-max at temperature 0) among all tokens, or among a mask's */
   sample(o: SampleOptions, mask?: TokenMask): number;
   /** log-softmax of the current logits: the top k */

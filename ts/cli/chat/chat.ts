@@ -13,8 +13,8 @@ import { Conversation } from '../../chat/conversation.js';
 
 export type ThinkMode = 'on' | 'off' | 'max';
 import { safeForTerminal } from '../../terminal.js';
-import { draftOptions } from '../../engine/draft/index.js';
-import type { DraftSpec } from '../options.js';
+import { draftOptions, type DraftSpec } from '../../engine/draft/index.js';
+import { CliError } from '../load-tokenizer.js';
 
 export interface ChatOptions {
   open: (o: EngineOptions) => Promise<Engine>;
@@ -51,8 +51,10 @@ export async function runChat(o: ChatOptions): Promise<number> {
   let session: Session = engine.newSession();
   session.seed(o.sampling.seed);
   let think: ThinkMode = o.think;
-  // one drafter for the chat: its index of the context grows with the conversation
-  const drafts = o.draft && draftOptions(o.draft);
+  // one drafter for the chat's session: its index of the context (or its MTP head's cache) grows
+  // with the conversation
+  let drafts: ReturnType<typeof draftOptions> | undefined;
+  try { drafts = o.draft && draftOptions(o.draft, { engine, session }); } catch (e) { session.dispose(); engine.dispose(); throw new CliError((e as Error).message); }
   let busy: AbortController | null = null;
   const conv = new Conversation();
   let lastSigint = 0;
@@ -154,6 +156,7 @@ export async function runChat(o: ChatOptions): Promise<number> {
           engineOpts = { ...engineOpts, ctx: n };
           session = engine.newSession();
           session.seed(o.sampling.seed);
+          drafts = o.draft && draftOptions(o.draft, { engine, session });
           if (tokens.length) await session.eval(tokens);
           write(`context is now ${n} tokens${tokens.length ? ` (transcript of ${tokens.length} tokens re-evaluated)` : ''}\n`);
         } catch (e) {

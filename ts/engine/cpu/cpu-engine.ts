@@ -19,7 +19,7 @@ import { modelIdentity } from '../../model/fingerprint.js';
 import type { ExpertStats } from '../expert-cache.js';
 
 interface ForwardExports {
-  forward(sess: number, pos: number, x: number, T: number, logits: number, logitsFrom: number): number;
+  forward(sess: number, pos: number, x: number, T: number, logits: number, logitsFrom: number, normFrom: number): number;
   sample(logits: number, n: number, temp: number, topK: number, topP: number, minP: number, rng: number): number;
 }
 
@@ -157,13 +157,13 @@ class CpuBackend extends BackendSettings implements SessionBackend {
     return [dv.getUint32(this.tbl + SS.LAYERS + l * 8, true), dv.getUint32(this.tbl + SS.LAYERS + l * 8 + 4, true)];
   }
 
-  async forward(tokens: number[], pos: number, logitsFrom: number): Promise<Float32Array[]> {
+  async forward(tokens: number[], pos: number, logitsFrom: number, _defer?: boolean, _mask?: unknown, normFrom = -1): Promise<Float32Array[]> {
     const e = this.e, s = e.shape, T = tokens.length;
     e.weights.embed(tokens, e.xPtr);
-    const rc = e.fx.forward(this.tbl, pos, e.xPtr, T, e.logitsPtr, logitsFrom);
+    const rc = e.fx.forward(this.tbl, pos, e.xPtr, T, e.logitsPtr, logitsFrom, normFrom);
     if (rc !== 0) throw new Error(`forward failed (${rc})`);
     const rows: Float32Array[] = [];
-    this.lastRows = Math.max(0, T - logitsFrom);
+    this.lastRows = Math.max(0, T - (normFrom >= 0 ? Math.min(normFrom, logitsFrom) : logitsFrom));
     for (let t = 0; t < T - logitsFrom; t++) rows.push(e.core.f32(e.logitsPtr + t * s.nVocab * 4, s.nVocab).slice());
     return rows;
   }

@@ -14,7 +14,7 @@ import type { KvType } from '../types.js';
 import type { MtpModel } from './mtp-file.js';
 
 interface MtpExports {
-  forward(sess: number, pos: number, x: number, T: number, logits: number, logitsFrom: number): number;
+  forward(sess: number, pos: number, x: number, T: number, logits: number, logitsFrom: number, normFrom: number): number;
   mtpInput(e: number, h: number, T: number, enorm: number, hnorm: number, ehType: number, eh: number, ehRowBytes: number, z: number): number;
   hiddenRows(): number;
   dequantRow(t: number, src: number, dst: number, n: number): void;
@@ -78,7 +78,7 @@ export class CpuMtpHead {
     e.weights.embed(tokens, e.xPtr);
     core.f32(this.hPtr, T * n).set(hidden);
     if (this.x.mtpInput(e.xPtr, this.hPtr, T, this.enorm, this.hnorm, this.eh.type, this.eh.ptr, this.eh.rowBytes, e.xPtr) !== 0) throw new Error('MTP head: input projection failed');
-    const rc = this.x.forward(this.tbl, pos, e.xPtr, T, e.logitsPtr, 0);
+    const rc = this.x.forward(this.tbl, pos, e.xPtr, T, e.logitsPtr, 0, 0);
     if (rc !== 0) throw new Error(`MTP head: forward failed (${rc})`);
     const v = e.shape.nVocab;
     const logits = Array.from({ length: T }, (_, t) => core.f32(e.logitsPtr + t * v * 4, v).slice());

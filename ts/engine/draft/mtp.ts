@@ -1,0 +1,78 @@
+/**
+ * MTP drafts (`--mtp FILE|auto`): the model's own multi-token-prediction head guesses the next
+ * tokens. Its KV cache follows the session: every row the trunk evaluates comes back with its
+ * hidden state (Session.observeHidden), and before drafting the head runs the rows it has not
+ * seen, row k being token x_k with the trunk's hidden state h_{k−1}. A draft then chains: the
+ * token about to enter the session with the last hidden state, each drafted token with the head's
+ * own hidden state. The chain stops where the head's top probability falls below the margin.
+ */
+import type { CpuMtpHead } from '../mtp/cpu-mtp.js';
+import type { Session } from '../types.js';
+import type { Drafter } from './drafter.js';
+
+export class MtpDrafter implements Drafter {
+  readonly name = 'mtp';
+  /** the session's evaluated tokens and their hidden states, as reported (undefined: not seen) */
+  private toks: number[] = [];
+  private hid: (Float32Array | undefined)[] = [];
+  /** head KV rows computed from true inputs: positions [0, headLen) */
+  private headLen = 0;
+
+  /** `margin`: the least top probability that lets a draft chain go on (0: none) */
+  constructor(private readonly head: CpuMtpHead, private readonly margin = 0) {}
+
+  /** Follows `s` from now on (before its prompt is evaluated, so the head sees every row). */
+  attach(s: Session): void {
+    s.observeHidden((pos, tokens, hidden) => this.seen(pos, tokens, hidden));
+  }
+
+  private truncate(n: number): void {
+    if (this.toks.length > n) { this.toks.length = n; this.hid.length = n; }
+    this.headLen = Math.min(this.headLen, n);
+  }
+
+  private seen(pos: number, tokens: readonly number[], hidden: Float32Array): void {
+    const n = this.head.engine.shape.nEmbd;
+    this.truncate(pos);
+    // rows the drafter never saw (a loaded session) stay unknown
+    while (this.toks.length < pos) { this.toks.push(-1); this.hid.push(undefined); }
+    tokens.forEach((t, i) => { this.toks.push(t); this.hid.push(hidden.slice(i * n, (i + 1) * n)); });
+  }
+
+  propose(context: readonly number[], next: number, max: number): number[] {
+    const n = context.length, N = this.head.engine.shape.nEmbd;
+    if (max < 1 || n === 0) return [];
+    // what the drafter knows must be the session's tokens (a rewind or a loaded state: start over there)
+    let m = 0;
+    while (m < Math.min(n, this.toks.length) && this.toks[m] === context[m]) m++;
+    this.truncate(m);
+    while (this.toks.length < n) { this.toks.push(context[this.toks.length]); this.hid.push(undefined); }
+    // an unseen hidden state counts as zero: the head's guesses get worse, never the answer
+    const h = (k: number) => (k < 0 ? undefined : this.hid[k]);
+    const zero = new Float32Array(N);
+    for (let p = this.headLen; p < n; p += this.head.maxRows) {
+      const T = Math.min(this.head.maxRows, n - p), inp = new Float32Array(T * N);
+      for (let i = 0; i < T; i++) inp.set(h(p + i - 1) ?? zero, i * N);
+      this.head.run(context.slice(p, p + T) as number[], inp, p);
+    }
+    const out: number[] = [];
+    let tok = next, hidden = h(n - 1) ?? zero;
+    for (let i = 0; i < max; i++) {
+      const r = this.head.run([tok], hidden, n + i);
+      const row = r.logits[0];
+      let best = 0;
+      for (let v = 1; v < row.length; v++) if (row[v] > row[best]) best = v;
+      if (this.margin > 0) {
+        let z = 0;
+        for (let v = 0; v < row.length; v++) z += Math.exp(row[v] - row[best]);
+        if (1 / z < this.margin) break;
+      }
+      out.push(best);
+      tok = best;
+      hidden = r.hidden;
+    }
+    // row n (the token about to enter, with h_{n−1}) is a true row; the deeper ones are overwritten later
+    this.headLen = n + 1;
+    return out;
+  }
+}
