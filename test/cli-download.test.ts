@@ -172,7 +172,7 @@ describe('q36 download', () => {
     expect(bad.err).toMatch(/unknown model "q9"/);
     const missing = await run(['mtp', '--base-url', base]);
     expect(missing.code).toBe(2);
-    expect(missing.err).toMatch(/note: the MTP draft weights are not used yet/);
+    expect(missing.err).toMatch(/note: the MTP head drafts with q36 --cpu --mtp FILE in this version/);
     expect(missing.err).toMatch(/answered HTTP 404/);
   });
 });

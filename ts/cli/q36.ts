@@ -158,7 +158,7 @@ async function downloadCommand(argv: string[]): Promise<void> {
     return;
   }
   // said before a 1 GB download, not after: nothing loads this file yet
-  if (which === 'mtp') console.error('q36: note: the MTP draft weights are not used yet (speculative decoding with --mtp is not built); downloading them for later');
+  if (which === 'mtp') console.error('q36: note: the MTP head drafts with q36 --cpu --mtp FILE in this version (on the GPU it is not built yet)');
   try {
     let last = 0, start: { at: number; done: number } | undefined;
     const env = readEnv();
