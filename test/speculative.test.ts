@@ -154,6 +154,10 @@ function exactness(name: string, model: string, opts: Partial<EngineOptions>) {
 exactness('CPU tinyA q2 (f32 KV)', 'tinyA/tinyA-q2.gguf', { backend: 'cpu', kvTypes: { k: 'f32', v: 'f32' } });
 exactness('CPU tinyR q2 (f16 KV)', 'tinyR/tinyR-q2.gguf', { backend: 'cpu' });
 exactness('Vulkan tinyA q2 (q8_0/q4_0 KV)', 'tinyA/tinyA-q2.gguf', { backend: 'vulkan', kvTypes: { k: 'q8_0', v: 'q4_0' } });
+// one and two output rows a workgroup (matvec1/matvec2 for decode, matmul2r1… for the draft rows,
+// the choice on a GPU for short matrices): still each row's decode bits
+exactness('Vulkan tinyA q2, 1 row a workgroup', 'tinyA/tinyA-q2.gguf', { backend: 'vulkan', kvTypes: { k: 'q8_0', v: 'q4_0' }, vkMatvecRows: 1 });
+exactness('Vulkan tinyA q2, 2 rows a workgroup', 'tinyA/tinyA-q2.gguf', { backend: 'vulkan', kvTypes: { k: 'q8_0', v: 'q4_0' }, vkMatvecRows: 2 });
 exactness('Vulkan tinyR bf16 (f16 KV)', 'tinyR/tinyR-bf16.gguf', { backend: 'vulkan', kvTypes: { k: 'f16', v: 'f16' } });
 
 describe('the answer decoder with drafts: the same answer as without, whatever lands inside an accepted run', () => {

@@ -349,11 +349,13 @@ export function matvecOp(ops: OpList, d: MatvecDispatch): void {
     ops.op(`mv_${d.type}`, d.buffers, push(R), [Math.ceil(d.rows / (S * (glu ? R / 2 : R))), d.nRows], d.barrier ?? true, d.label);
     return;
   }
-  // rows per workgroup: matmul 4; one activation row: decodeRows() (the router epilogue has a 1-
-  // and a 4-row form)
-  let rows = tokens > 1 ? matmulRows(tokens) : decodeRows(d.rows, d.nRows, glu, d.minGroups, d.fixedRows === 8 ? 4 : d.fixedRows);
+  // rows per workgroup: the 8-row matmul matmulRows(); one activation row, and the 2- and 4-row
+  // matmuls of a few rows (draft and batched steps): decodeRows() over their workgroup columns
+  // (the router epilogue has a 1- and a 4-row form)
+  let rows = tokens === MATMUL_TOKENS ? matmulRows(tokens) : decodeRows(d.rows, Math.ceil(d.nRows / tokens), glu, d.minGroups, d.fixedRows === 8 ? 4 : d.fixedRows);
   if (d.epilogue && rows === 2) rows = MATVEC_ROWS;
-  const shader = d.epilogue ? `${d.epilogue.shader}${rows === 1 ? '1' : ''}` : tokens > 1 ? `matmul${tokens === MATMUL_TOKENS ? '' : tokens}` : rows === MATVEC_ROWS ? 'matvec' : `matvec${rows}`;
+  const few = tokens > 1 && tokens < MATMUL_TOKENS && rows !== MATVEC_ROWS ? `r${rows}` : '';
+  const shader = d.epilogue ? `${d.epilogue.shader}${rows === 1 ? '1' : ''}` : tokens > 1 ? `matmul${tokens === MATMUL_TOKENS ? '' : tokens}${few}` : rows === MATVEC_ROWS ? 'matvec' : `matvec${rows}`;
   ops.op(`${shader}_${d.type}`, [...d.buffers, ...(d.epilogue?.extra ?? [])], push(), [Math.ceil(d.rows / (glu ? rows / 2 : rows)), Math.ceil(d.nRows / tokens)], d.barrier ?? true, d.label);
 }
 

@@ -87,6 +87,11 @@ export const KERNELS = {
   matmul: k({ name: 'matmul', bindings: MATVEC_BIND, push: MATVEC_PUSH, local: 64 }),
   matmul2: k({ name: 'matmul2', bindings: MATVEC_BIND, push: MATVEC_PUSH, local: 64 }),
   matmul4: k({ name: 'matmul4', bindings: MATVEC_BIND, push: MATVEC_PUSH, local: 64 }),
+  // matmul2 / matmul4 with 1 or 2 output rows a workgroup (decodeRows' choice for few rows)
+  matmul2r1: k({ name: 'matmul2r1', bindings: MATVEC_BIND, push: MATVEC_PUSH, local: 64 }),
+  matmul2r2: k({ name: 'matmul2r2', bindings: MATVEC_BIND, push: MATVEC_PUSH, local: 64 }),
+  matmul4r1: k({ name: 'matmul4r1', bindings: MATVEC_BIND, push: MATVEC_PUSH, local: 64 }),
+  matmul4r2: k({ name: 'matmul4r2', bindings: MATVEC_BIND, push: MATVEC_PUSH, local: 64 }),
   mv: k({ name: 'mv', bindings: MATVEC_BIND, push: MATVEC_PUSH, local: 64 }),
   // one activation row as int8 levels (XQ) and their scales (XS), packed integer dot products;
   // mvq2, mvq4: 2 or 4 activation rows a workgroup
