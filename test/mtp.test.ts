@@ -241,3 +241,33 @@ describe('MTP drafts (CPU): the head kept in step with the session, greedy-exact
     }
   }, 120_000);
 });
+
+describe('q36-server --cpu --mtp: greedy completions with MTP drafts equal the ones without', () => {
+  it('two prompts, each slot\'s head following its session', async () => {
+    const { buildApp } = await import('../ts/server/app.js');
+    const engine = await openEngine({ model: fixture('tinyA/tinyA-bf16.gguf'), backend: 'cpu', ctx: 512 });
+    const texts = async (draft?: { kind: string; max: number; mtp?: { file: string; margin: number } }) => {
+      const { app, ctx } = await buildApp({ engine, slots: 1, cacheRamMiB: 0, draft });
+      try {
+        const base = await app.listen({ host: '127.0.0.1', port: 0 });
+        const out: string[] = [];
+        for (const prompt of ['The lighthouse keeper wrote in his log that the storm', 'A recipe for bread begins with flour, water and']) {
+          const r = await fetch(`${base}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'x', prompt, max_tokens: 24, temperature: 0 }) });
+          expect(r.status).toBe(200);
+          out.push(((await r.json()) as { choices: { text: string }[] }).choices[0].text);
+        }
+        return { out, steps: ctx.coordinator.stats.draftSteps };
+      } finally {
+        await app.close(); ctx.coordinator.dispose();
+      }
+    };
+    try {
+      const plain = await texts();
+      const mtp = await texts({ kind: 'mtp', max: 2, mtp: { file: MTP, margin: 0 } });
+      expect(mtp.out).toEqual(plain.out);
+      expect(mtp.steps).toBeGreaterThan(0);
+    } finally {
+      engine.dispose();
+    }
+  }, 120_000);
+});

@@ -9,6 +9,7 @@
 import { Conversation } from '../chat/conversation.js';
 import { decodeAnswer } from '../chat/answer.js';
 import type { DraftOptions } from '../engine/generate.js';
+import { draftOptions, type DraftSpec } from '../engine/draft/index.js';
 import { THINK_CLOSE } from '../chat/template-tokens.js';
 import { AbortError } from '../engine/common.js';
 import type { Engine, SampleOptions, Session } from '../engine/types.js';
@@ -34,8 +35,8 @@ export interface AgentOptions {
   sampling: SampleOptions;
   /** tokens per assistant turn */
   maxTokens: number;
-  /** speculative decoding of greedy steps (--draft ngram): one drafter for the conversation */
-  draft?: DraftOptions;
+  /** speculative decoding of greedy steps (--draft ngram, --mtp on the CPU): one drafter for the session */
+  draft?: DraftSpec;
   /** tool rounds per user message before the agent stops and says so */
   maxSteps?: number;
   limits?: ToolLimits;
@@ -60,6 +61,7 @@ export function systemPrompt(root: string): string {
 export class Agent {
   conv: Conversation;
   readonly session: Session;
+  private readonly drafts?: DraftOptions;
   readonly procs = new Processes();
   private readonly tools: ReturnType<typeof makeTools>;
   /** the tools as the chat template takes them (the same every turn) */
@@ -77,6 +79,8 @@ export class Agent {
     this.toolsSpec = toolSpecs(this.tools);
     this.think = o.think;
     this.session = o.engine.newSession();
+    // the drafter follows the session from its first prompt on
+    this.drafts = o.draft && draftOptions(o.draft, { engine: o.engine, session: this.session });
     this.conv = new Conversation(systemPrompt(o.workspace.root));
   }
 
@@ -137,7 +141,7 @@ export class Agent {
     const budget = Math.min(this.o.maxTokens, e.options.ctx - tokens.length);
     const ui = this.o.ui;
     const ans = await decodeAnswer(this.session, tok, {
-      maxTokens: budget, sampling: this.o.sampling, greedyProtocol: true, signal, startInReasoning: this.think, tools: toolsSpec as never, draft: this.o.draft,
+      maxTokens: budget, sampling: this.o.sampling, greedyProtocol: true, signal, startInReasoning: this.think, tools: toolsSpec as never, draft: this.drafts,
       script: this.scripted(),
       onEvent: (ev) => { if (ev.type === 'reasoning') ui?.reasoning?.(ev.text); else if (ev.type === 'content') ui?.content?.(ev.text); },
     });

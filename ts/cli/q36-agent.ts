@@ -17,7 +17,6 @@ import { AGENT_CTX } from '../engine/defaults.js';
 import { openEngine } from '../engine/index.js';
 import { readEnv, modelEnv } from './env.js';
 import { CliError, openModelHeader } from './load-tokenizer.js';
-import { draftOptions } from '../engine/draft/index.js';
 import { ENGINE_PARSE_OPTIONS, draftSpec, engineOptions, num, parseCliArgs } from './options.js';
 import { safeForTerminal } from '../terminal.js';
 import { printVersionIfAsked } from './version.js';
@@ -68,8 +67,9 @@ async function main(): Promise<number> {
   const header = openModelHeader(a.model!);
   const native = Number(header.metadata.get('qwen35moe.context_length')?.value ?? 262144);
   // the agent presets (defaults.ts AGENT_CTX) unless --ctx says otherwise (the model's own if smaller)
-  const draft = draftSpec(a);
+  const draft = draftSpec(a, ['ngram'], { mtp: true });
   const eo = engineOptions(a.model!, { ...a, ctx: a.ctx ?? String(Math.min(a['ssd-streaming'] ? AGENT_CTX.streaming : AGENT_CTX.resident, native)) }, native);
+  if (draft?.kind === 'mtp' && eo.backend !== 'cpu') throw new CliError('--mtp drafts on the CPU engine in this version (--cpu); on Vulkan, --draft ngram');
   let engine;
   try { engine = await openEngine(eo); } catch (e) { throw new CliError((e as Error).message); }
   const tty = Boolean(process.stdout.isTTY);
@@ -95,7 +95,13 @@ async function main(): Promise<number> {
   };
   const store = new SessionStore(sessionsDir, (w) => process.stderr.write(`warning: ${w}\n`));
   const sampling = { temperature: num('--temp', a.temp, { min: 0 })!, topP: num('--top-p', a['top-p'], { min: 0, max: 1 })!, topK: num('--top-k', a['top-k'], { min: 0, int: true })!, minP: 0 };
-  const agent = new Agent({ engine, workspace: ws, store, think: !a.nothink, sampling, maxTokens: num('--tokens', a.tokens, { min: 16, int: true })!, maxSteps: num('--max-steps', a['max-steps'], { min: 1, int: true })!, ui, draft: draft && draftOptions(draft) });
+  let agent: Agent;
+  try {
+    agent = new Agent({ engine, workspace: ws, store, think: !a.nothink, sampling, maxTokens: num('--tokens', a.tokens, { min: 16, int: true })!, maxSteps: num('--max-steps', a['max-steps'], { min: 1, int: true })!, ui, draft });
+  } catch (e) {
+    engine.dispose();
+    throw e instanceof CliError ? e : new CliError((e as Error).message);
+  }
   exitWithAgentOnSignals(() => agent.dispose());
   agent.session.seed(num('--seed', a.seed, { int: true })!);
   try {

@@ -23,7 +23,7 @@ import { ApiError } from './errors.js';
 import type { RamCache } from './ram-cache.js';
 import { ASSISTANT_HEADER, IM_START } from '../chat/template-tokens.js';
 import { ModelExecutor, type ExecutorOptions } from './executor.js';
-import { draftOptions, type Drafter } from '../engine/draft/index.js';
+import { draftOptions, type Drafter, type DraftSpec } from '../engine/draft/index.js';
 import type { DraftOptions } from '../engine/generate.js';
 
 export interface TurnRequest {
@@ -121,7 +121,7 @@ export interface CoordinatorOptions {
    * speculative decoding of greedy steps (--draft): each slot's drafter, verified while only one
    * slot generates (with several, their tokens share batched steps instead)
    */
-  draft?: { kind: string; max: number; /** tests: this drafter for each slot in place of the named kind's */ drafter?: () => Drafter };
+  draft?: DraftSpec & { /** tests: this drafter for each slot in place of the named kind's */ drafter?: () => Drafter };
 }
 
 /** One live session and what the coordinator knows about its contents. */
@@ -182,6 +182,14 @@ export class Coordinator {
     } catch (e) {
       for (const s of this.slots) s.session.dispose();
       throw new Error(`cannot hold ${n} live sessions of ctx ${o.engine.options.ctx}: ${(e as Error).message} (lower --ctx or --batched-session)`);
+    }
+    // each slot's drafter follows its session from the first prompt on (an MTP head fills its cache)
+    const d = o.draft;
+    try {
+      if (d) for (const slot of this.slots) slot.drafts = d.drafter ? { drafter: d.drafter(), max: d.max } : draftOptions(d, { engine: o.engine, session: slot.session });
+    } catch (e) {
+      for (const slot of this.slots) slot.session.dispose();
+      throw e;
     }
     this.exec = new ModelExecutor(o.engine, o.executor);
   }
@@ -558,10 +566,9 @@ export class Coordinator {
   private draftOptions(slot: Slot, x: ModelExecutor): DraftOptions | undefined {
     const d = this.o.draft;
     if (!d) return undefined;
-    slot.drafts ??= d.drafter ? { drafter: d.drafter(), max: d.max } : draftOptions(d);
     const s = slot.session;
     return {
-      ...slot.drafts,
+      ...slot.drafts!,
       enabled: () => x.decodingCount <= 1,
       verify: (tokens, decide) => x.run(async () => { const g = await s.evalDraft(tokens); await s.keepDraft(decide(g)); }),
       onStep: (proposed, accepted) => { this.stats.draftSteps++; this.stats.drafted += proposed; this.stats.accepted += accepted; },
