@@ -30,7 +30,8 @@ Presets: ctx 32768 with q8_0 K / q4_0 V on Vulkan (f16 KV on the CPU); with --ss
 SSD streaming: --ssd-streaming [--ssd-streaming-cache-experts N|SIZE] [--ssd-streaming-cold | --ssd-streaming-preload-experts N]
 [--ssd-streaming-full-layers N], as q36 (F16 KV unless -ctk/-ctv; docs/ssd-streaming.md).
 Speculative decoding: --draft ngram [--draft-max N (4)] verifies drafts looked up in the context for the
-greedy steps (tool-call structure, --temp 0); the tokens are the same as without (docs/speculative.md).`;
+greedy steps (tool-call structure, --temp 0); the tokens are the same as without (docs/speculative.md);
+with --cpu, --mtp FILE|auto [--mtp-draft N (2)] [--mtp-margin F] drafts with the model's MTP head.`;
 
 const COMMANDS = `commands:
   /save           save this session (transcript and KV state)

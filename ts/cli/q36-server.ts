@@ -43,7 +43,8 @@ Endpoints: GET /v1/models, GET /v1/models/qwen3.6-35b-a3b, POST /v1/chat/complet
              requests reuse every other's, and cached_tokens shows how much of a prompt came before
 --draft ngram: speculative decoding of greedy steps (temperature 0, tool-call structure) with drafts
              looked up in the context, verified several a step while one session generates; the tokens
-             are the same as without (docs/speculative.md)
+             are the same as without (docs/speculative.md); with --cpu, --mtp FILE|auto [--mtp-draft N]
+             drafts with the model's MTP head
 --log-level: error (errors only), warn (+ skipped cache files, internal errors), info (+ one line per
              request, the default), debug (the same as info for now; --trace FILE records cache decisions)`;
 
