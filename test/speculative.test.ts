@@ -18,7 +18,7 @@ import { OracleDrafter } from '../ts/engine/draft/oracle.js';
 import { generate } from '../ts/engine/generate.js';
 import { openEngine, type Engine, type EngineOptions, type Session } from '../ts/engine/index.js';
 import { jsonGrammar } from '../ts/grammar/grammars.js';
-import { fixture } from './helpers.js';
+import { fixture, tmpDir } from './helpers.js';
 
 interface Case { prompt_ids: number[]; greedy_ids: number[] }
 const casesOf = (m: string) => (JSON.parse(fs.readFileSync(fixture(m, 'reference.json'), 'utf8')).cases as Case[]);
@@ -338,6 +338,29 @@ describe('q36-server with drafts (lavapipe, tinyA q2, 2 slots)', () => {
       expect(m).toMatch(new RegExp(`q36_draft_steps_total ${b.ctx.coordinator.stats.draftSteps}`));
     } finally {
       await b.app.close(); b.ctx.coordinator.dispose();
+    }
+    // continued disk saves every 8 tokens while drafts are accepted: each file's text is exactly
+    // the tokens it holds (a save waits for the last token of an accepted run to enter)
+    const dir = tmpDir('q36-spec-kv-');
+    const c = await buildApp({ engine, slots: 2, cacheRamMiB: 0, kvDisk: { dir, spaceMiB: 64, minTokens: 1, continuedIntervalTokens: 8 }, draft: { kind: 'ngram', max: 4, drafter: () => drafter } });
+    try {
+      const base = await c.app.listen({ host: '127.0.0.1', port: 0 });
+      expect(await complete(base, PROMPTS[1])).toBe(alone[1]);
+      const { DiskCache } = await import('../ts/server/kv-disk/disk-cache.js');
+      const { decodePayload } = await import('../ts/engine/payload.js');
+      const disk = new DiskCache({ dir, budgetBytes: 64 << 20, model: (await import('../ts/model/fingerprint.js')).modelIdentity(fixture('tinyA/tinyA-q2.gguf')) });
+      const saved = disk.entries().filter((x) => x.header.reason === 'continued');
+      expect(saved.length).toBeGreaterThan(0);
+      for (const x of saved) {
+        const f = disk.load(x.file)!;
+        const toks = Array.from(decodePayload(engine.shape, f.payload).tokens);
+        // (a token ending inside a UTF-8 character is held back from the text: at most that)
+        const d = engine.tokenizer.decode(toks);
+        expect(d.startsWith(x.text), `${x.header.tokens} tokens`).toBe(true);
+        expect(d.slice(x.text.length)).toMatch(/^\uFFFD*$/);
+      }
+    } finally {
+      await c.app.close(); c.ctx.coordinator.dispose();
     }
   }, 600_000);
 });

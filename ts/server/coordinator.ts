@@ -529,6 +529,8 @@ export class Coordinator {
     if (req.sampling.seed !== undefined) s.seed(req.sampling.seed);
 
     let fed = ''; // text of the tokens that entered the session (the live text must match them)
+    const start = s.tokens.length, every0 = this.disk?.continuedIntervalTokens ?? 1;
+    let fedTokens = 0, nextSave = (Math.floor(start / every0) + 1) * every0;
     let ans: Answer;
     x.beginDecode(s);
     try {
@@ -542,7 +544,14 @@ export class Coordinator {
         draft: this.draftOptions(slot, x),
         onFed: async (text) => {
           fed = text;
-          if (this.disk && s.tokens.length % this.disk.continuedIntervalTokens === 0) await x.run(() => this.saveDisk(slot, 'continued', req.prompt + fed));
+          fedTokens++;
+          // a continued save every interval of tokens, when the text that entered is the whole of
+          // the session (a draft step's accepted tokens enter together: the save waits for the last)
+          const at = start + fedTokens, every = this.disk?.continuedIntervalTokens;
+          if (every && at >= nextSave && at === s.tokens.length) {
+            while (nextSave <= at) nextSave += every;
+            await x.run(() => this.saveDisk(slot, 'continued', req.prompt + fed));
+          }
         },
         trace: (event, data) => this.trace(event, data),
       });
