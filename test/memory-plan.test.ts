@@ -92,6 +92,18 @@ describe('the README\'s BC-250 presets plan within a 16 GB unified board', () =>
     expect(line).toMatch(/KV\/state \d\.\d\d GiB \(4 sessions\)/);
   });
 
+  it('q36-agent --draft ngram --draft-max 7: the draft rows and their state checkpoints counted, still on the board', () => {
+    const base = plan(cliOptions(model('q2'), {}, { agent: true }));
+    const r = plan(cliOptions(model('q2'), { draft: 'ngram', 'draft-max': '7' }, { agent: true }));
+    expect(r.p.draftRows).toBe(8);
+    // 7 checkpoints of 30 DeltaNet layers' state (2 MiB each) and conv histories
+    expect(r.p.scratchBytes - base.p.scratchBytes).toBeGreaterThan(7 * 30 * 2 * 2 ** 20);
+    expect(r.total).toBeLessThanOrEqual(r.p.capacityBytes);
+    // SSD streaming: no draft steps, and why
+    const st = plan(cliOptions(model('q2'), { 'ssd-streaming': true, draft: 'ngram' }, { agent: true }));
+    expect([st.p.draftRows, st.p.draftIssue]).toEqual([1, 'SSD streaming loads the experts of one token per step']);
+  });
+
   it('what cannot fit says so with the numbers and the flag to change', () => {
     // the model's whole context with F16 KV, resident
     expect(() => plan(cliOptions(model('q2'), { ctx: '262144', 'cache-type-k': 'f16', 'cache-type-v': 'f16' }))).toThrow(/model does not fit AMD BC-250 .*: weights \d+\.\d\d GiB \(\d+\.\d\d GiB of them mapped from the file\) \+ KV\/state \d+\.\d\d GiB \(ctx 262144\) .* > 14\.90 GiB device memory: lower --ctx, use -ctk q8_0 -ctv q4_0.*or stream the routed experts from the file \(--ssd-streaming\)/);
