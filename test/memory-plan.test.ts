@@ -9,7 +9,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { engineOptions } from '../ts/cli/options.js';
+import { draftSpec, engineOptions } from '../ts/cli/options.js';
 import { parseSize } from '../ts/cli/size.js';
 import { AGENT_CTX, MAX_BATCH_ROWS } from '../ts/engine/defaults.js';
 import { openModel } from '../ts/engine/open-model.js';
@@ -42,7 +42,8 @@ afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 function cliOptions(m: string, flags: Record<string, unknown>, preset?: { agent?: boolean; slots?: number }): EngineOptions {
   const a = { vulkan: true, ...flags };
   if (preset?.agent && a.ctx === undefined) a.ctx = String(a['ssd-streaming'] ? AGENT_CTX.streaming : AGENT_CTX.resident);
-  const eo = engineOptions(m, a, 262144);
+  // as q36 and q36-agent parse them: the drafting flags, then the engine options
+  const eo = engineOptions(m, a, 262144, draftSpec(a, ['ngram'], { mtp: true }));
   if (preset?.slots) { eo.sessions = preset.slots; eo.batchRows = Math.min(preset.slots, MAX_BATCH_ROWS); }
   return eo;
 }

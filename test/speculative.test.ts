@@ -396,6 +396,14 @@ describe('the command line: --draft ngram [--draft-max N]; --mtp refused by name
     }
   }, 120_000);
 
+  it('a tool that does not draft refuses the drafting flags rather than ignoring them (q36-eval)', () => {
+    for (const flags of [['--draft', 'ngram'], ['--draft-max', '3'], ['--mtp', 'x.gguf']]) {
+      const r = run('q36-eval', '-m', model, '--cpu', '--tokens', '64', ...flags);
+      expect(r.status, r.stderr).toBe(2);
+      expect(r.stderr).toMatch(/--(draft|draft-max|mtp): this tool does not draft/);
+    }
+  }, 120_000);
+
   it('q36 with --draft at a temperature says the drafts are for greedy decoding', () => {
     const r = run('q36', '-m', model, '--cpu', '--prompt-ids', ids, '-n', '4', '--temp', '0.7', '--draft', 'ngram');
     expect(r.status, r.stderr).toBe(0);

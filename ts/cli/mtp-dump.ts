@@ -9,9 +9,9 @@ import * as fs from 'node:fs';
 import type { Engine } from '../engine/types.js';
 import { CpuMtpHead } from '../engine/mtp/cpu-mtp.js';
 import { openMtp } from '../engine/mtp/mtp-file.js';
+import { firstMax } from '../engine/common.js';
 import { CliError } from './load-tokenizer.js';
 
-const argmax = (r: ArrayLike<number>) => { let b = 0; for (let i = 1; i < r.length; i++) if (r[i] > r[b]) b = i; return b; };
 
 export async function runMtpDump(o: { engine: Engine; mtp: string; ids: number[]; out: string; err: (s: string) => void }): Promise<number> {
   const e = o.engine, N = e.shape.nEmbd, n = o.ids.length;
@@ -35,13 +35,13 @@ export async function runMtpDump(o: { engine: Engine; mtp: string; ids: number[]
       const T = Math.min(head.maxRows, n - p);
       for (const r of head.run(o.ids.slice(p, p + T), inp.subarray(p * N, (p + T) * N), p).logits) write(r);
     }
-    const next = argmax(last);
+    const next = firstMax(last);
     const d1 = head.run([next], H.subarray((n - 1) * N), n);
-    const a1 = argmax(d1.logits[0]);
+    const a1 = firstMax(d1.logits[0]);
     const d2 = head.run([a1], d1.hidden, n + 1);
     write(d1.logits[0]);
     write(d2.logits[0]);
-    o.err(`mtp: ${n} positions and 2 draft steps written to ${o.out} (the trunk's next token ${next}; drafts ${a1}, ${argmax(d2.logits[0])})`);
+    o.err(`mtp: ${n} positions and 2 draft steps written to ${o.out} (the trunk's next token ${next}; drafts ${a1}, ${firstMax(d2.logits[0])})`);
     return 0;
   } finally {
     fs.closeSync(fd);

@@ -147,7 +147,11 @@ export const SAMPLING_ARGS = {
 
 type Str = string | undefined;
 
-export function engineOptions(model: string, a: Record<string, unknown>, modelContext: number): EngineOptions {
+/**
+ * `draft`: what the tool parsed with draftSpec (the engine sizes its draft steps for it); a tool
+ * that passes none does not draft, and its drafting flags are refused rather than ignored.
+ */
+export function engineOptions(model: string, a: Record<string, unknown>, modelContext: number, draft?: DraftSpec): EngineOptions {
   if (a.cpu && a.vulkan) throw new CliError('give --cpu or --vulkan, not both');
   const ssd = ssdStreaming(a, model);
   // streaming reads experts on libuv's worker threads: more of them than its default 4 keep more
@@ -172,7 +176,8 @@ export function engineOptions(model: string, a: Record<string, unknown>, modelCo
   const kvDefault = ssd ? DEFAULT_KV_STREAMING : DEFAULT_KV[backend];
   const k = kIn ?? kvDefault.k;
   const v = vIn ?? kvDefault.v;
-  const draft = draftSpec(a, ['ngram', 'oracle', 'reject'], { mtp: true });
+  const asked = ['draft', 'draft-max', 'mtp-draft', 'mtp-margin'].find((f) => a[f] !== undefined) ?? (a.mtp !== undefined && a['dump-mtp-logits'] === undefined ? 'mtp' : undefined);
+  if (!draft && asked) throw new CliError(`--${asked}: this tool does not draft (speculative decoding: q36, q36-server, q36-agent, q36-bench)`);
   return {
     model, backend, ctx, kvTypes: { k, v }, draftMax: draft?.max, vkDevice, vkWeights: vkWeights as EngineOptions['vkWeights'], vkMatvecRows: env.vkMatvecRows, vkMvTypes: env.vkMvTypes, vkMvq: env.vkMvq, vkCoopmat: env.vkCoopmat,
     expertCacheMiB: mb, steering: steering(a), vkMemoryLimit,

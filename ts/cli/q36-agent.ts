@@ -69,7 +69,7 @@ async function main(): Promise<number> {
   const native = Number(header.metadata.get('qwen35moe.context_length')?.value ?? 262144);
   // the agent presets (defaults.ts AGENT_CTX) unless --ctx says otherwise (the model's own if smaller)
   const draft = draftSpec(a, ['ngram'], { mtp: true });
-  const eo = engineOptions(a.model!, { ...a, ctx: a.ctx ?? String(Math.min(a['ssd-streaming'] ? AGENT_CTX.streaming : AGENT_CTX.resident, native)) }, native);
+  const eo = engineOptions(a.model!, { ...a, ctx: a.ctx ?? String(Math.min(a['ssd-streaming'] ? AGENT_CTX.streaming : AGENT_CTX.resident, native)) }, native, draft);
   if (draft?.kind === 'mtp' && eo.backend !== 'cpu') throw new CliError('--mtp drafts on the CPU engine in this version (--cpu); on Vulkan, --draft ngram');
   let engine;
   try { engine = await openEngine(eo); } catch (e) { throw new CliError((e as Error).message); }

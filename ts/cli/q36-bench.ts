@@ -83,7 +83,7 @@ async function main(): Promise<number> {
   const native = Number(header.metadata.get('qwen35moe.context_length')?.value ?? 262144);
   // the context is sized from the flags the user gave: name those, not an internal --ctx
   if (ctx > native) throw new CliError(`--ctx-max ${max} + --gen-tokens ${gen} (+1) = ${ctx} tokens exceed the model's context length ${native}: lower --ctx-max or --gen-tokens`);
-  const eo = engineOptions(a.model!, { ...a, ctx: String(ctx) }, native);
+  const eo = engineOptions(a.model!, { ...a, ctx: String(ctx) }, native, draft);
   let engine;
   try { engine = await openEngine(eo); } catch (e) { throw new CliError((e as Error).message); }
   try {

@@ -94,7 +94,7 @@ async function main(): Promise<number> {
   const header = openModelHeader(a.model!);
   const modelCtx = metaNumber(header, 'qwen35moe.context_length', 262144);
   const draft = draftSpec(a, ['ngram'], { mtp: true });
-  const eo = engineOptions(a.model!, a, modelCtx);
+  const eo = engineOptions(a.model!, a, modelCtx, draft);
   if (draft?.kind === 'mtp' && eo.backend !== 'cpu') throw new CliError('--mtp drafts on the CPU engine in this version (--cpu); on Vulkan, --draft ngram');
   if (a.ctx === undefined) eo.ctx = Math.min(modelCtx, SERVER_DEFAULT_CTX);
   // the memory budget counts every slot's KV cache and state; a batched step holds up to 8 rows

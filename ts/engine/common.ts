@@ -64,3 +64,10 @@ export class AbortError extends Error {
 
 /** Whether a grammar mask allows token `id`. */
 export const maskHas = (m: TokenMask, id: number): boolean => ((m.bits[id >>> 5] >>> (id & 31)) & 1) === 1;
+
+/** The index of the first maximum (the WASM sampler's greedy rule): NaN never wins; 0 when nothing beats −∞. */
+export function firstMax(vals: ArrayLike<number>): number {
+  let best = -1, bv = -Infinity;
+  for (let i = 0; i < vals.length; i++) if (vals[i] > bv) { best = i; bv = vals[i]; }
+  return best >= 0 ? best : 0;
+}

@@ -6,19 +6,12 @@
 import { DEFAULT_SNAPSHOT_INTERVAL, MAX_BATCH_ROWS } from './defaults.js';
 import { rowBytes } from '../gguf/index.js';
 import type { ModelShape } from '../model/shape.js';
-import { AbortError, KV_TYPE_IDS, commonPrefix, maskHas, syncKeep, topLogprobs } from './common.js';
+import { AbortError, KV_TYPE_IDS, commonPrefix, firstMax, maskHas, syncKeep, topLogprobs } from './common.js';
 import { decodePayload, encodePayload, PayloadError, stateSizes } from './payload.js';
 import type { EngineOptions, EvalOptions, HiddenObserver, KvType, SampleOptions, Session, Snapshot, TokenLogprob, TokenMask } from './types.js';
 
 /** how many of the device's best tokens a masked sample looks at before reading the whole row */
 const MASK_PROBE = 64;
-
-/** The index of the first maximum (the WASM sampler's greedy rule): NaN never wins; 0 when nothing beats −∞. */
-function firstMax(vals: ArrayLike<number>): number {
-  let best = -1, bv = -Infinity;
-  for (let i = 0; i < vals.length; i++) if (vals[i] > bv) { best = i; bv = vals[i]; }
-  return best >= 0 ? best : 0;
-}
 
 /** What a backend supplies: its settings (BackendSettings' fields) and these primitives. */
 export interface SessionBackend extends BackendSettings {

@@ -6,6 +6,7 @@
  * token about to enter the session with the last hidden state, each drafted token with the head's
  * own hidden state. The chain stops where the head's top probability falls below the margin.
  */
+import { firstMax } from '../common.js';
 import type { CpuMtpHead } from '../mtp/cpu-mtp.js';
 import type { Session } from '../types.js';
 import type { Drafter } from './drafter.js';
@@ -59,9 +60,7 @@ export class MtpDrafter implements Drafter {
     let tok = next, hidden = h(n - 1) ?? zero;
     for (let i = 0; i < max; i++) {
       const r = this.head.run([tok], hidden, n + i);
-      const row = r.logits[0];
-      let best = 0;
-      for (let v = 1; v < row.length; v++) if (row[v] > row[best]) best = v;
+      const row = r.logits[0], best = firstMax(row);
       if (this.margin > 0) {
         let z = 0;
         for (let v = 0; v < row.length; v++) z += Math.exp(row[v] - row[best]);
