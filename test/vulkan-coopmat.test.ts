@@ -43,14 +43,14 @@ describe('f16Round and splitRound (the values mmc must give back)', () => {
 });
 
 describe('the matrix-core kernels in the build and in the op choice', () => {
-  it('the addon embeds mmc and mmc_moe for every type mm and mm_moe have, with mm\'s interfaces', () => {
+  it('the addon embeds mmc, mmc_glu, mmc_moe and mmc_moe_glu for every type mm and mm_moe have, with mm\'s interfaces', () => {
     const names = loadAddon().shaderNames();
     const mm = names.filter((n) => /^mm_(?!moe)/.test(n)), moe = names.filter((n) => n.startsWith('mm_moe_'));
     expect(mm.length).toBeGreaterThan(20);
-    for (const n of mm) expect(names, n).toContain(n.replace(/^mm_/, 'mmc_'));
-    for (const n of moe) expect(names, n).toContain(n.replace(/^mm_moe_/, 'mmc_moe_'));
-    expect(KERNELS.mmc.bindings).toEqual(KERNELS.mm.bindings);
-    expect(KERNELS.mmc_moe.bindings).toEqual(KERNELS.mm_moe.bindings);
+    for (const n of mm) expect(names, n).toEqual(expect.arrayContaining([n.replace(/^mm_/, 'mmc_'), n.replace(/^mm_/, 'mmc_glu_')]));
+    for (const n of moe) expect(names, n).toEqual(expect.arrayContaining([n.replace(/^mm_moe_/, 'mmc_moe_'), n.replace(/^mm_moe_/, 'mmc_moe_glu_')]));
+    for (const k of [KERNELS.mmc, KERNELS.mmc_glu]) expect(k.bindings).toEqual(KERNELS.mm.bindings);
+    for (const k of [KERNELS.mmc_moe, KERNELS.mmc_moe_glu]) expect(k.bindings).toEqual(KERNELS.mm_moe.bindings);
   });
   it('the addon embeds attn_mmc for every cache-type pair attn_tile has, with attn_tile\'s interface; the prefill attention is attn_mmc only where asked', () => {
     const names = loadAddon().shaderNames();
@@ -61,21 +61,23 @@ describe('the matrix-core kernels in the build and in the op choice', () => {
     expect(KERNELS.attn_mmc.push).toEqual(KERNELS.attn_tile.push);
     expect([attnTileKernel(true).name, attnTileKernel(false).name]).toEqual(['attn_mmc', 'attn_tile']);
   });
-  it('matvecOp runs mmc / mmc_moe where asked, mm / mm_moe otherwise, with the same grid', () => {
+  it('matvecOp runs mmc / mmc_moe (a GLU: mmc_glu / mmc_moe_glu) where asked, mm / mm_moe otherwise, with the same grid', () => {
     const fake = { get: () => 0 } as unknown as Pipelines;
-    const names = (coopmat: boolean) => {
-      const ops = new OpList(fake);
+    const ops = (coopmat: boolean) => {
+      const o = new OpList(fake);
       const base = { type: 'q8_0', buffers: [1, 2, 3, 4, 5] as [number, number, number, number, number], rows: 256, n: 256, rowBytes: 272, coopmat };
-      matvecOp(ops, { ...base, nRows: 100 });
-      matvecOp(ops, { ...base, nRows: 200, flags: 1, K: 8, expertBytes: 256 * 272, moe: { tiles: 6, maxTiles: 9, ids: 7 } });
-      matvecOp(ops, { ...base, nRows: 1 });
-      return { names: ops.names, words: ops.build() };
+      matvecOp(o, { ...base, nRows: 100 });
+      matvecOp(o, { ...base, nRows: 200, flags: 1, K: 8, expertBytes: 256 * 272, moe: { tiles: 6, maxTiles: 9, ids: 7 } });
+      matvecOp(o, { ...base, nRows: 100, flags: 4, upBytes: 256 * 272 });
+      matvecOp(o, { ...base, nRows: 200, flags: 5, K: 8, expertBytes: 512 * 272, upBytes: 256 * 272, moe: { tiles: 6, maxTiles: 9, ids: 7 } });
+      matvecOp(o, { ...base, nRows: 1 });
+      return o;
     };
-    const on = names(true), off = names(false);
-    expect(on.names).toEqual(['mmc_q8_0', 'mmc_moe_q8_0', off.names[2]]);
-    expect(off.names.slice(0, 2)).toEqual(['mm_q8_0', 'mm_moe_q8_0']);
+    const on = ops(true), off = ops(false);
+    expect(on.names).toEqual(['mmc_q8_0', 'mmc_moe_q8_0', 'mmc_glu_q8_0', 'mmc_moe_glu_q8_0', off.names[4]]);
+    expect(off.names.slice(0, 4)).toEqual(['mm_q8_0', 'mm_moe_q8_0', 'mm_q8_0', 'mm_moe_q8_0']);
     // same buffers, push words and workgroups: only the pipeline differs
-    expect(Array.from(on.words)).toEqual(Array.from(off.words));
+    expect(Array.from(on.build())).toEqual(Array.from(off.build()));
     expect([moePairs(true), moePairs(false)]).toEqual([MMC_MOE_PAIRS, MM_MOE_PAIRS]);
   });
   it('Q36_VK_COOPMAT is 0 or 1, anything else an error naming it', () => {

@@ -204,6 +204,8 @@ export const MMC_MOE_PAIRS = 64;
 /** Pairs per expert tile for the tiled matmul in use (moe_tiles' BN). */
 export const moePairs = (coopmat: boolean): number => (coopmat ? MMC_MOE_PAIRS : MM_MOE_PAIRS);
 export const MM_K = 32;
+/** The tiled matmul's kernel: mm / mm_moe (f32 tiles), mmc / mmc_moe on the matrix units, where a GLU has modules of its own (mmc_glu, mmc_moe_glu). */
+const tiledKernel = (coopmat: boolean | undefined, glu: boolean, moe: boolean): string => `${coopmat ? 'mmc' : 'mm'}${moe ? '_moe' : ''}${coopmat && glu ? '_glu' : ''}`;
 /**
  * Fewest activation rows, and weight rows, for which the dense tiled matmul beats the 8-row
  * matmul: a weight of fewer than 64 rows fills part of one 64-row tile (the shared-expert gate's
@@ -316,21 +318,21 @@ export function matvecOp(ops: OpList, d: MatvecDispatch): void {
   });
   // the tiled matmuls step through rows 32 values at a time
   const tiled = d.n % MM_K === 0 && !d.epilogue;
+  const glu = (flags & 4) !== 0;
   if (d.moe) {
     if (tiled) {
-      ops.op(`${d.coopmat ? 'mmc' : 'mm'}_moe_${d.type}`, [...d.buffers, d.moe.tiles], push(), [Math.ceil(d.rows / MM_ROWS), d.moe.maxTiles], d.barrier ?? true, d.label);
+      ops.op(`${tiledKernel(d.coopmat, glu, true)}_${d.type}`, [...d.buffers, d.moe.tiles], push(), [Math.ceil(d.rows / MM_ROWS), d.moe.maxTiles], d.barrier ?? true, d.label);
       return;
     }
     d = { ...d, buffers: [d.buffers[0], d.buffers[1], d.buffers[2], d.moe.ids, d.buffers[4]], moe: undefined };
   } else if (tiled && (flags & 1) === 0 && d.nRows >= MM_MIN_ROWS && (d.weightRows ?? d.rows) >= MM_MIN_WEIGHT_ROWS) {
-    ops.op(`${d.coopmat ? 'mmc' : 'mm'}_${d.type}`, d.buffers, push(), [Math.ceil(d.rows / MM_ROWS), Math.ceil(d.nRows / MM_TOKENS)], d.barrier ?? true, d.label);
+    ops.op(`${tiledKernel(d.coopmat, glu, false)}_${d.type}`, d.buffers, push(), [Math.ceil(d.rows / MM_ROWS), Math.ceil(d.nRows / MM_TOKENS)], d.barrier ?? true, d.label);
     return;
   }
   // activation rows per workgroup: matmulTokens() (each row's sums are the same whichever, the
   // order over groups is fixed)
   const tokens = d.nRows > 1 && (flags & 1) === 0 && !d.epilogue ? matmulTokens(d.type, d.nRows) : 1;
   if (d.epilogue && (flags & 1) !== 0) throw new Error(`${d.epilogue.shader}: no expert gather`);
-  const glu = (flags & 4) !== 0;
   if (d.levels && !d.epilogue && mvqTakes(d.type, d.n)) {
     // L lanes a row, (workgroup size) / L sets of rows a workgroup (mvq.glsl); several plain activation rows 2
     // or 4 a workgroup (mvq2, mvq4: each row summed as mvq sums it alone, at the same L)

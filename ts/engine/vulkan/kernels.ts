@@ -107,6 +107,8 @@ export const KERNELS = {
   // mm and mm_moe on the matrix units (cooperative matrices; built where glslc can: build-shaders.mjs)
   mmc: k({ name: 'mmc', bindings: MATVEC_BIND, push: MATVEC_PUSH, local: 256 }),
   mmc_moe: k({ name: 'mmc_moe', bindings: [...MATVEC_BIND, 'TILES'], push: MATVEC_PUSH, local: 256 }),
+  mmc_glu: k({ name: 'mmc_glu', bindings: MATVEC_BIND, push: MATVEC_PUSH, local: 256 }),
+  mmc_moe_glu: k({ name: 'mmc_moe_glu', bindings: [...MATVEC_BIND, 'TILES'], push: MATVEC_PUSH, local: 256 }),
 } as const;
 
 /**
