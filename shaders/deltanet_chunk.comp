@@ -13,33 +13,32 @@
 // (4 workgroups per head at dk = 128: 128 workgroups, not 32). Thread mapping: 256 threads,
 // thread (j, p) = 8j + p owns column j and key rows 16p … 16p + 15 of the state, in registers for
 // the whole chunk; the 8 row parts of a column are adjacent lanes, summed with subgroup shuffles
-// (no barrier; lavapipe lacks clustered adds). Per block: q, k (L2-normed, q × 1/√dk) staged in
-// shared memory, read 4 floats at a time; the block's A and QK matrices (one thread per entry);
-// then the column work. The output o is written un-normed: its gated norm needs the whole head
-// (ssm_gnorm.comp). Dispatch: (hv, ⌈dk / 32⌉, 1). dk ≤ 128, a multiple of 4.
+// (no barrier; lavapipe lacks clustered adds). What does not depend on the state (the q and k
+// norms, G, β, the block's A and QK matrices) deltanet_prep.comp has computed for every block at
+// once (DBK); this walk over the blocks, one after the other, stages a block's q, k (L2-normed, q
+// × 1/√dk), A and QK in shared memory, loads the next block's into registers while it does the
+// column work, and passes two barriers a block (five when it computed A and QK itself). The
+// output o is written un-normed: its gated norm needs the whole head (ssm_gnorm.comp). Dispatch:
+// (hv, ⌈dk / 32⌉, 1). dk ≤ 128, a multiple of 4.
 #extension GL_GOOGLE_include_directive : enable
 #extension GL_KHR_shader_subgroup_shuffle : enable
 #include "common.glsl"
 layout(local_size_x = 256) in;
 layout(std430, binding = 0) readonly buffer UB { float U[]; };
-layout(std430, binding = 1) readonly buffer BB { float Bt[]; };
-layout(std430, binding = 2) readonly buffer AB { float AL[]; };
-layout(std430, binding = 3) readonly buffer DB { float DT[]; };
-layout(std430, binding = 4) readonly buffer EB { float A[]; };
-layout(std430, binding = 5) buffer SB { float S[]; };
-layout(std430, binding = 6) writeonly buffer OB { float O[]; };
+layout(std430, binding = 1) readonly buffer KB { float DBK[]; };
+layout(std430, binding = 2) buffer SB { float S[]; };
+layout(std430, binding = 3) writeonly buffer OB { float O[]; };
 layout(push_constant) uniform PC { uint T; uint dk; uint hk; uint hv; uint convCh; float eps; float qScale; uint pad2; } pc;
+#include "deltanet_block.glsl"
 
-// q and k rows of the block as vec4s; a row stride of 33 vec4s (132 floats) spreads the C × C dot
-// products' row reads over the banks
-const uint C = 16u, KP = 33u;  // row stride in vec4s
+// q and k rows of the block as vec4s; a row stride of 33 vec4s (132 floats) spreads the reads
+const uint KP = 33u;  // row stride in vec4s
 shared vec4 Ks[C * KP];
 shared vec4 Qs[C * KP];
 shared float Am[C][C];
 shared float QK[C][C];
 shared float G[C];
 shared float bt[C];
-shared float nrm[2u * C];
 
 // the sum over a column's 8 lanes (8j … 8j + 7)
 float sum8(float x) {
@@ -48,62 +47,58 @@ float sum8(float x) {
   return x + subgroupShuffleXor(x, 4u);
 }
 
+// What a thread stages of the block at t0: raw k and q 4-vectors e = tid, tid + 256 (token e / 32,
+// dims 4·(e % 32) …) and their rows' norm factors, entry tid of A and of QK, G and β of token tid
+// (tid < C), and its column's v of each token
+struct Block { vec4 k[2]; vec4 q[2]; float nk[2]; float nq[2]; float am; float qk; float g; float b; float v[C]; };
+
+Block load(uint t0, uint h, uint kh, uint tid, uint j, bool colOn) {
+  Block r;
+  uint dk = pc.dk, n = min(C, pc.T - t0), at = ((t0 / C) * pc.hv + h) * DB_LEN;
+  [[unroll]] for (uint i = 0u; i < 2u; i++) {
+    uint e = tid + 256u * i, t = e >> 5, i4 = e & 31u;
+    bool on = t < n && i4 < dk / 4u;
+    uint ub = (t0 + t) * pc.convCh + 4u * i4;
+    uint kb = ub + pc.hk * dk + kh * dk, qb = ub + kh * dk;
+    r.k[i] = on ? vec4(U[kb], U[kb + 1u], U[kb + 2u], U[kb + 3u]) : vec4(0.0);
+    r.q[i] = on ? vec4(U[qb], U[qb + 1u], U[qb + 2u], U[qb + 3u]) : vec4(0.0);
+    r.nk[i] = DBK[at + DB_NRM + t];
+    r.nq[i] = DBK[at + DB_NRM + C + t];
+  }
+  r.am = DBK[at + DB_AM + tid];
+  r.qk = DBK[at + DB_QK + tid];
+  r.g = tid < C ? DBK[at + DB_G + tid] : 0.0;
+  r.b = tid < C ? DBK[at + DB_BT + tid] : 0.0;
+  [[unroll]] for (uint t = 0u; t < C; t++) r.v[t] = colOn && t < n ? U[(t0 + t) * pc.convCh + 2u * pc.hk * dk + h * dk + j] : 0.0;
+  return r;
+}
+
 void main() {
   uint h = gl_WorkGroupID.x, tid = gl_LocalInvocationID.x;
   uint p = tid & 7u, j = gl_WorkGroupID.y * 32u + (tid >> 3);
-  uint dk = pc.dk, kh = h % pc.hk, dk4 = dk / 4u;
+  uint dk = pc.dk, kh = h % pc.hk;
   bool colOn = j < dk;
   float col[16];
   [[unroll]] for (uint m = 0u; m < 16u; m++) {
     uint i = 16u * p + m;
     col[m] = colOn && i < dk ? S[(h * dk + i) * dk + j] : 0.0;
   }
+  Block nb = load(0u, h, kh, tid, j, colOn);
   for (uint t0 = 0u; t0 < pc.T; t0 += C) {
     uint n = min(C, pc.T - t0);
-    // stage this block's raw q and k (zero past the chunk's end and past dk)
-    for (uint e = tid; e < C * 32u; e += 256u) {
-      uint t = e >> 5, i4 = e & 31u;
-      bool on = t < n && i4 < dk4;
-      uint ub = (t0 + t) * pc.convCh + 4u * i4;
-      uint kb = ub + pc.hk * dk + kh * dk, qb = ub + kh * dk;
-      Ks[t * KP + i4] = on ? vec4(U[kb], U[kb + 1u], U[kb + 2u], U[kb + 3u]) : vec4(0.0);
-      Qs[t * KP + i4] = on ? vec4(U[qb], U[qb + 1u], U[qb + 2u], U[qb + 3u]) : vec4(0.0);
+    // this block into shared memory (k and q normed as they land), its v kept in registers
+    [[unroll]] for (uint i = 0u; i < 2u; i++) {
+      uint e = tid + 256u * i, t = e >> 5, i4 = e & 31u;
+      Ks[t * KP + i4] = nb.k[i] * nb.nk[i];
+      Qs[t * KP + i4] = nb.q[i] * nb.nq[i];
     }
-    if (tid < C) {
-      bool on = tid < n;
-      G[tid] = on ? A[h] * softplusf(AL[(t0 + tid) * pc.hv + h] + DT[h]) : 0.0;
-      bt[tid] = on ? sigmoidf(Bt[(t0 + tid) * pc.hv + h]) : 0.0;
-    }
+    Am[tid / C][tid % C] = nb.am;
+    QK[tid / C][tid % C] = nb.qk;
+    if (tid < C) { G[tid] = nb.g; bt[tid] = nb.b; }
+    float vb[C] = nb.v;
     barrier();
-    // L2 norms: row r (k rows, then q rows) by 8 lanes of 4 vec4s each
-    {
-      uint r = tid >> 3, t = r % C;
-      float ss = 0.0;
-      [[unroll]] for (uint u = 0u; u < 4u; u++) { vec4 x = r < C ? Ks[t * KP + 4u * p + u] : Qs[t * KP + 4u * p + u]; ss += dot(x, x); }
-      ss = sum8(ss);
-      if (p == 0u) nrm[r] = inversesqrt(ss + 1e-6) * (r < C ? 1.0 : pc.qScale);
-    }
-    if (tid == 255u) { float g = 0.0; for (uint t = 0u; t < C; t++) { g += G[t]; G[t] = g; } }
-    barrier();
-    for (uint e = tid; e < C * 32u; e += 256u) {
-      uint t = e >> 5;
-      Ks[e + t * (KP - 32u)] *= nrm[t];
-      Qs[e + t * (KP - 32u)] *= nrm[C + t];
-    }
-    barrier();
-    // A (strictly lower) and QK (lower, diagonal included), decays folded in: one entry per thread
-    {
-      uint t = tid / C, s = tid % C;
-      float a = 0.0, b = 0.0;
-      if (s <= t) {
-        for (uint u = 0u; u < dk4; u++) { vec4 ks = Ks[s * KP + u]; a += dot(Ks[t * KP + u], ks); b += dot(Qs[t * KP + u], ks); }
-        float d = exp(G[t] - G[s]);
-        a *= d; b *= d;
-      }
-      Am[t][s] = s < t ? bt[t] * a : 0.0;
-      QK[t][s] = b;
-    }
-    barrier();
+    // the next block's loads in flight during this one's column work
+    if (t0 + C < pc.T) nb = load(t0 + C, h, kh, tid, j, colOn);
     // S₀ᵀk_t and S₀ᵀq_t for column j: this lane's 16 rows, then the column's 8 lanes summed
     float kS[C], o[C];
     [[unroll]] for (uint t = 0u; t < C; t++) {
@@ -120,8 +115,7 @@ void main() {
     // δ by forward substitution, then the outputs
     float dl[C];
     [[unroll]] for (uint t = 0u; t < C; t++) {
-      float v = colOn && t < n ? U[(t0 + t) * pc.convCh + 2u * pc.hk * dk + h * dk + j] : 0.0;
-      float d = bt[t] * (v - exp(G[t]) * kS[t]);
+      float d = bt[t] * (vb[t] - exp(G[t]) * kS[t]);
       [[unroll]] for (uint s = 0u; s < t; s++) d -= Am[t][s] * dl[s];
       dl[t] = d;
     }
@@ -140,7 +134,7 @@ void main() {
         col[4u * u] += kv.x; col[4u * u + 1u] += kv.y; col[4u * u + 2u] += kv.z; col[4u * u + 3u] += kv.w;
       }
     }
-    barrier();  // Ks, Qs, G are rewritten by the next block
+    barrier();  // Ks, Qs, Am, QK, G, bt are rewritten by the next block
   }
   [[unroll]] for (uint m = 0u; m < 16u; m++) {
     uint i = 16u * p + m;

@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { GgmlType, rowBytes } from '../ts/gguf/index.js';
 import { QuantKernels } from '../ts/core/quant.js';
-import { OpList, Pipelines, attnBlock, attnTileTokens } from '../ts/engine/vulkan/graph.js';
+import { DELTANET_BLOCK, DELTANET_BLOCK_FLOATS, OpList, Pipelines, attnBlock, attnTileTokens } from '../ts/engine/vulkan/graph.js';
 import { KERNELS, dispatch, groups } from '../ts/engine/vulkan/kernels.js';
 import type { ModelShape } from '../ts/model/shape.js';
 import { loadAddon } from '../ts/vk/addon.js';
@@ -144,9 +144,13 @@ describe('deltanet vs a plain gated delta rule', () => {
     const common = { U: b.U, B: b.Bt, AL: b.AL, dtBias: b.DT, A: b.A, state: b.S, O: b.O };
     // the chunked form leaves the gated norm to ssm_gnorm (its workgroups hold 32 columns of a head)
     const ops = new OpList(pipes);
+    let DBK: number | undefined;
     if (shader === 'deltanet') dispatch(ops, KERNELS.deltanet, { ...common, Z: b.Z, normWeight: b.NW, CK: b.S }, { ...push, ckRows: 0 }, [hv]);
     else {
-      dispatch(ops, KERNELS.deltanet_chunk, common, push, [hv, groups(KERNELS.deltanet_chunk, dk)]);
+      // deltanet_prep's per-block record first (the state-free part of each 16-token block)
+      DBK = dev.createBuffer(Math.ceil(T / DELTANET_BLOCK) * hv * DELTANET_BLOCK_FLOATS * 4, false);
+      dispatch(ops, KERNELS.deltanet_prep, { U: b.U, B: b.Bt, AL: b.AL, dtBias: b.DT, A: b.A, DBK }, push, [Math.ceil(T / DELTANET_BLOCK), hv]);
+      dispatch(ops, KERNELS.deltanet_chunk, { U: b.U, DBK, state: b.S, O: b.O }, push, [hv, groups(KERNELS.deltanet_chunk, dk)]);
       dispatch(ops, KERNELS.ssm_gnorm, { O: b.O, Z: b.Z, normWeight: b.NW }, { dk, hv, eps }, [T, hv]);
     }
     const cmd = dev.record(ops.build(), false);
@@ -185,6 +189,7 @@ describe('deltanet vs a plain gated delta rule', () => {
     expect(worstS).toBeLessThan(1e-5);
     dev.freeCommand(cmd);
     Object.values(b).forEach((x) => dev.freeBuffer(x));
+    if (DBK !== undefined) dev.freeBuffer(DBK);
   });
 });
 

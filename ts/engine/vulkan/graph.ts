@@ -204,6 +204,9 @@ export const MMC_MOE_PAIRS = 64;
 /** Pairs per expert tile for the tiled matmul in use (moe_tiles' BN). */
 export const moePairs = (coopmat: boolean): number => (coopmat ? MMC_MOE_PAIRS : MM_MOE_PAIRS);
 export const MM_K = 32;
+/** Tokens of a block of the chunked DeltaNet, and the floats deltanet_prep records for each block and value head (shaders/deltanet_block.glsl: G, β, 2 norm factors a token, A and QK). */
+export const DELTANET_BLOCK = 16;
+export const DELTANET_BLOCK_FLOATS = 4 * DELTANET_BLOCK + 2 * DELTANET_BLOCK * DELTANET_BLOCK;
 /** The tiled matmul's kernel: mm / mm_moe (f32 tiles), mmc / mmc_moe on the matrix units, where a GLU has modules of its own (mmc_glu, mmc_moe_glu). */
 const tiledKernel = (coopmat: boolean | undefined, glu: boolean, moe: boolean): string => `${coopmat ? 'mmc' : 'mm'}${moe ? '_moe' : ''}${coopmat && glu ? '_glu' : ''}`;
 /**

@@ -58,7 +58,8 @@ export const KERNELS = {
   // CK: a draft step's history / state after each of its first ckRows tokens (0: none kept)
   ssm_conv: k({ name: 'ssm_conv', bindings: ['U', 'weight', 'state', 'CK'], push: ['convCh', 'T', 'width', 'ckRows'], local: 256, per: 64 }),
   deltanet: k({ name: 'deltanet', bindings: ['U', 'B', 'AL', 'dtBias', 'A', 'state', 'O', 'Z', 'normWeight', 'CK'], push: ['T', 'dk', 'hk', 'hv', 'convCh', 'eps:f32', 'qScale:f32', 'ckRows'], local: 512 }),
-  deltanet_chunk: k({ name: 'deltanet_chunk', bindings: ['U', 'B', 'AL', 'dtBias', 'A', 'state', 'O'], push: ['T', 'dk', 'hk', 'hv', 'convCh', 'eps:f32', 'qScale:f32', '_'], local: 256, per: 32 }),
+  deltanet_prep: k({ name: 'deltanet_prep', bindings: ['U', 'B', 'AL', 'dtBias', 'A', 'DBK'], push: ['T', 'dk', 'hk', 'hv', 'convCh', 'eps:f32', 'qScale:f32', '_'], local: 256 }),
+  deltanet_chunk: k({ name: 'deltanet_chunk', bindings: ['U', 'DBK', 'state', 'O'], push: ['T', 'dk', 'hk', 'hv', 'convCh', 'eps:f32', 'qScale:f32', '_'], local: 256, per: 32 }),
   ssm_gnorm: k({ name: 'ssm_gnorm', bindings: ['O', 'Z', 'normWeight'], push: ['dk', 'hv', 'eps:f32', '_'], local: 128 }),
   qk_prep: k({ name: 'qk_prep', bindings: ['QG', 'K', 'qNorm', 'kNorm', 'ROPE', 'PARAMS'], push: ['nHead', 'nHeadKv', 'hd', 'nRot', 'qStride', 'kStride', 'eps:f32', '_'], local: 256 }),
   kv_store: k({ name: 'kv_store', bindings: ['src', 'src2', 'cache', 'cache2', 'PARAMS'], push: ['kvDim', 'rowBytes'], local: 64 }),

@@ -5,10 +5,10 @@
  */
 import type { ModelShape } from '../../model/shape.js';
 import { stateSizes } from '../payload.js';
-import { TOPK_ITEMS, TOPK_MAX, attnSlots, moeMaxTiles } from './graph.js';
+import { DELTANET_BLOCK, DELTANET_BLOCK_FLOATS, TOPK_ITEMS, TOPK_MAX, attnSlots, moeMaxTiles } from './graph.js';
 
 /** The scratch table's buffer names (a name used anywhere else is a compile error, not a run-time one). */
-export const SCRATCH_NAMES = ['CKC', 'CKS', 'XIN', 'X', 'A', 'A2', 'QG', 'Kb', 'Vb', 'U', 'Z', 'B', 'AL', 'O', 'P', 'ML', 'R', 'IDS', 'WTS', 'LIST', 'TILES', 'CNT', 'GE', 'UE', 'DE', 'GS', 'US', 'DS', 'SG', 'STK', 'XQ', 'XS', 'XQE', 'XSE', 'LOGITS', 'STT', 'PIN', 'PARAMS', 'ARG', 'MASK', 'TKA', 'TKB', 'TKH', 'M'] as const;
+export const SCRATCH_NAMES = ['CKC', 'CKS', 'XIN', 'X', 'A', 'A2', 'QG', 'Kb', 'Vb', 'U', 'Z', 'B', 'AL', 'O', 'P', 'ML', 'R', 'IDS', 'WTS', 'LIST', 'TILES', 'CNT', 'GE', 'UE', 'DE', 'GS', 'US', 'DS', 'SG', 'STK', 'XQ', 'XS', 'XQE', 'XSE', 'LOGITS', 'STT', 'PIN', 'PARAMS', 'ARG', 'MASK', 'TKA', 'TKB', 'TKH', 'M', 'DBK'] as const;
 export type ScratchName = (typeof SCRATCH_NAMES)[number];
 /** The engine's own buffers beside the scratch table: the IQ2 grid, the RoPE table, steering directions. */
 export type EngineBufferName = ScratchName | 'GRID' | 'ROPE' | 'STEER';
@@ -45,7 +45,9 @@ export function scratchTable(s: ModelShape, o: ScratchOptions): ScratchBuffer[] 
     { name: 'XIN', floats: T * s.nEmbd, host: true },
     { name: 'X', floats: T * s.nEmbd }, { name: 'A', floats: T * s.nEmbd }, { name: 'A2', floats: T * s.nEmbd },
     { name: 'QG', floats: T * 2 * s.nHead * s.headDim }, { name: 'Kb', floats: T * st.kvDim }, { name: 'Vb', floats: T * st.kvDim },
-    { name: 'U', floats: T * st.convCh }, { name: 'Z', floats: T * s.ssmInner }, { name: 'B', floats: T * s.ssmVHeads }, { name: 'AL', floats: T * s.ssmVHeads },
+    { name: 'U', floats: T * st.convCh },
+    // deltanet_prep's record of each 16-token block and value head for deltanet_chunk
+    { name: 'DBK', floats: Math.ceil(T / DELTANET_BLOCK) * s.ssmVHeads * DELTANET_BLOCK_FLOATS }, { name: 'Z', floats: T * s.ssmInner }, { name: 'B', floats: T * s.ssmVHeads }, { name: 'AL', floats: T * s.ssmVHeads },
     { name: 'O', floats: T * Math.max(s.nHead * s.headDim, s.ssmInner) },
     // attn_flash's per-block partial sums and (max, sum) pairs
     { name: 'P', floats: attnSlots(s, T, ctx, batch) * s.headDim }, { name: 'ML', floats: attnSlots(s, T, ctx, batch) * 2 },

@@ -8,7 +8,7 @@ import { rowBytes } from '../../gguf/index.js';
 import { KV_TYPE_IDS } from '../common.js';
 import { stateSizes } from '../payload.js';
 import type { KvType } from '../types.js';
-import { OpList, moePairs, TOPK_ITEMS, attnBlock, attnTileFits, attnTileKernel, attnTileTokens, attnTokens, moeMaxTiles } from './graph.js';
+import { DELTANET_BLOCK, OpList, moePairs, TOPK_ITEMS, attnBlock, attnTileFits, attnTileKernel, attnTileTokens, attnTokens, moeMaxTiles } from './graph.js';
 import type { MatvecOpts, VkHost } from './host.js';
 import { KERNELS as K, ROW_KERNELS as KR, dispatch, groups } from './kernels.js';
 import type { LayerTensorKey } from '../../model/schema.js';
@@ -120,8 +120,10 @@ function deltanetMixer(c: StepContext, l: number): Pending {
     // with the q/k L2 norm and the gated output norm fused in
     dispatch(c.ops, K.deltanet, { ...common, Z, normWeight, CK: ck?.state ?? state }, { ...dn, ckRows }, [s.ssmVHeads]);
   } else {
-    // several: the chunked form over 32-column slices of each head, then the gated norm
-    dispatch(c.ops, K.deltanet_chunk, common, dn, [s.ssmVHeads, groups(K.deltanet_chunk, s.ssmHeadDim)]);
+    // several: what does not depend on the state for every 16-token block at once, then the
+    // chunked form over 32-column slices of each head, then the gated norm
+    dispatch(c.ops, K.deltanet_prep, { U, B: Bt, AL, dtBias, A: Aw, DBK: B.DBK }, dn, [Math.ceil(T / DELTANET_BLOCK), s.ssmVHeads]);
+    dispatch(c.ops, K.deltanet_chunk, { U, DBK: B.DBK, state, O: B.O }, dn, [s.ssmVHeads, groups(K.deltanet_chunk, s.ssmHeadDim)]);
     dispatch(c.ops, K.ssm_gnorm, { O: B.O, Z, normWeight }, { dk: s.ssmHeadDim, hv: s.ssmVHeads, eps: s.eps }, [T, s.ssmVHeads]);
   }
   mv(c, l, 'ssm_out.weight', B.O, B.A2, T);
