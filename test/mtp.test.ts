@@ -201,7 +201,7 @@ describe('MTP drafts (CPU): the head kept in step with the session, greedy-exact
   beforeAll(async () => { trunk = await openEngine({ model: fixture('tinyA/tinyA-bf16.gguf'), backend: 'cpu', ctx: 1024, kvTypes: { k: 'f32', v: 'f32' } }); }, 120_000);
   afterAll(() => trunk?.dispose());
 
-  it.each([0, 2, 3])('case %i: after the session evaluated the sequence, the drafter\'s two drafts are llama.cpp\'s', async (i) => {
+  it.each([0, 2, 3, 4])('case %i: after the session evaluated the sequence, the drafter\'s two drafts are llama.cpp\'s (case 4: 679 rows, the head catching up during the evaluation)', async (i) => {
     const { draftOptions } = await import('../ts/engine/draft/index.js');
     const c = cases[i], s = trunk.newSession();
     try {

@@ -5,11 +5,17 @@
  * seen, row k being token x_k with the trunk's hidden state h_{k−1}. A draft then chains: the
  * token about to enter the session with the last hidden state, each drafted token with the head's
  * own hidden state. The chain stops where the head's top probability falls below the margin.
+ * Only the hidden states the head has not consumed are kept (and the last one, which a draft
+ * starts from): a long prompt's rows go through the head as they arrive, CATCH_UP rows at a time,
+ * so a 32K-token prompt does not hold 32K hidden states (256 MiB for the real model).
  */
 import { firstMax } from '../common.js';
 import type { CpuMtpHead } from '../mtp/cpu-mtp.js';
 import type { Session } from '../types.js';
 import type { Drafter } from './drafter.js';
+
+/** Unconsumed hidden states that make the head catch up while the session evaluates (not at the next draft). */
+const CATCH_UP = 512;
 
 export class MtpDrafter implements Drafter {
   readonly name = 'mtp';
@@ -18,6 +24,8 @@ export class MtpDrafter implements Drafter {
   private hid: (Float32Array | undefined)[] = [];
   /** head KV rows computed from true inputs: positions [0, headLen) */
   private headLen = 0;
+  /** hidden states before this position have been dropped (consumed by the head) */
+  private dropped = 0;
 
   /** `margin`: the least top probability that lets a draft chain go on (0: none) */
   constructor(private readonly head: CpuMtpHead, private readonly margin = 0) {}
@@ -30,6 +38,7 @@ export class MtpDrafter implements Drafter {
   private truncate(n: number): void {
     if (this.toks.length > n) { this.toks.length = n; this.hid.length = n; }
     this.headLen = Math.min(this.headLen, n);
+    this.dropped = Math.min(this.dropped, n);
   }
 
   private seen(pos: number, tokens: readonly number[], hidden: Float32Array): void {
@@ -38,6 +47,26 @@ export class MtpDrafter implements Drafter {
     // rows the drafter never saw (a loaded session) stay unknown
     while (this.toks.length < pos) { this.toks.push(-1); this.hid.push(undefined); }
     tokens.forEach((t, i) => { this.toks.push(t); this.hid.push(hidden.slice(i * n, (i + 1) * n)); });
+    // a long evaluation: the head takes the rows now (rows of a loaded session's unknown tokens wait for propose())
+    const end = this.toks.length;
+    if (end - this.headLen > CATCH_UP && !this.toks.slice(this.headLen, end).includes(-1)) this.runRows(end);
+  }
+
+  /**
+   * Head rows [headLen, to) from the known tokens, row k with h_{k−1} (an unseen one counts as
+   * zero: the head's guesses get worse, never the answer); then every hidden state before
+   * h_{to−1} is dropped (a rewind below it makes that row's input zero).
+   */
+  private runRows(to: number): void {
+    const N = this.head.engine.shape.nEmbd, zero = new Float32Array(N);
+    for (let p = this.headLen; p < to; p += this.head.maxRows) {
+      const T = Math.min(this.head.maxRows, to - p), inp = new Float32Array(T * N);
+      for (let i = 0; i < T; i++) inp.set((p + i > 0 ? this.hid[p + i - 1] : undefined) ?? zero, i * N);
+      this.head.run(this.toks.slice(p, p + T), inp, p);
+    }
+    this.headLen = Math.max(this.headLen, to);
+    for (let k = this.dropped; k < to - 1; k++) this.hid[k] = undefined;
+    this.dropped = Math.max(this.dropped, to - 1);
   }
 
   propose(context: readonly number[], next: number, max: number): number[] {
@@ -48,16 +77,10 @@ export class MtpDrafter implements Drafter {
     while (m < Math.min(n, this.toks.length) && this.toks[m] === context[m]) m++;
     this.truncate(m);
     while (this.toks.length < n) { this.toks.push(context[this.toks.length]); this.hid.push(undefined); }
-    // an unseen hidden state counts as zero: the head's guesses get worse, never the answer
-    const h = (k: number) => (k < 0 ? undefined : this.hid[k]);
+    this.runRows(n);
     const zero = new Float32Array(N);
-    for (let p = this.headLen; p < n; p += this.head.maxRows) {
-      const T = Math.min(this.head.maxRows, n - p), inp = new Float32Array(T * N);
-      for (let i = 0; i < T; i++) inp.set(h(p + i - 1) ?? zero, i * N);
-      this.head.run(context.slice(p, p + T) as number[], inp, p);
-    }
     const out: number[] = [];
-    let tok = next, hidden = h(n - 1) ?? zero;
+    let tok = next, hidden = this.hid[n - 1] ?? zero;
     for (let i = 0; i < max; i++) {
       const r = this.head.run([tok], hidden, n + i);
       const row = r.logits[0], best = firstMax(row);
