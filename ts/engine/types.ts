@@ -54,7 +54,7 @@ export interface EngineOptions {
   /**
    * Vulkan: the weight types (matvec variant names: q2_k, iq2_xxs, …) whose one-activation-row
    * products run on mv.comp instead of matvec.comp, for every session and batched step alike
-   * (measurements; default graph.ts MV_TYPES; the CLI reads Q36_VK_MV). A type of dense weights
+   * (measurements; default none, docs/vulkan.md says why; the CLI reads Q36_VK_MV). A type of dense weights
    * listed here gives a batched row other bits than alone: batched steps run dense weights
    * through the matmuls, which sum in matvec's order.
    */

@@ -161,18 +161,6 @@ export function mvqTokens(nRows: number): 2 | 4 {
   return nRows <= 2 ? 2 : 4;
 }
 /**
- * Whether one-activation-row mvq dispatches take 256-thread workgroups (mvqw: four sets of rows a
- * workgroup, each row summed as mvq sums it): the routed pairs. H200, 2026-12-03 (bench-mvq
- * --wide, µs, 64 → 256 threads): Q2_K down 64 pairs 23.0 → 21.8, 8 pairs 7.2 → 6.8; IQ2_XXS
- * gate+up 64 pairs 43.0 → 43.3, 8 pairs 10.1 → 9.6. End to end, interleaved: with 256 threads for
- * batched steps only, 8 sessions 8.70-8.73 ms a step against 8.73-8.82 with 64 threads; with 256
- * for every routed product against that, decode (bench-vk at 2K) 227.1 / 227.0 t/s against 220.7
- * / 226.6 (docs/journal/vulkan-speed-2026-11-29-to-12-03.md, 2026-12-03).
- */
-export function mvqWide(gather: boolean): boolean {
-  return gather;
-}
-/**
  * Lanes a row of an mvq dispatch (matvecOp caps it at the row's units and passes it as pc.aux). A row's sum depends
  * on it, so it depends only on what the product is, never on how many rows it runs: plain
  * activation rows (the dense products: decode and batched steps alike) 32, routed pairs 64.
@@ -222,19 +210,6 @@ export function moeMaxTiles(pairs: number, nExpert: number, bn = MM_MOE_PAIRS): 
   return Math.ceil(pairs / bn) + Math.min(nExpert, pairs);
 }
 
-/**
- * Weight types whose one-activation-row products run on mv.comp (32-weight units) rather than
- * matvec.comp by default: none. In isolation mv is faster for Q2_K (bench-matvec-bw --kernels
- * matvec,mv, H200 2026-12-02: routed down of a batched step, 64 pairs, 42.0 → 30.8 µs; LM head
- * 788 → 908 GB/s) and for IQ2_XXS over 64 pairs, but inside the one-token decode step the Q2_K
- * routed down projections took 12.9 µs a call against matvec's 10.9 (profile-vk), and the decode
- * ran 5% slower (bench-vk at 2K, interleaved: 200.9 / 203.2 against 211.2 / 213.8 t/s); three
- * interleaved bench-batch passes each way later that day: one session −1.8% (203.0 against 206.6
- * t/s mean), 8 sessions +3.1% (731.8 against 709.6), still a loss for one session. Choosing
- * mv for batched steps only would give a batched row other bits than the same row decoded alone
- * (the two kernels sum in different orders), so the choice is per type, for both.
- */
-export const MV_TYPES = new Set<string>();
 
 /** Weight types whose decoders assume 4-byte aligned blocks (their block sizes are multiples of 4: decode.glsl reads them with plain word loads). */
 const WORD_ALIGNED = new Set(['q2_k', 'q4_k', 'q5_k']);
@@ -279,19 +254,19 @@ export interface MatvecDispatch {
   minGroups?: number;
   /** rows per workgroup pinned (decodeRows; mv: rows per thread, 8 allowed) */
   fixedRows?: 1 | 2 | 4 | 8;
-  /** one activation row through mv.comp (32-weight units: true) or matvec.comp (false); default by type (MV_TYPES) */
+  /** one activation row through mv.comp (32-weight units: true, for measurements: Q36_VK_MV) or matvec.comp (the default: docs/vulkan.md says why) */
   unit?: boolean;
   /**
    * The activation rows also as int8 levels (q: XQ, s: XS; rmsnorm quant, quant.comp): a product
    * mvq takes (mvqTakes) runs over them, mvq.comp for one activation row, mvqw.comp for routed
-   * pairs (mvqWide), mvq2.comp or mvq4.comp for several plain rows (mvqTokens)
+   * pairs, mvq2.comp or mvq4.comp for several plain rows (mvqTokens)
    */
   levels?: { q: number; s: number };
   /** several plain rows over levels: activation rows a workgroup pinned (bench-mvq); default mvqTokens() */
   mvqTokens?: 2 | 4;
   /** lanes a row pinned (bench-mvq); default mvqLanes() */
   mvqLanes?: 16 | 32 | 64;
-  /** one activation row a workgroup: 256-thread workgroups (mvqw) pinned on or off (bench-mvq); default mvqWide() */
+  /** one activation row a workgroup: 256-thread workgroups (mvqw) pinned on or off (bench-mvq); default: for routed pairs (docs/vulkan.md) */
   mvqWide?: boolean;
   /**
    * Routed experts with the pairs grouped by expert (moe_tiles.comp): buffers[3] is LIST and
@@ -341,7 +316,8 @@ export function matvecOp(ops: OpList, d: MatvecDispatch): void {
     // or 4 a workgroup (mvq2, mvq4: each row summed as mvq sums it alone, at the same L)
     const t = (flags & 1) === 0 && d.nRows > 1 ? d.mvqTokens ?? mvqTokens(d.nRows) : 1;
     const L = Math.min(d.mvqLanes ?? mvqLanes((flags & 1) !== 0), d.n / 32);
-    const wide = t === 1 && (d.mvqWide ?? mvqWide((flags & 1) !== 0));
+    // one row of routed pairs a workgroup: 256 threads (mvqw, four sets of rows each summed as mvq sums it)
+    const wide = t === 1 && (d.mvqWide ?? (flags & 1) !== 0);
     const perWg = (KERNELS[wide ? 'mvqw' : 'mvq'].local / L) * (glu ? MVQ_ROWS / 2 : MVQ_ROWS), grid: [number, number] = [Math.ceil(d.rows / perWg), Math.ceil(d.nRows / t)];
     // several groups of activation rows: the groups along x (flags bit 3), so that the workgroups
     // reading one weight row run together (the 8-row LM head read its 540 MB twice)
@@ -349,7 +325,7 @@ export function matvecOp(ops: OpList, d: MatvecDispatch): void {
     ops.op(`${t > 1 ? `mvq${t}` : wide ? 'mvqw' : 'mvq'}_${d.type}`, [d.buffers[0], d.levels.q, d.buffers[2], d.buffers[3], d.buffers[4], d.levels.s], push(L, across ? 8 : 0), across ? [grid[1], grid[0]] : grid, d.barrier ?? true, d.label);
     return;
   }
-  if ((d.unit ?? MV_TYPES.has(d.type)) && tokens === 1 && !d.epilogue && d.n % 32 === 0) {
+  if (d.unit === true && tokens === 1 && !d.epilogue && d.n % 32 === 0) {
     const R = mvRows(d.rows, d.n, d.nRows, glu, d.minGroups, d.fixedRows), S = 64 / mvLanes(d.n);
     ops.op(`mv_${d.type}`, d.buffers, push(R), [Math.ceil(d.rows / (S * (glu ? R / 2 : R))), d.nRows], d.barrier ?? true, d.label);
     return;

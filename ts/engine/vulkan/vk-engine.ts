@@ -71,7 +71,7 @@ export class VkEngine implements Engine, VkHost {
   private ranMs = 0;
   /** with vkProfile: GPU time of each dispatch of the last step */
   private lastProfile?: { names: string[]; ns: Float64Array };
-  /** the weight types whose one-row products run on mv.comp (options.vkMvTypes), or undefined: graph.ts's default */
+  /** the weight types whose one-row products run on mv.comp (options.vkMvTypes), or undefined: none */
   private readonly mvTypes?: Set<string>;
   /** int8 activation levels for the routed experts, and for the dense products too (VkHost.mvq, mvqDense) */
   readonly mvq: boolean;
