@@ -95,11 +95,10 @@ export const matmulRows = (tokens: number): number => (tokens === MATMUL_TOKENS 
 /**
  * Output rows per workgroup of a one-activation-row matvec (decode, routed experts): 4, 2 or 1
  * (matvec, matvec2, matvec1; a GLU takes at least 2): the most that still gives MATVEC_MIN_GROUPS
- * workgroups, else the fewest. A short matrix as 4-row workgroups leaves most SMs with too few
- * loads in flight (H200 decode: the 2048-row DeltaNet out-projection 20.9 µs as 512 workgroups,
- * 16.2 µs as 2048; the router 21.5 → 16.7 µs), while a long one runs faster with 4 rows (the
- * DeltaNet in-projection: 26 µs with 4, 36.5 µs with 1). `fixed` (the engine's vkMatvecRows,
- * Q36_VK_MV_ROWS at the CLI) pins it, for measuring.
+ * workgroups, else the fewest. A short matrix as 4-row workgroups leaves most multiprocessors with
+ * too few loads in flight, while a long one runs faster with 4 rows (docs/vulkan.md, "Kernel
+ * choices": the measurements). `fixed` (the engine's vkMatvecRows, Q36_VK_MV_ROWS at the CLI)
+ * pins it, for measuring.
  */
 export const MATVEC_MIN_GROUPS = 2048;
 export function decodeRows(rows: number, nRows: number, glu: boolean, minGroups = MATVEC_MIN_GROUPS, fixed?: 1 | 2 | 4): number {
@@ -115,8 +114,7 @@ export function mvLanes(n: number): number {
 }
 /**
  * mv's workgroup target: half of matvec's (each of its threads covers 32 weights of a row, 4× a
- * matvec thread's share per trip; H200, the routed down projections of one token, 8 × 2048 × 512
- * Q2_K: 8.5 µs with 4 rows a thread (1024 workgroups), 9.9 µs with 2 (2048)).
+ * matvec thread's share per trip; docs/vulkan.md, "Kernel choices").
  */
 export const MV_MIN_GROUPS = 1024;
 /** mv's rows per thread R (its push `aux`): the most of 8, 4, 2, 1 (a GLU: 8, 4, 2) that still gives minGroups workgroups, else the fewest workgroups' choice. */
@@ -128,14 +126,9 @@ export function mvRows(rows: number, n: number, nRows: number, glu: boolean, min
 export const MATMUL_TOKENS = 8;
 /**
  * Weight types whose 5-8 activation rows run as two 4-row matmul workgroups (matmul4) rather than
- * one 8-row one: Q8_0 (every dense weight of the q2 recipes). H200, bench-matvec-bw --types q8_0
- * --batch 8 in one run (2026-12-02 14:34 UTC), µs for 8 rows, 8-row matmul → two matmul4: LM head
- * 734.5 → 691.2, DeltaNet in-projection 45.5 → 39.7, out-projection 18.2 → 16.9; Q2_K and IQ2_XXS
- * lose (LM head, 13:09 against 13:54 UTC: 696.9 → 805.0 and 759.4 → 1342.8: their decode is then
- * done twice). End to end (bench-batch
- * --sessions 1,8, interleaved, 14:35-14:37 UTC): 8 sessions 718.0 / 707.9 t/s against 702.3 / 693.7
- * (+2.1%); one session unchanged (the same dispatches). Bit-identical either way (matvec.glsl: a
- * row's sums do not depend on the rows a workgroup takes).
+ * one 8-row one: Q8_0 (every dense weight of the q2 recipes), whose decode is cheap enough to do
+ * twice; Q2_K and IQ2_XXS lose (docs/vulkan.md, "Kernel choices"). Bit-identical either way
+ * (matvec.glsl: a row's sums do not depend on the rows a workgroup takes).
  */
 export const SPLIT8_TYPES = new Set(['q8_0']);
 /** Activation rows per matmul workgroup for nRows ≥ 2 rows: the fewest of 2, 4, 8 that cover them (a batched decode step's rows), 4 for SPLIT8_TYPES up to 8. */
@@ -145,28 +138,24 @@ export function matmulTokens(type: string, nRows: number): number {
 /**
  * Weight types with mvq.comp / mvq2.comp / mvq4.comp variants (32-weight units against int8
  * activation levels, packed integer dot products; mvq2, mvq4: 2 or 4 activation rows a workgroup,
- * each summed as mvq sums it alone) and their output rows per workgroup set. H200, bench-mvq (2026-12-02 16:55 UTC), µs
- * matvec → mvq: IQ2_XXS routed gate+up over 8 pairs 14.5 → 9.7, over 64 pairs 72.4 → 41.6; Q2_K
- * routed down 8 pairs 9.2 → 7.2, 64 pairs 41.5 → 22.8; Q8_0 LM head 199.0 → 148.0; outputs within
- * 3·10⁻⁷ of the largest. Decode (bench-vk, 17:34 UTC) 230.8 t/s at 2K against 207.4 without.
+ * each summed as mvq sums it alone) and their output rows per workgroup: the q2 recipes' types
+ * (docs/vulkan.md, "Kernel choices": each faster than matvec where the dot is accelerated).
  */
 export const MVQ_TYPES = new Set(['iq2_xxs', 'q8_0', 'q2_k']);
 export const MVQ_ROWS = 4;
 /**
  * Activation rows a workgroup of the several-row mvq forms for nRows plain rows: mvq2 for 2 (a 4-row
- * workgroup computes 2 spare rows: H200 19:22 UTC, Q8_0 LM head over 2 rows 297.0 → 177.9 µs),
- * else mvq4 (an 8-row form, mvq8, was slower for 8 rows: 749.6 against 617.0 µs; not kept).
+ * workgroup would compute 2 spare rows), else mvq4 (an 8-row form was slower; docs/vulkan.md,
+ * "Kernel choices").
  */
 export function mvqTokens(nRows: number): 2 | 4 {
   return nRows <= 2 ? 2 : 4;
 }
 /**
- * Lanes a row of an mvq dispatch (matvecOp caps it at the row's units and passes it as pc.aux). A row's sum depends
- * on it, so it depends only on what the product is, never on how many rows it runs: plain
- * activation rows (the dense products: decode and batched steps alike) 32, routed pairs 64.
- * H200, 2026-12-02 19:35 UTC (docs/journal/vulkan-speed-2026-11-29-to-12-03.md), Q8_0 µs at 64 → 32 lanes: LM head one row 145.5 →
- * 142.1, 2 rows (mvq2) 177.6 → 156.9, 8 rows (mvq4) 593.1 → 434.6; in-projection one row 10.6 →
- * 10.2, 8 rows 35.2 → 26.3; the routed IQ2_XXS gate+up over 8 pairs 9.6 → 10.0 (64 kept).
+ * Lanes a row of an mvq dispatch (matvecOp caps it at the row's units and passes it as pc.aux). A
+ * row's sum depends on it, so it depends only on what the product is, never on how many rows it
+ * runs: plain activation rows (the dense products: decode and batched steps alike) 32, routed
+ * pairs 64 (docs/vulkan.md, "Kernel choices").
  */
 export function mvqLanes(gather: boolean): number {
   return gather ? 64 : 32;
@@ -200,7 +189,7 @@ const tiledKernel = (coopmat: boolean | undefined, glu: boolean, moe: boolean): 
 /**
  * Fewest activation rows, and weight rows, for which the dense tiled matmul beats the 8-row
  * matmul: a weight of fewer than 64 rows fills part of one 64-row tile (the shared-expert gate's
- * single row, DeltaNet's 32-row α and β: 4.9 and 3.8 ms of a 512-token chunk as mm, H200).
+ * single row, DeltaNet's 32-row α and β; docs/vulkan.md, "Kernel choices").
  */
 export const MM_MIN_ROWS = 16;
 export const MM_MIN_WEIGHT_ROWS = 64;
