@@ -123,40 +123,13 @@ export async function generate(s: Session, o: GenerateOptions): Promise<Generate
       let ended: GenerateResult['stop'] | undefined;
       try {
         if (drafts.length) {
-          // the walk: step j's token is what the loop would choose (forced, or the greedy row
-          // under the step's mask); a draft equal to it is taken, the first other one ends it
-          const taken: number[] = [];
-          const decide = (greedy: (number | undefined)[]): number => {
-            for (let i = 0; i < drafts.length && !ended; i++) {
-              const j = step + 1 + i;
-              if (o.signal?.aborted) break;
-              const f = o.next?.(j);
-              asked = { step: j, forced: f };
-              let t: number | undefined = f;
-              if (t === undefined) {
-                const m = o.mask?.(j);
-                t = sampling(j).temperature <= 0 ? greedy[i] : undefined;
-                if (t !== undefined && m && !maskHas(m, t)) t = undefined;
-              }
-              if (t !== drafts[i]) break;
-              asked = undefined;
-              out.push(t);
-              const more = o.onToken?.(t, j);
-              const lastJ = more === false || j + 1 === o.maxTokens;
-              if (more === false) ended = 'callback';
-              else if (lastJ) ended = 'length';
-              // a token that is not fed ends the run without entering the session
-              if (!(feed === 'all' || feed === 'non-stop' || !lastJ)) break;
-              taken.push(t);
-            }
-            return 1 + taken.length;
-          };
-          const verify = d!.verify ?? (async (tokens, pick) => { const g = await s.evalDraft(tokens); await s.keepDraft(pick(g)); });
-          await verify([id, ...drafts], decide);
-          d!.onStep?.(drafts.length, taken.length);
-          if (taken.length === 0) { misses++; draftFrom = step + 1 + Math.min(DRAFT_BACKOFF_MAX, 2 ** (misses - 1)); } else misses = 0;
+          const w = await draftStep(s, o, { step, id, drafts, out, feed, sampling });
+          asked = w.asked;
+          ended = w.ended;
+          o.draft!.onStep?.(drafts.length, w.taken.length);
+          if (w.taken.length === 0) { misses++; draftFrom = step + 1 + Math.min(DRAFT_BACKOFF_MAX, 2 ** (misses - 1)); } else misses = 0;
           await o.onFed?.(id);
-          for (const t of taken) await o.onFed?.(t);
+          for (const t of w.taken) await o.onFed?.(t);
           // every step emitted one token: the walk's steps are done (the loop goes on after them)
           step = out.length - 1;
         } else {
@@ -184,4 +157,52 @@ export async function generate(s: Session, o: GenerateOptions): Promise<Generate
     if (more === false) { stop = 'callback'; break; }
   }
   return { tokens: out, stop, decodeMs: performance.now() - t0 };
+}
+
+interface DraftWalk {
+  step: number; id: number; drafts: number[]; out: number[];
+  feed: NonNullable<GenerateOptions['feed']>;
+  sampling: (step: number) => SampleOptions;
+}
+
+/**
+ * One draft step: `id` and its drafts evaluated together. The walk: step j's token is what the
+ * loop would choose (forced, or the greedy row under the step's mask); a draft equal to it is
+ * taken (emitted through onToken, pushed to `out`, fed), the first other one ends it. Returns the
+ * taken drafts, why the generation ends inside the run (if it does), and the forced token already
+ * asked for the step after the run (o.next is called once a step).
+ */
+async function draftStep(s: Session, o: GenerateOptions, w: DraftWalk): Promise<{ taken: number[]; ended?: GenerateResult['stop']; asked?: { step: number; forced: number | undefined } }> {
+  const { step, drafts, out, feed, sampling } = w;
+  const taken: number[] = [];
+  let ended: GenerateResult['stop'] | undefined;
+  let asked: { step: number; forced: number | undefined } | undefined;
+  const decide = (greedy: (number | undefined)[]): number => {
+    for (let i = 0; i < drafts.length && !ended; i++) {
+      const j = step + 1 + i;
+      if (o.signal?.aborted) break;
+      const f = o.next?.(j);
+      asked = { step: j, forced: f };
+      let t: number | undefined = f;
+      if (t === undefined) {
+        const m = o.mask?.(j);
+        t = sampling(j).temperature <= 0 ? greedy[i] : undefined;
+        if (t !== undefined && m && !maskHas(m, t)) t = undefined;
+      }
+      if (t !== drafts[i]) break;
+      asked = undefined;
+      out.push(t);
+      const more = o.onToken?.(t, j);
+      const lastJ = more === false || j + 1 === o.maxTokens;
+      if (more === false) ended = 'callback';
+      else if (lastJ) ended = 'length';
+      // a token that is not fed ends the run without entering the session
+      if (!(feed === 'all' || feed === 'non-stop' || !lastJ)) break;
+      taken.push(t);
+    }
+    return 1 + taken.length;
+  };
+  const verify = o.draft!.verify ?? (async (tokens: number[], pick: (greedy: (number | undefined)[]) => number) => { const g = await s.evalDraft(tokens); await s.keepDraft(pick(g)); });
+  await verify([w.id, ...drafts], decide);
+  return { taken, ended, asked };
 }
