@@ -12,6 +12,7 @@
 import { parseArgs } from 'node:util';
 import { Core } from '../ts/core/wasm.js';
 import { OpList, Pipelines, declOf, gridBlob, matvecOp, MMC_MOE_PAIRS, MM_MOE_PAIRS, type MatvecDispatch } from '../ts/engine/vulkan/graph.js';
+import { tilesFor } from '../ts/engine/vulkan/expert-stream.js';
 import { bindingCounts } from '../ts/engine/vulkan/kernels.js';
 import { loadAddon } from '../ts/vk/addon.js';
 import { Rng } from '../ts/model/synth.js';
@@ -87,17 +88,6 @@ function compare(label: string, d: MatvecDispatch, yLen: number, coopmatTiles?: 
   console.log(`${label.padEnd(30)} ${base.shader} ${base.ms.toFixed(3)} ms   ${fast.shader} ${fast.ms.toFixed(3)} ms   ×${(base.ms / fast.ms).toFixed(2)}   max |Δ|/|y| ${(m / big).toExponential(2)}`);
 }
 
-/** pairs grouped by expert as moe_tiles groups them, tiles of `per` pairs */
-function tilesFor(eOf: number[], E: number, per: number): { list: number[]; tiles: number[] } {
-  const list: number[] = [], tiles: number[] = [];
-  for (let e = 0; e < E; e++) {
-    const ps = eOf.flatMap((x, p) => (x === e ? [p] : []));
-    for (let i = 0; i < ps.length; i += per) tiles.push(e, list.length + i, Math.min(per, ps.length - i), 0);
-    list.push(...ps);
-  }
-  return { list, tiles };
-}
-
 console.log(`# bench-mmc on ${dev.info().name}; ${new Date().toISOString()}; variant ${variant ?? 'mmc'}; median of ${reps}`);
 const dq = weights('q8_0', 8192, 2048), W8 = buf(dq.bytes);
 const E = 256, K = 8, FF = 512, H = 2048;
@@ -120,14 +110,12 @@ for (const T of a.tokens!.split(',').map(Number)) {
   // 8 distinct experts a token, uniformly at random
   const eOf: number[] = [];
   for (let t = 0; t < T; t++) { const s = new Set<number>(); while (s.size < K) s.add(rng.int(0, E - 1)); eOf.push(...s); }
-  const mk = (per: number) => {
-    const { list, tiles } = tilesFor(eOf, E, per);
-    return { LIST: buf(new Uint8Array(Uint32Array.from(list).buffer)), moe: { tiles: buf(new Uint8Array(Uint32Array.from([tiles.length / 4, 0, 0, 0, ...tiles]).buffer)), maxTiles: tiles.length / 4, ids } };
-  };
-  const m32 = mk(MM_MOE_PAIRS), m64 = mk(MMC_MOE_PAIRS);
-  if (m32.LIST === undefined) throw new Error('unreachable');
-  // one LIST per tiling is the same pair order (grouped by expert), so either LIST serves both
-  compare(`experts gate+up iq2_xxs T=${T}`, { type: 'iq2_xxs', buffers: [WGU, X, 0, m32.LIST, grid], rows: FF, n: H, rowBytes: gu.rowBytes, nRows: T * K, flags: 4, K, expertBytes: 2 * FF * gu.rowBytes, upBytes: FF * gu.rowBytes, yStride: FF, moe: m32.moe }, T * K * FF, m64.moe);
-  compare(`experts down q2_k T=${T}`, { type: 'q2_k', buffers: [WDN, XP, 0, m32.LIST, grid], rows: H, n: FF, rowBytes: dn.rowBytes, nRows: T * K, flags: 2, K, expertBytes: H * dn.rowBytes, yStride: H, moe: m32.moe }, T * K * H, m64.moe);
+  // the pairs grouped by expert as moe_tiles groups them: one LIST (the same order for any tile
+  // size), the tiles of mm_moe's and of mmc_moe's size
+  const slots = Uint32Array.from(eOf), LIST = buf(new Uint8Array(tilesFor(slots, MM_MOE_PAIRS).list.buffer));
+  const moe = (bn: number) => { const { tiles } = tilesFor(slots, bn); return { tiles: buf(new Uint8Array(tiles.buffer)), maxTiles: tiles[0], ids }; };
+  const m32 = moe(MM_MOE_PAIRS), m64 = moe(MMC_MOE_PAIRS);
+  compare(`experts gate+up iq2_xxs T=${T}`, { type: 'iq2_xxs', buffers: [WGU, X, 0, LIST, grid], rows: FF, n: H, rowBytes: gu.rowBytes, nRows: T * K, flags: 4, K, expertBytes: 2 * FF * gu.rowBytes, upBytes: FF * gu.rowBytes, yStride: FF, moe: m32 }, T * K * FF, m64);
+  compare(`experts down q2_k T=${T}`, { type: 'q2_k', buffers: [WDN, XP, 0, LIST, grid], rows: H, n: FF, rowBytes: dn.rowBytes, nRows: T * K, flags: 2, K, expertBytes: H * dn.rowBytes, yStride: H, moe: m32 }, T * K * H, m64);
 }
 dev.dispose();
