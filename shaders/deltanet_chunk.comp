@@ -31,21 +31,12 @@ layout(std430, binding = 3) writeonly buffer OB { float O[]; };
 layout(push_constant) uniform PC { uint T; uint dk; uint hk; uint hv; uint convCh; float eps; float qScale; uint pad2; } pc;
 #include "deltanet_block.glsl"
 
-// q and k rows of the block as vec4s; a row stride of 33 vec4s (132 floats) spreads the reads
-const uint KP = 33u;  // row stride in vec4s
 shared vec4 Ks[C * KP];
 shared vec4 Qs[C * KP];
 shared float Am[C][C];
 shared float QK[C][C];
 shared float G[C];
 shared float bt[C];
-
-// the sum over a column's 8 lanes (8j … 8j + 7)
-float sum8(float x) {
-  x += subgroupShuffleXor(x, 1u);
-  x += subgroupShuffleXor(x, 2u);
-  return x + subgroupShuffleXor(x, 4u);
-}
 
 // What a thread stages of the block at t0: raw k and q 4-vectors e = tid, tid + 256 (token e / 32,
 // dims 4·(e % 32) …) and their rows' norm factors, entry tid of A and of QK, G and β of token tid

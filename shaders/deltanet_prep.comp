@@ -22,19 +22,11 @@ layout(std430, binding = 5) writeonly buffer KB { float DBK[]; };
 layout(push_constant) uniform PC { uint T; uint dk; uint hk; uint hv; uint convCh; float eps; float qScale; uint pad2; } pc;
 #include "deltanet_block.glsl"
 
-const uint KP = 33u;  // row stride in vec4s: the C × C dot products' row reads spread over the banks
 shared vec4 Ks[C * KP];
 shared vec4 Qs[C * KP];
 shared float G[C];
 shared float bt[C];
 shared float nrm[2u * C];
-
-// the sum over 8 adjacent lanes
-float sum8(float x) {
-  x += subgroupShuffleXor(x, 1u);
-  x += subgroupShuffleXor(x, 2u);
-  return x + subgroupShuffleXor(x, 4u);
-}
 
 void main() {
   uint blk = gl_WorkGroupID.x, h = gl_WorkGroupID.y, tid = gl_LocalInvocationID.x, p = tid & 7u;
