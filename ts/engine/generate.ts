@@ -89,7 +89,7 @@ export async function generate(s: Session, o: GenerateOptions): Promise<Generate
   const feed = o.feed ?? 'not-last';
   const sampling = (step: number) => (typeof o.sampling === 'function' ? o.sampling(step) : o.sampling);
   // a step's forced token asked for during a draft step's walk (o.next is called once a step)
-  let asked: { step: number; forced: number | undefined } | undefined;
+  let asked: Asked | undefined;
   // drafting pauses after rejected drafts (so a drafter that guesses badly costs little)
   let misses = 0, draftFrom = 0;
   const canDraft = o.draft && o.logprobsTopK === undefined && !o.onLogits && !o.gate && s.draftRows > 1;
@@ -159,6 +159,9 @@ export async function generate(s: Session, o: GenerateOptions): Promise<Generate
   return { tokens: out, stop, decodeMs: performance.now() - t0 };
 }
 
+/** A step's forced token, asked for during a draft step's walk (o.next is called once a step). */
+interface Asked { step: number; forced: number | undefined }
+
 interface DraftWalk {
   step: number; id: number; drafts: number[]; out: number[];
   feed: NonNullable<GenerateOptions['feed']>;
@@ -172,11 +175,11 @@ interface DraftWalk {
  * taken drafts, why the generation ends inside the run (if it does), and the forced token already
  * asked for the step after the run (o.next is called once a step).
  */
-async function draftStep(s: Session, o: GenerateOptions, w: DraftWalk): Promise<{ taken: number[]; ended?: GenerateResult['stop']; asked?: { step: number; forced: number | undefined } }> {
+async function draftStep(s: Session, o: GenerateOptions, w: DraftWalk): Promise<{ taken: number[]; ended?: GenerateResult['stop']; asked?: Asked }> {
   const { step, drafts, out, feed, sampling } = w;
   const taken: number[] = [];
   let ended: GenerateResult['stop'] | undefined;
-  let asked: { step: number; forced: number | undefined } | undefined;
+  let asked: Asked | undefined;
   const decide = (greedy: (number | undefined)[]): number => {
     for (let i = 0; i < drafts.length && !ended; i++) {
       const j = step + 1 + i;
@@ -202,7 +205,7 @@ async function draftStep(s: Session, o: GenerateOptions, w: DraftWalk): Promise<
     }
     return 1 + taken.length;
   };
-  const verify = o.draft!.verify ?? (async (tokens: number[], pick: (greedy: (number | undefined)[]) => number) => { const g = await s.evalDraft(tokens); await s.keepDraft(pick(g)); });
+  const verify: NonNullable<DraftOptions['verify']> = o.draft!.verify ?? (async (tokens, pick) => { const g = await s.evalDraft(tokens); await s.keepDraft(pick(g)); });
   await verify([w.id, ...drafts], decide);
   return { taken, ended, asked };
 }

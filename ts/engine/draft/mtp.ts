@@ -49,7 +49,7 @@ export class MtpDrafter implements Drafter {
     tokens.forEach((t, i) => { this.toks.push(t); this.hid.push(hidden.slice(i * n, (i + 1) * n)); });
     // a long evaluation: the head takes the rows now (rows of a loaded session's unknown tokens wait for propose())
     const end = this.toks.length;
-    if (end - this.headLen > CATCH_UP && !this.toks.slice(this.headLen, end).includes(-1)) this.runRows(end);
+    if (end - this.headLen > CATCH_UP && this.toks.indexOf(-1, this.headLen) < 0) this.runRows(end);
   }
 
   /**
