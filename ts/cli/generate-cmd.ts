@@ -62,6 +62,7 @@ export async function runGenerate(c: GenerateCmd): Promise<number> {
     try { logitsFd = fs.openSync(c.dumpLogits, 'w'); } catch (e2) { throw new CliError(`cannot write --dump-logits "${c.dumpLogits}": ${(e2 as NodeJS.ErrnoException).code}`); }
   }
   const writeRow = logitsFd === undefined ? undefined : (row: Float32Array) => { fs.writeSync(logitsFd!, new Uint8Array(row.buffer, row.byteOffset, row.byteLength)); };
+  const drafted = { steps: 0, proposed: 0, accepted: 0 };
   const steps: { token: number; piece: string; logprob: number; top: { id: number; piece: string; logprob: number }[] }[] = [];
   const piece = (id: number) => tok.piece(id);
   try {
@@ -89,7 +90,7 @@ export async function runGenerate(c: GenerateCmd): Promise<number> {
       feed: c.promptIds ? 'all' : 'not-last',
       onLogits: writeRow,
       signal: c.signal,
-      draft,
+      draft: draft && { ...draft, onStep: (p, a) => { drafted.steps++; drafted.proposed += p; drafted.accepted += a; } },
       logprobs: c.dumpLogprobs ? c.logprobsTopK : undefined,
       onTokenLogprobs: (chosen, top) => steps.push({ token: chosen.id, piece: piece(chosen.id), logprob: chosen.logprob, top: top.map((t) => ({ id: t.id, piece: piece(t.id), logprob: t.logprob })) }),
       onEvent: (ev) => { if (!c.promptIds && ev.type === 'content') c.out(ev.text); },
@@ -101,7 +102,8 @@ export async function runGenerate(c: GenerateCmd): Promise<number> {
     }
     const n = res.tokens.length;
     c.err(`prompt ${prompt.length} tokens in ${(prefillMs / 1000).toFixed(2)} s (${(prompt.length / (prefillMs / 1000)).toFixed(1)} tok/s); ` +
-      `generated ${n} tokens in ${(res.decodeMs / 1000).toFixed(2)} s (${(n / (res.decodeMs / 1000)).toFixed(2)} tok/s), stop: ${res.stop}`);
+      `generated ${n} tokens in ${(res.decodeMs / 1000).toFixed(2)} s (${(n / (res.decodeMs / 1000)).toFixed(2)} tok/s), stop: ${res.stop}` +
+      (draft ? `; ${draft.drafter.name} drafts: ${drafted.steps} draft steps, ${drafted.accepted} of ${drafted.proposed} drafts accepted` : ''));
     return 0;
   } finally {
     if (logitsFd !== undefined) fs.closeSync(logitsFd);

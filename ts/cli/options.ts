@@ -124,7 +124,7 @@ export const ENGINE_ARGS = {
   'ssd-streaming-full-layers': { type: 'string', description: 'with --ssd-streaming: the routed experts of the first N layers stay resident (charged at their size)' },
   draft: { type: 'string', description: 'speculative decoding of greedy steps: ngram (drafts looked up in the context: no extra weights; the tokens are the same as without)' },
   'draft-max': { type: 'string', description: `with --draft: the most drafted tokens one step verifies (1-${MAX_BATCH_ROWS - 1}, default ${DEFAULT_DRAFT_MAX})` },
-  mtp: { type: 'string', description: 'speculative decoding of greedy steps with the model\'s MTP head (an MTP-only GGUF, or auto: the main file\'s): q36 --cpu in this version' },
+  mtp: { type: 'string', description: 'speculative decoding of greedy steps with the model\'s MTP head (an MTP-only GGUF, or auto: the main file\'s)' },
   'mtp-draft': { type: 'string', description: `with --mtp: the most drafted tokens a step (1-${MAX_BATCH_ROWS - 1}, default ${DEFAULT_MTP_DRAFT})` },
   'mtp-margin': { type: 'string', description: 'with --mtp: a draft chain goes on while the head\'s top probability is at least this (0-1, default 0)' },
   'dir-steering-file': { type: 'string', description: 'steering directions: flat n_layer × hidden f32 file' },
@@ -187,13 +187,13 @@ export function engineOptions(model: string, a: Record<string, unknown>, modelCo
 
 /**
  * --draft KIND [--draft-max N], or --mtp FILE|auto [--mtp-draft N] [--mtp-margin F] where the tool
- * drafts with the MTP head (`mtp`: q36 on the CPU in this version); `kinds` are the drafters this
+ * drafts with the MTP head (`mtp`: q36, q36-server, q36-agent); `kinds` are the drafters this
  * tool offers (q36-bench adds its measurement drafters). q36 --dump-mtp-logits takes --mtp alone.
  */
 export function draftSpec(a: Record<string, unknown>, kinds: readonly string[] = ['ngram'], o: { mtp?: boolean } = {}): DraftSpec | undefined {
   const max = num('--draft-max', a['draft-max'] as Str, { min: 1, max: MAX_BATCH_ROWS - 1, int: true });
   if (a.mtp !== undefined && a['dump-mtp-logits'] === undefined) {
-    if (!o.mtp) throw new CliError('--mtp: MTP drafts run in q36 --cpu in this version; here --draft ngram drafts from the context without extra weights');
+    if (!o.mtp) throw new CliError('--mtp: this tool does not draft with the MTP head; --draft ngram drafts from the context without extra weights');
     if (a.draft !== undefined || max !== undefined) throw new CliError('give --draft [--draft-max] or --mtp [--mtp-draft], not both');
     return {
       kind: 'mtp', max: num('--mtp-draft', a['mtp-draft'] as Str, { min: 1, max: MAX_BATCH_ROWS - 1, int: true }) ?? DEFAULT_MTP_DRAFT,

@@ -31,7 +31,7 @@ SSD streaming: --ssd-streaming [--ssd-streaming-cache-experts N|SIZE] [--ssd-str
 [--ssd-streaming-full-layers N], as q36 (F16 KV unless -ctk/-ctv; docs/ssd-streaming.md).
 Speculative decoding: --draft ngram [--draft-max N (4)] verifies drafts looked up in the context for the
 greedy steps (tool-call structure, --temp 0); the tokens are the same as without (docs/speculative.md);
-with --cpu, --mtp FILE|auto [--mtp-draft N (2)] [--mtp-margin F] drafts with the model's MTP head.`;
+--mtp FILE|auto [--mtp-draft N (2)] [--mtp-margin F] drafts with the model's MTP head instead.`;
 
 const COMMANDS = `commands:
   /save           save this session (transcript and KV state)
@@ -70,7 +70,6 @@ async function main(): Promise<number> {
   // the agent presets (defaults.ts AGENT_CTX) unless --ctx says otherwise (the model's own if smaller)
   const draft = draftSpec(a, ['ngram'], { mtp: true });
   const eo = engineOptions(a.model!, { ...a, ctx: a.ctx ?? String(Math.min(a['ssd-streaming'] ? AGENT_CTX.streaming : AGENT_CTX.resident, native)) }, native, draft);
-  if (draft?.kind === 'mtp' && eo.backend !== 'cpu') throw new CliError('--mtp drafts on the CPU engine in this version (--cpu); on Vulkan, --draft ngram');
   let engine;
   try { engine = await openEngine(eo); } catch (e) { throw new CliError((e as Error).message); }
   const tty = Boolean(process.stdout.isTTY);

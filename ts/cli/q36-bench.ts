@@ -39,8 +39,9 @@ each row then adds "experts at N: …" on stderr (hit rate and MiB read, prefill
 Speculative decoding: --draft oracle|ngram|reject [--draft-max N (4)] decodes the probe again with
 drafts — the model's own greedy continuation (oracle: every draft accepted), prompt-lookup drafts
 (ngram), or drafts that are always wrong (reject) — and checks its tokens equal the plain probe's;
-the CSV adds ${CSV_DRAFT.slice(1)}, and "drafts at N: …" on stderr
-the rates, the drafts accepted and the draft step's time for 1..N+1 rows.`;
+--mtp FILE|auto [--mtp-draft N (2)] [--mtp-margin F] drafts with the model's MTP head (it follows the
+session's prefills; the plain probe runs without it). The CSV adds ${CSV_DRAFT.slice(1)},
+and "drafts at N: …" on stderr the rates, the drafts accepted and the draft step's time for 1..N+1 rows.`;
 
 async function main(): Promise<number> {
   if (printVersionIfAsked('q36-bench')) return 0;
@@ -58,7 +59,7 @@ async function main(): Promise<number> {
   const max = num('--ctx-max', a['ctx-max'], { min: 1, int: true })!;
   const gen = num('--gen-tokens', a['gen-tokens'], { min: 0, int: true })!;
   const warmup = num('--warmup', a.warmup, { min: 0, int: true })!;
-  const draft = draftSpec(a, DRAFT_BENCH_KINDS);
+  const draft = draftSpec(a, DRAFT_BENCH_KINDS, { mtp: true });
   let frontiers: number[];
   try {
     frontiers = frontierList(start, max, { incr: num('--step-incr', a['step-incr'], { min: 1, int: true }), mul: num('--step-mul', a['step-mul']) });
@@ -99,7 +100,7 @@ async function main(): Promise<number> {
     console.log(CSV_HEADER + (draft ? CSV_DRAFT : ''));
     await runFrontiers({
       engine, tokens, frontiers, genTokens: gen, warmup, kvBytesPerToken: kvPerToken, grammar: grammar && { grammar, tokenizer },
-      draft: draft && { kind: draft.kind as DraftBenchKind, max: draft.max, rows: draft.max + 1 },
+      draft: draft && { kind: draft.kind as DraftBenchKind, max: draft.max, rows: draft.max + 1, mtp: draft.mtp },
       onRow: (r) => {
         console.log(csvRow(r));
         const x = expertLine(r) ?? '', d = draftLine(r);

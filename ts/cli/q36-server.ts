@@ -43,8 +43,8 @@ Endpoints: GET /v1/models, GET /v1/models/qwen3.6-35b-a3b, POST /v1/chat/complet
              requests reuse every other's, and cached_tokens shows how much of a prompt came before
 --draft ngram: speculative decoding of greedy steps (temperature 0, tool-call structure) with drafts
              looked up in the context, verified several a step while one session generates; the tokens
-             are the same as without (docs/speculative.md); with --cpu, --mtp FILE|auto [--mtp-draft N]
-             drafts with the model's MTP head
+             are the same as without (docs/speculative.md); --mtp FILE|auto [--mtp-draft N] [--mtp-margin F]
+             drafts with the model's MTP head instead
 --log-level: error (errors only), warn (+ skipped cache files, internal errors), info (+ one line per
              request, the default), debug (the same as info for now; --trace FILE records cache decisions)`;
 
@@ -95,7 +95,6 @@ async function main(): Promise<number> {
   const modelCtx = metaNumber(header, 'qwen35moe.context_length', 262144);
   const draft = draftSpec(a, ['ngram'], { mtp: true });
   const eo = engineOptions(a.model!, a, modelCtx, draft);
-  if (draft?.kind === 'mtp' && eo.backend !== 'cpu') throw new CliError('--mtp drafts on the CPU engine in this version (--cpu); on Vulkan, --draft ngram');
   if (a.ctx === undefined) eo.ctx = Math.min(modelCtx, SERVER_DEFAULT_CTX);
   // the memory budget counts every slot's KV cache and state; a batched step holds up to 8 rows
   eo.sessions = slots;

@@ -37,7 +37,7 @@ const main = defineCommand({
     ...ENGINE_ARGS,
     ...SAMPLING_ARGS,
     'dump-logits': { type: 'string', description: 'write f32 logits rows (one per prompt position and per generated token) to a file' },
-    'dump-mtp-logits': { type: 'string', description: 'with --mtp FILE|auto and --prompt-ids (--cpu): write the MTP head\'s f32 logits for every position, then two chained draft steps' },
+    'dump-mtp-logits': { type: 'string', description: 'with --mtp FILE|auto and --prompt-ids: write the MTP head\'s f32 logits for every position, then two chained draft steps' },
     'dump-logprobs': { type: 'string', description: 'write per-step chosen token and top-K alternatives as JSON' },
     'logprobs-top-k': { type: 'string', description: 'alternatives per step for --dump-logprobs', default: '20' },
     info: { type: 'boolean', description: 'print the file\'s layout and model shape, validate it, and exit' },
@@ -90,11 +90,9 @@ const main = defineCommand({
       // drafts are verified for greedy steps only: at a temperature they would never be used
       if (draft && sampling.temperature > 0) process.stderr.write(`q36: note: --draft speeds up greedy decoding (--temp 0); at --temp ${sampling.temperature} every token is sampled one step at a time\n`);
       const eo = engineOptions(args.model, args, metaNumber(header, 'qwen35moe.context_length', 262144), draft);
-      if (draft?.kind === 'mtp' && eo.backend !== 'cpu') throw new CliError('--mtp drafts on the CPU engine in this version (--cpu); on Vulkan, --draft ngram');
-      if (args['dump-mtp-logits'] !== undefined && args.mtp === undefined) throw new CliError('--dump-mtp-logits needs --mtp FILE|auto');
+          if (args['dump-mtp-logits'] !== undefined && args.mtp === undefined) throw new CliError('--dump-mtp-logits needs --mtp FILE|auto');
       if (args['dump-mtp-logits'] !== undefined) {
         if (ids === undefined) throw new CliError('--dump-mtp-logits needs --prompt-ids');
-        if (!args.cpu) throw new CliError('--dump-mtp-logits runs on the CPU reference engine in this version: add --cpu');
         const engine = await openEngineForCli(eo);
         try {
           process.exitCode = await runMtpDump({ engine, mtp: args.mtp!, ids: parsePromptIds(ids, engine.shape.nVocab), out: args['dump-mtp-logits'], err: (m) => process.stderr.write(`${m}\n`) });
@@ -158,7 +156,6 @@ async function downloadCommand(argv: string[]): Promise<void> {
     return;
   }
   // said before a 1 GB download, not after: nothing loads this file yet
-  if (which === 'mtp') console.error('q36: note: the MTP head drafts with q36 --cpu --mtp FILE in this version (on the GPU it is not built yet)');
   try {
     let last = 0, start: { at: number; done: number } | undefined;
     const env = readEnv();

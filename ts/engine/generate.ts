@@ -117,7 +117,7 @@ export async function generate(s: Session, o: GenerateOptions): Promise<Generate
       // drafts for the steps after this one, when they would be greedy
       const d = o.draft;
       const room = Math.min(d?.max ?? 0, s.draftRows - 1, o.maxTokens - step - 1, s.ctx - s.tokens.length - 1);
-      let drafts = canDraft && !last && step >= draftFrom && room > 0 && sampling(step + 1).temperature <= 0 && (d!.enabled?.() ?? true) ? d!.drafter.propose(s.tokens, id, room) : [];
+      let drafts = canDraft && !last && step >= draftFrom && room > 0 && sampling(step + 1).temperature <= 0 && (d!.enabled?.() ?? true) ? await d!.drafter.propose(s.tokens, id, room) : [];
       const stopAt = drafts.findIndex((t) => o.stopIds?.has(t));
       if (stopAt >= 0) drafts = drafts.slice(0, stopAt);
       let ended: GenerateResult['stop'] | undefined;

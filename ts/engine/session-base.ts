@@ -47,7 +47,7 @@ export interface SessionBackend extends BackendSettings {
    * BaseSession runs the rows as one forward (a backend whose several-token forward equals its
    * decode steps: the CPU's) and goes back by its saved state.
    */
-  draftStep?(tokens: number[], pos: number): Promise<(number | undefined)[]>;
+  draftStep?(tokens: number[], pos: number, hidden?: boolean): Promise<(number | undefined)[]>;
   /** keeps the first n rows of the last draft step (the state after row n − 1; its row deferred as readLast's) */
   keepDraft?(n: number): void;
   /** DeltaNet conv + recurrent states of all recurrent layers, in layer order */
@@ -129,11 +129,14 @@ export class BaseSession implements Session {
     this.observer = fn;
   }
 
-  /** a forward of `tokens` at pos, every row's hidden state to the observer when there is one */
-  private async run(tokens: number[], pos: number, from: number, defer = false, mask?: TokenMask): Promise<Float32Array[]> {
-    if (!this.observer) return this.b.forward(tokens, pos, from, defer, mask);
-    const rows = await this.b.forward(tokens, pos, from, false, mask, 0);
-    this.observer(pos, tokens, this.b.readHidden!());
+  /**
+   * A forward of `tokens` at pos, every row's hidden state to the observer when there is one
+   * (`hidden`: also when there is none, for the caller's readHidden).
+   */
+  private async run(tokens: number[], pos: number, from: number, defer = false, mask?: TokenMask, hidden = false): Promise<Float32Array[]> {
+    if (!this.observer && !hidden) return this.b.forward(tokens, pos, from, defer, mask);
+    const rows = await this.b.forward(tokens, pos, from, defer, mask, 0);
+    await this.observer?.(pos, tokens, this.b.readHidden!());
     return rows;
   }
 
@@ -147,9 +150,10 @@ export class BaseSession implements Session {
     let ids: (number | undefined)[];
     try {
       if (b.draftStep) {
-        if (this.observer) throw new Error('this backend\'s draft steps do not give hidden states');
-        ids = await b.draftStep(part, pos);
+        ids = await b.draftStep(part, pos, !!this.observer);
         this.pending = { pos, tokens: part };
+        // every row's: an observer sees the rejected ones too, and follows the tokens that stay
+        await this.observer?.(pos, part, b.readHidden!());
       } else {
         // the rows as one forward (the CPU's several-token forward is bit for bit its decode
         // steps'), the state before it kept to go back to an accepted row
@@ -243,7 +247,7 @@ export class BaseSession implements Session {
       if (this.lastOnDevice) this.setLast(EMPTY);
       let rows: Float32Array[];
       try {
-        rows = await this.run(part, pos, from, defer, last ? o.mask : undefined);
+        rows = await this.run(part, pos, from, defer, last ? o.mask : undefined, o.onHidden !== undefined);
       } catch (e) {
         // a step that failed part-way (a read error on the model file, a device error) may have
         // advanced some layers' state: nothing may continue from it
@@ -482,9 +486,20 @@ export class BaseSession implements Session {
     return topLogprobs(this.logits(), k);
   }
 
+  private disposers: (() => void)[] = [];
+
+  onDispose(fn: () => void): void {
+    this.disposers.push(fn);
+  }
+
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
-    this.b.release();
+    this.observer = undefined;
+    try {
+      for (const fn of this.disposers.splice(0)) fn();
+    } finally {
+      this.b.release();
+    }
   }
 }

@@ -156,7 +156,7 @@ export interface EvalOptions {
 }
 
 /** Rows `tokens` at positions pos… were evaluated; `hidden` holds their states after the final norm (tokens.length × nEmbd). */
-export type HiddenObserver = (pos: number, tokens: readonly number[], hidden: Float32Array) => void;
+export type HiddenObserver = (pos: number, tokens: readonly number[], hidden: Float32Array) => void | Promise<void>;
 
 /** In-memory snapshot: what cannot be recomputed from the KV rows below `pos`. */
 export interface Snapshot {
@@ -209,6 +209,8 @@ export interface Session {
    * backend that cannot give them (the CPU engine can).
    */
   observeHidden(fn: HiddenObserver | undefined): void;
+  /** fn runs when this session is disposed (what follows the session goes with it: an MTP drafter's head) */
+  onDispose(fn: () => void): void;
   /** the next token: sampled (or the arg-max at temperature 0) among all tokens, or among a mask's */
   sample(o: SampleOptions, mask?: TokenMask): number;
   /** log-softmax of the current logits: the top k */

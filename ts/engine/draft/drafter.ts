@@ -9,7 +9,8 @@ export interface Drafter {
   readonly name: string;
   /**
    * Up to `max` tokens guessed to follow `context` and then `next` (the token about to enter the
-   * session); fewer, or none, when it has no guess.
+   * session); fewer, or none, when it has no guess. (A drafter with a model of its own, MTP,
+   * answers asynchronously.)
    */
-  propose(context: readonly number[], next: number, max: number): number[];
+  propose(context: readonly number[], next: number, max: number): number[] | Promise<number[]>;
 }

@@ -2,10 +2,8 @@
  * Speculative decoding's drafters by the name a user gives (`--draft ngram`, `--mtp FILE|auto`).
  * The measurement drafters (oracle, reject) are q36-bench's own (bench/draft-probe.ts).
  */
-import { DEFAULT_KV } from '../defaults.js';
 import type { DraftOptions } from '../generate.js';
-import { CpuMtpHead } from '../mtp/cpu-mtp.js';
-import { openMtp } from '../mtp/mtp-file.js';
+import { openHead } from '../mtp/open-head.js';
 import type { Engine, Session } from '../types.js';
 import { MtpDrafter } from './mtp.js';
 import { NgramDrafter } from './ngram.js';
@@ -25,10 +23,8 @@ export function draftOptions(spec: DraftSpec, on?: { engine: Engine; session: Se
   if (spec.kind === 'ngram') return { drafter: new NgramDrafter(), max: spec.max };
   if (spec.kind !== 'mtp' || !spec.mtp) throw new Error(`unknown drafter "${spec.kind}" (one of ${DRAFTERS.join(', ')}, mtp)`);
   if (!on) throw new Error('MTP drafts follow one session: give it');
-  const e = on.engine;
-  if (e.backend !== 'cpu') throw new Error('--mtp drafts on the CPU engine in this version (--cpu); on Vulkan, --draft ngram');
-  const head = new CpuMtpHead(openMtp(spec.mtp.file === 'auto' ? e.options.model : spec.mtp.file, e.shape), { tokenizer: e.tokenizer, ctx: e.options.ctx, kvTypes: e.options.kvTypes ?? DEFAULT_KV.cpu, chunk: e.options.chunk });
+  const head = openHead(on.engine, spec.mtp.file);
   const drafter = new MtpDrafter(head, spec.mtp.margin);
-  drafter.attach(on.session);
+  try { drafter.attach(on.session); } catch (e) { head.dispose(); throw e; }
   return { drafter, max: spec.max };
 }

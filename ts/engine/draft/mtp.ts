@@ -10,7 +10,7 @@
  * so a 32K-token prompt does not hold 32K hidden states (256 MiB for the real model).
  */
 import { firstMax } from '../common.js';
-import type { CpuMtpHead } from '../mtp/cpu-mtp.js';
+import type { MtpHead } from '../mtp/head.js';
 import type { Session } from '../types.js';
 import type { Drafter } from './drafter.js';
 
@@ -28,11 +28,20 @@ export class MtpDrafter implements Drafter {
   private dropped = 0;
 
   /** `margin`: the least top probability that lets a draft chain go on (0: none) */
-  constructor(private readonly head: CpuMtpHead, private readonly margin = 0) {}
+  constructor(private readonly head: MtpHead, private readonly margin = 0) {}
 
-  /** Follows `s` from now on (before its prompt is evaluated, so the head sees every row). */
+  /** Follows `s` from now on (before its prompt is evaluated, so the head sees every row); the head goes with s. */
   attach(s: Session): void {
-    s.observeHidden((pos, tokens, hidden) => this.seen(pos, tokens, hidden));
+    this.follow(s, true);
+    s.onDispose(() => this.head.dispose());
+  }
+
+  /**
+   * Stops (or resumes) following s: rows evaluated meanwhile stay unseen, as a loaded session's
+   * (q36-bench's plain probe runs without the head's costs; the drafted probe restarts before them)
+   */
+  follow(s: Session, on: boolean): void {
+    s.observeHidden(on ? (pos, tokens, hidden) => this.seen(pos, tokens, hidden) : undefined);
   }
 
   private truncate(n: number): void {
@@ -41,15 +50,15 @@ export class MtpDrafter implements Drafter {
     this.dropped = Math.min(this.dropped, n);
   }
 
-  private seen(pos: number, tokens: readonly number[], hidden: Float32Array): void {
-    const n = this.head.engine.shape.nEmbd;
+  private async seen(pos: number, tokens: readonly number[], hidden: Float32Array): Promise<void> {
+    const n = this.head.nEmbd;
     this.truncate(pos);
     // rows the drafter never saw (a loaded session) stay unknown
     while (this.toks.length < pos) { this.toks.push(-1); this.hid.push(undefined); }
     tokens.forEach((t, i) => { this.toks.push(t); this.hid.push(hidden.slice(i * n, (i + 1) * n)); });
     // a long evaluation: the head takes the rows now (rows of a loaded session's unknown tokens wait for propose())
     const end = this.toks.length;
-    if (end - this.headLen > CATCH_UP && this.toks.indexOf(-1, this.headLen) < 0) this.runRows(end);
+    if (end - this.headLen > CATCH_UP && this.toks.indexOf(-1, this.headLen) < 0) await this.runRows(end);
   }
 
   /**
@@ -57,32 +66,33 @@ export class MtpDrafter implements Drafter {
    * zero: the head's guesses get worse, never the answer); then every hidden state before
    * h_{to−1} is dropped (a rewind below it makes that row's input zero).
    */
-  private runRows(to: number): void {
-    const N = this.head.engine.shape.nEmbd, zero = new Float32Array(N);
+  private async runRows(to: number): Promise<void> {
+    const N = this.head.nEmbd, zero = new Float32Array(N);
     for (let p = this.headLen; p < to; p += this.head.maxRows) {
       const T = Math.min(this.head.maxRows, to - p), inp = new Float32Array(T * N);
       for (let i = 0; i < T; i++) inp.set((p + i > 0 ? this.hid[p + i - 1] : undefined) ?? zero, i * N);
-      this.head.run(this.toks.slice(p, p + T), inp, p);
+      // only the head's KV rows are wanted: no logits
+      await this.head.run(this.toks.slice(p, p + T), inp, p, T);
     }
     this.headLen = Math.max(this.headLen, to);
     for (let k = this.dropped; k < to - 1; k++) this.hid[k] = undefined;
     this.dropped = Math.max(this.dropped, to - 1);
   }
 
-  propose(context: readonly number[], next: number, max: number): number[] {
-    const n = context.length, N = this.head.engine.shape.nEmbd;
+  async propose(context: readonly number[], next: number, max: number): Promise<number[]> {
+    const n = context.length, N = this.head.nEmbd;
     if (max < 1 || n === 0) return [];
     // what the drafter knows must be the session's tokens (a rewind or a loaded state: start over there)
     let m = 0;
     while (m < Math.min(n, this.toks.length) && this.toks[m] === context[m]) m++;
     this.truncate(m);
     while (this.toks.length < n) { this.toks.push(context[this.toks.length]); this.hid.push(undefined); }
-    this.runRows(n);
+    await this.runRows(n);
     const zero = new Float32Array(N);
     const out: number[] = [];
     let tok = next, hidden = this.hid[n - 1] ?? zero;
     for (let i = 0; i < max; i++) {
-      const r = this.head.run([tok], hidden, n + i);
+      const r = await this.head.run([tok], hidden, n + i);
       const row = r.logits[0], best = firstMax(row);
       if (this.margin > 0) {
         let z = 0;

@@ -4,13 +4,15 @@
  * MoE, then the head's norm and output), fed z = eh_proj · [rms(embedding) | rms(hidden)] instead
  * of token embeddings (core-as forward.ts mtpInput). A row's input is token x_k with the trunk's
  * hidden state h_{k−1} (after its output norm); a deeper draft feeds back the head's own hidden
- * state (after its shared_head_norm) with the token it drafted.
+ * state (after its shared_head_norm) with the token it drafted. Heads run one at a time (the
+ * WASM core is single-threaded and a run does not yield).
  */
 import * as fs from 'node:fs';
 import { GgmlType, readTensorBytes, type TensorInfo } from '../../gguf/index.js';
 import type { Tokenizer } from '../../tokenizer/tokenizer.js';
 import { CpuEngine } from '../cpu/cpu-engine.js';
 import type { KvType } from '../types.js';
+import { MtpRunner, checkRun, type MtpHead, type MtpRows } from './head.js';
 import type { MtpModel } from './mtp-file.js';
 
 interface MtpExports {
@@ -20,24 +22,17 @@ interface MtpExports {
   dequantRow(t: number, src: number, dst: number, n: number): void;
 }
 
-export interface MtpRows {
-  /** logits of each row: the head's guess at the token two after its input's hidden state */
-  logits: Float32Array[];
-  /** the head's own hidden state of each row (after shared_head_norm): a deeper draft's input */
-  hidden: Float32Array;
-}
-
-export class CpuMtpHead {
+/** The head's weights in a one-layer CPU engine; each head a session table (its KV cache) of it. */
+export class CpuMtpRunner extends MtpRunner {
   readonly engine: CpuEngine;
-  private readonly x: MtpExports;
-  /** the head's session table: its KV cache */
-  private readonly tbl: number;
-  private readonly hPtr: number;
-  private readonly enorm: number;
-  private readonly hnorm: number;
-  private readonly eh: { type: number; ptr: number; rowBytes: number };
+  readonly x: MtpExports;
+  readonly hPtr: number;
+  readonly enorm: number;
+  readonly hnorm: number;
+  readonly eh: { type: number; ptr: number; rowBytes: number };
 
   constructor(m: MtpModel, o: { tokenizer: Tokenizer; ctx: number; kvTypes: { k: KvType; v: KvType }; chunk?: number }) {
+    super();
     this.engine = new CpuEngine({ model: m.file.path, backend: 'cpu', ctx: o.ctx, kvTypes: o.kvTypes, chunk: o.chunk }, { file: m.file, shape: m.shape, tokenizer: o.tokenizer });
     const core = this.engine.core, n = m.shape.nEmbd;
     this.x = core.x as unknown as MtpExports;
@@ -58,35 +53,50 @@ export class CpuMtpHead {
       fs.closeSync(fd);
     }
     this.hPtr = core.alloc(this.engine.chunk * n * 4);
-    this.tbl = this.engine.allocSessionTable();
   }
 
-  /** Most rows one run takes. */
+  protected newHead(release: () => void): MtpHead {
+    return new CpuMtpHead(this, this.engine.allocSessionTable(), release);
+  }
+
+  protected free(): void {
+    this.engine.dispose();
+  }
+}
+
+/** One session's head: its KV cache (a session table of the runner's engine). */
+class CpuMtpHead implements MtpHead {
+  private disposed = false;
+
+  constructor(private readonly r: CpuMtpRunner, private readonly tbl: number, private readonly release: () => void) {}
+
+  get nEmbd(): number {
+    return this.r.engine.shape.nEmbd;
+  }
+
   get maxRows(): number {
-    return Math.min(this.engine.chunk, this.engine.logitsRows);
+    return Math.min(this.r.engine.chunk, this.r.engine.logitsRows);
   }
 
-  /**
-   * Rows i = 0…T−1: token tokens[i] with hidden state hidden[i·nEmbd…] at position pos + i of the
-   * head's KV cache (rows before pos must have run already).
-   */
-  run(tokens: number[], hidden: Float32Array, pos: number): MtpRows {
-    const e = this.engine, core = e.core, n = e.shape.nEmbd, T = tokens.length;
-    if (!(T >= 1 && T <= this.maxRows)) throw new RangeError(`MTP head: 1..${this.maxRows} rows a run (got ${T})`);
-    if (hidden.length !== T * n) throw new RangeError(`MTP head: ${hidden.length} hidden values for ${T} rows of ${n}`);
-    if (pos + T > e.options.ctx) throw new Error(`MTP head: positions ${pos}..${pos + T - 1} exceed its ctx ${e.options.ctx}`);
+  async run(tokens: number[], hidden: Float32Array, pos: number, logitsFrom = 0): Promise<MtpRows> {
+    const r = this.r, e = r.engine, core = e.core, n = e.shape.nEmbd, T = tokens.length;
+    if (this.disposed) throw new Error('MTP head: disposed');
+    checkRun(this, e.options.ctx, T, hidden, pos);
     e.weights.embed(tokens, e.xPtr);
-    core.f32(this.hPtr, T * n).set(hidden);
-    if (this.x.mtpInput(e.xPtr, this.hPtr, T, this.enorm, this.hnorm, this.eh.type, this.eh.ptr, this.eh.rowBytes, e.xPtr) !== 0) throw new Error('MTP head: input projection failed');
-    const rc = this.x.forward(this.tbl, pos, e.xPtr, T, e.logitsPtr, 0, 0);
+    core.f32(r.hPtr, T * n).set(hidden);
+    if (r.x.mtpInput(e.xPtr, r.hPtr, T, r.enorm, r.hnorm, r.eh.type, r.eh.ptr, r.eh.rowBytes, e.xPtr) !== 0) throw new Error('MTP head: input projection failed');
+    const from = Math.min(Math.max(0, logitsFrom), T);
+    const rc = r.x.forward(this.tbl, pos, e.xPtr, T, e.logitsPtr, from, 0);
     if (rc !== 0) throw new Error(`MTP head: forward failed (${rc})`);
     const v = e.shape.nVocab;
-    const logits = Array.from({ length: T }, (_, t) => core.f32(e.logitsPtr + t * v * 4, v).slice());
-    return { logits, hidden: core.f32(this.x.hiddenRows(), T * n).slice() };
+    const logits = Array.from({ length: T - from }, (_, t) => core.f32(e.logitsPtr + t * v * 4, v).slice());
+    return { logits, hidden: core.f32(r.x.hiddenRows(), T * n).slice() };
   }
 
   dispose(): void {
-    this.engine.releaseSessionTable(this.tbl);
-    this.engine.dispose();
+    if (this.disposed) return;
+    this.disposed = true;
+    this.r.engine.releaseSessionTable(this.tbl);
+    this.release();
   }
 }

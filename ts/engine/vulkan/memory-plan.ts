@@ -18,7 +18,7 @@ import type { EngineOptions, KvType } from '../types.js';
 import { batchProblem } from './batch-step.js';
 import { slotLayout, splitSlots, type SlotLayout } from './expert-stream.js';
 import { scratchBytes, scratchTable, type ScratchBuffer } from './scratch.js';
-import { weightBytesEstimate, type WeightMode } from './weights.js';
+import { weightBytesEstimate, type InputProjection, type WeightMode } from './weights.js';
 
 export type DeviceInfo = ReturnType<VkDevice['info']>;
 
@@ -40,6 +40,8 @@ export interface MemoryPlan {
   /** why draft steps were asked for and are not available */
   draftIssue?: string;
   streaming: boolean;
+  /** input row width in embedding widths (scratch.ts inputWidth): 2 for an MTP head */
+  inputWidth: number;
   /** one session's KV cache, recurrent state and RoPE table */
   sessionBytes: number;
   /** bytes the device holds: weights copied into allocations, every session, scratch */
@@ -59,8 +61,8 @@ export interface MemoryPlan {
 }
 
 /** The scratch buffers a plan allocates (scratch.ts). */
-export function planScratch(shape: ModelShape, options: EngineOptions, info: DeviceInfo, p: Pick<MemoryPlan, 'chunk' | 'logitsRows' | 'batchRows' | 'draftRows' | 'paramWords' | 'streaming'>): ScratchBuffer[] {
-  return scratchTable(shape, { T: p.chunk, ctx: options.ctx, logitsRows: p.logitsRows, steering: !!options.steering, unified: info.unifiedMemory, batch: Math.max(p.batchRows, p.draftRows), drafts: p.draftRows - 1, paramWords: p.paramWords, streaming: p.streaming });
+export function planScratch(shape: ModelShape, options: EngineOptions, info: DeviceInfo, p: Pick<MemoryPlan, 'chunk' | 'logitsRows' | 'batchRows' | 'draftRows' | 'paramWords' | 'streaming' | 'inputWidth'>): ScratchBuffer[] {
+  return scratchTable(shape, { T: p.chunk, ctx: options.ctx, logitsRows: p.logitsRows, steering: !!options.steering, unified: info.unifiedMemory, batch: Math.max(p.batchRows, p.draftRows), drafts: p.draftRows - 1, paramWords: p.paramWords, streaming: p.streaming, inputWidth: p.inputWidth });
 }
 
 /** SSD streaming: the routed-expert tensors left out of the resident weights (layers ≥ full). */
@@ -90,7 +92,7 @@ export function weightMode(info: DeviceInfo, want: EngineOptions['vkWeights'] = 
 }
 
 /** The plan for this file, options and device (info: deviceLocalBytes already the --vk-memory-limit where given). */
-export function planMemory(file: GgufFile, shape: ModelShape, options: EngineOptions, info: DeviceInfo): MemoryPlan {
+export function planMemory(file: GgufFile, shape: ModelShape, options: EngineOptions, info: DeviceInfo, head?: InputProjection): MemoryPlan {
   const s = shape;
   const kv = options.kvTypes ?? DEFAULT_KV.vulkan;
   // the prefill step follows the device's memory unless the caller chose one
@@ -116,11 +118,11 @@ export function planMemory(file: GgufFile, shape: ModelShape, options: EngineOpt
   const { mode, auto } = weightMode(info, options.vkWeights);
   const one = sessionBytes(s, options.ctx, kv);
   const p: MemoryPlan = {
-    kv, mode, auto, chunk, logitsRows, paramWords, batchRows, batchIssue, draftRows, draftIssue, streaming, sessionBytes: one,
+    kv, mode, auto, chunk, logitsRows, paramWords, batchRows, batchIssue, draftRows, draftIssue, streaming, inputWidth: head ? 2 : 1, sessionBytes: one,
     weightBytes: 0, importedBytes: 0, sessionsBytes: 0, scratchBytes: 0, cacheBytes: 0, capacityBytes: 0,
   };
   const full = streaming ? Math.min(options.expertFullLayers ?? 0, s.nLayer) : 0;
-  const w = weightBytesEstimate(file, s, mode, streaming ? streamedTensors(full) : undefined);
+  const w = weightBytesEstimate(file, s, mode, streaming ? streamedTensors(full) : undefined, head ? [head.weight] : []);
   p.weightBytes = w.copied;
   // imported weights are the file's pages: on unified memory the same memory as everything else
   p.importedBytes = info.unifiedMemory ? w.imported : 0;

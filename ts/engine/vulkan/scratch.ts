@@ -8,7 +8,7 @@ import { stateSizes } from '../payload.js';
 import { DELTANET_BLOCK, DELTANET_BLOCK_FLOATS, TOPK_ITEMS, TOPK_MAX, attnSlots, moeMaxTiles } from './graph.js';
 
 /** The scratch table's buffer names (a name used anywhere else is a compile error, not a run-time one). */
-export const SCRATCH_NAMES = ['CKC', 'CKS', 'XIN', 'X', 'A', 'A2', 'QG', 'Kb', 'Vb', 'U', 'Z', 'B', 'AL', 'O', 'P', 'ML', 'R', 'IDS', 'WTS', 'LIST', 'TILES', 'CNT', 'GE', 'UE', 'DE', 'GS', 'US', 'DS', 'SG', 'STK', 'XQ', 'XS', 'XQE', 'XSE', 'LOGITS', 'STT', 'PIN', 'PARAMS', 'ARG', 'MASK', 'TKA', 'TKB', 'TKH', 'M', 'DBK'] as const;
+export const SCRATCH_NAMES = ['CKC', 'CKS', 'XIN', 'X', 'A', 'A2', 'QG', 'Kb', 'Vb', 'U', 'Z', 'B', 'AL', 'O', 'P', 'ML', 'R', 'IDS', 'WTS', 'LIST', 'TILES', 'CNT', 'GE', 'UE', 'DE', 'GS', 'US', 'DS', 'SG', 'STK', 'XQ', 'XS', 'XQE', 'XSE', 'LOGITS', 'STT', 'PIN', 'PARAMS', 'ARG', 'MASK', 'TKA', 'TKB', 'TKH', 'M', 'DBK', 'WIN'] as const;
 export type ScratchName = (typeof SCRATCH_NAMES)[number];
 /** The engine's own buffers beside the scratch table: the IQ2 grid, the RoPE table, steering directions. */
 export type EngineBufferName = ScratchName | 'GRID' | 'ROPE' | 'STEER';
@@ -30,6 +30,11 @@ export interface ScratchOptions {
   drafts?: number;
   /** SSD streaming: the host rewrites IDS, LIST and TILES between step segments (host-visible, no copies) */
   streaming?: boolean;
+  /**
+   * Floats of one input row in embedding widths: 1 (token embeddings), 2 (an MTP head's
+   * [normed embedding | normed hidden state], projected to the residual stream by the step)
+   */
+  inputWidth?: number;
 }
 
 export function scratchTable(s: ModelShape, o: ScratchOptions): ScratchBuffer[] {
@@ -37,12 +42,15 @@ export function scratchTable(s: ModelShape, o: ScratchOptions): ScratchBuffer[] 
   const { T, ctx } = o, st = stateSizes(s), K = s.nExpertUsed, batch = o.batch ?? 1, params = Math.max(4, batch * (o.paramWords ?? 4));
   // rows of a decode (1) or batched decode step: the int8 levels' rows
   const levelRows = Math.max(1, batch);
+  const inW = o.inputWidth ?? 1;
   // the decode output of every stack (weights.ts STACKS): the largest of their row totals
   const stackRows = Math.max(st.convCh + s.ssmInner + 2 * s.ssmVHeads, 2 * s.nHead * s.headDim + 2 * st.kvDim, s.nExpert + 1);
   return [
     // host-written step inputs land in small host-visible buffers; step_in.comp copies them to
     // device-local X and PARAMS
-    { name: 'XIN', floats: T * s.nEmbd, host: true },
+    { name: 'XIN', floats: T * inW * s.nEmbd, host: true },
+    // an MTP head's wide input rows, copied device-local before its input projection (none elsewhere)
+    { name: 'WIN', floats: inW > 1 ? T * inW * s.nEmbd : 0 },
     { name: 'X', floats: T * s.nEmbd }, { name: 'A', floats: T * s.nEmbd }, { name: 'A2', floats: T * s.nEmbd },
     { name: 'QG', floats: T * 2 * s.nHead * s.headDim }, { name: 'Kb', floats: T * st.kvDim }, { name: 'Vb', floats: T * st.kvDim },
     { name: 'U', floats: T * st.convCh },

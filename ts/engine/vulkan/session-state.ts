@@ -51,10 +51,10 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
     this.rng = h.core.alloc(8);
   }
 
-  /** Records the forward of T tokens (logits for rows ≥ logitsFrom): step.ts. */
-  private record(T: number, logitsFrom: number, topK: number): RecordedStep {
+  /** Records the forward of T tokens (logits for rows ≥ logitsFrom, normed rows ≥ hiddenFrom into HID): step.ts. */
+  private record(T: number, logitsFrom: number, topK: number, hiddenFrom: number): RecordedStep {
     const h = this.h, ops = new OpList(h.pipes);
-    recordStep({ h, ops, T, layers: this.layers, kvTypes: this.kvTypes, ctx: this.ctx, paramWords: h.paramWords, topK }, logitsFrom);
+    recordStep({ h, ops, T, layers: this.layers, kvTypes: this.kvTypes, ctx: this.ctx, paramWords: h.paramWords, topK }, logitsFrom, hiddenFrom);
     // one segment, or (SSD streaming) one per streamed layer's routing and the rest
     const step: RecordedStep = { cmds: [], layers: [], names: [] };
     try {
@@ -85,9 +85,22 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
     return this.lastArgmax();
   }
 
-  async forward(tokens: number[], pos: number, logitsFrom: number, deferLast = false, mask?: TokenMask): Promise<Float32Array[]> {
-    const e = this.h, s = this.shape, T = tokens.length;
+  async forward(tokens: number[], pos: number, logitsFrom: number, deferLast = false, mask?: TokenMask, normFrom = -1): Promise<Float32Array[]> {
+    return this.forwardRows(this.h.embed(tokens), tokens.length, pos, logitsFrom, { deferLast, mask, normFrom });
+  }
+
+  /** rows the last step left after the final norm in A2 (readHidden; the next step overwrites them) */
+  private hiddenRows = 0;
+
+  /**
+   * forward() from input rows instead of tokens: T rows of the step's input (token embeddings, or
+   * an MTP head's wide rows: VkMtpHead). normFrom ≥ 0: rows from there on after the final norm
+   * for readHidden.
+   */
+  async forwardRows(input: Float32Array, T: number, pos: number, logitsFrom: number, o: { deferLast?: boolean; mask?: TokenMask; normFrom?: number } = {}): Promise<Float32Array[]> {
+    const e = this.h, s = this.shape, deferLast = o.deferLast ?? false, mask = o.mask;
     if (T - logitsFrom > this.logitsRows) throw new Error('too many logits rows for one step');
+    const hiddenFrom = o.normFrom !== undefined && o.normFrom >= 0 ? Math.min(o.normFrom, T) : T;
     // LOGITS and ARG are engine-wide: another session's deferred row is saved before we overwrite it
     e.claimOutputs(this, false);
     this.kept = undefined;
@@ -95,16 +108,18 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
     this.topkReady = 0;
     // a deferred last row of a session that samples with top-k: the step runs the top-k too
     const topK = deferLast && T - logitsFrom === 1 ? this.topkHint : 0;
-    const key = `${T}:${logitsFrom}:${topK}`;
+    const key = `${T}:${logitsFrom}:${topK}:${hiddenFrom}`;
     let step = this.steps.get(key);
-    if (step === undefined) { step = this.record(T, logitsFrom, topK); this.steps.set(key, step); }
+    if (step === undefined) { step = this.record(T, logitsFrom, topK, hiddenFrom); this.steps.set(key, step); }
     // a grammar's mask applies to a deferred single row (the arg-max then picks among the allowed)
     const m = deferLast && T - logitsFrom === 1 ? mask : undefined;
     e.setMask(m);
     this.masked = m;
-    e.dev.write(e.buf.XIN, 0, new Uint8Array(e.embed(tokens).buffer));
+    e.dev.write(e.buf.XIN, 0, new Uint8Array(input.buffer, input.byteOffset, input.byteLength));
     e.dev.write(e.buf.PIN, 0, new Uint8Array(Uint32Array.of(pos, T, 0, 0).buffer));
+    this.hiddenRows = 0;
     await e.runStep(step, T);
+    this.hiddenRows = T - hiddenFrom;
     const n = T - logitsFrom;
     if (n <= 0) return [];
     // one row left on the device: BaseSession reads it (readLast) or only its arg-max (lastArgmax)
@@ -124,7 +139,11 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
    * decode step is (step.ts `draft`); every row's logits and arg-max stay in LOGITS/ARG. Returns
    * each row's arg-max (undefined for a row with NaN). keepDraft() must follow.
    */
-  async draftStep(tokens: number[], pos: number): Promise<(number | undefined)[]> {
+  readHidden(): Float32Array {
+    return new Float32Array(this.h.dev.read(this.h.buf.A2, 0, this.hiddenRows * this.shape.nEmbd * 4));
+  }
+
+  async draftStep(tokens: number[], pos: number, hidden = false): Promise<(number | undefined)[]> {
     const e = this.h, T = tokens.length;
     if (!(T >= 1 && T <= e.draftRows)) throw new RangeError(`a draft step takes 1..${e.draftRows} rows (got ${T})`);
     e.claimOutputs(this, false);
@@ -132,12 +151,12 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
     this.masked = undefined;
     this.outRow = 0;
     this.topkReady = 0;
-    const key = `d${T}`;
+    const key = `d${T}${hidden ? 'h' : ''}`;
     let step = this.steps.get(key);
     if (step === undefined) {
       const ops = new OpList(e.pipes);
       const rows = tokens.map((_, i) => ({ layers: this.layers, params: e.paramRow(i) }));
-      recordStep({ h: e, ops, T, rows, draft: true, layers: this.layers, kvTypes: this.kvTypes, ctx: this.ctx, paramWords: e.paramWords }, 0);
+      recordStep({ h: e, ops, T, rows, draft: true, layers: this.layers, kvTypes: this.kvTypes, ctx: this.ctx, paramWords: e.paramWords }, 0, hidden ? 0 : T);
       step = { cmds: [e.dev.record(ops.build(), e.options.vkProfile === true)], layers: [-1], names: [ops.names] };
       this.steps.set(key, step);
     }
@@ -147,7 +166,9 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
     e.dev.write(e.buf.XIN, 0, new Uint8Array(e.embed(tokens).buffer));
     e.dev.write(e.buf.PIN, 0, new Uint8Array(pin.buffer));
     this.draftT = T;
+    this.hiddenRows = 0;
     await e.runStep(step, T);
+    if (hidden) this.hiddenRows = T;
     const arg = new Uint32Array(e.dev.read(e.buf.ARG, 0, 8 * T));
     return tokens.map((_, i) => (arg[2 * i + 1] !== 0 || arg[2 * i] >= this.shape.nVocab ? undefined : arg[2 * i]));
   }

@@ -13,6 +13,7 @@ import type { MatvecOpts, VkHost } from './host.js';
 import { KERNELS as K, ROW_KERNELS as KR, dispatch, groups } from './kernels.js';
 import type { LayerTensorKey } from '../../model/schema.js';
 import type { EngineBuffers } from './scratch.js';
+import { INPUT_PROJ } from './weights.js';
 
 /**
  * The residual update a producer leaves to the next norm: none (mode 0), X += R (mode 1: an
@@ -62,10 +63,10 @@ export interface StepContext {
 
 const none = (c: StepContext): Pending => ({ mode: 0, r: c.h.buf.A2, sg: c.h.buf.A2 });
 
-/** A = rmsnorm(X after the pending update) · weight, for rows [row0, row0 + rows). */
-function norm(c: StepContext, weight: number, p: Pending, row0: number, rows: number, quant = false): void {
+/** A (or y) = rmsnorm(X after the pending update) · weight, for rows [row0, row0 + rows). */
+function norm(c: StepContext, weight: number, p: Pending, row0: number, rows: number, quant = false, y = c.h.buf.A): void {
   const B = c.h.buf, s = c.h.shape;
-  dispatch(c.ops, K.rmsnorm, { X: B.X, A: B.A, weight, R: p.r, DE: B.DE, WTS: B.WTS, DS: B.DS, SG: p.sg, XQ: B.XQ, XS: B.XS },
+  dispatch(c.ops, K.rmsnorm, { X: B.X, A: y, weight, R: p.r, DE: B.DE, WTS: B.WTS, DS: B.DS, SG: p.sg, XQ: B.XQ, XS: B.XS },
     { n: s.nEmbd, row0, eps: s.eps, mode: p.mode, K: s.nExpertUsed, quant: quant ? 1 : 0 }, [rows]);
 }
 
@@ -259,10 +260,20 @@ function moeFfn(c: StepContext, l: number): Pending {
 /**
  * Final norm, LM head and the arg-max stages for rows [from, T) (earlier rows are never read).
  * The arg-max is the last row's, or every row's in a batched step (ARG row i = logits row i).
+ * With hiddenFrom < T, rows [hiddenFrom, T) after the final norm also go to A2 (an MTP head's
+ * input, read back before the next step; its norm applies the pending update, so the LM head's
+ * norm of the same X has none). A2 is free here: the last pending update is the MoE's, which
+ * reads DE/WTS/DS/SG (or M, steered), never A2.
  */
-function outputHead(c: StepContext, p: Pending, from: number): void {
-  const { h, T } = c, s = h.shape, B = h.buf, n = T - from;
-  norm(c, h.w.buf('output_norm.weight'), p, from, n, !!normLevels(c));
+function outputHead(c: StepContext, p: Pending, from: number, hiddenFrom = c.T): void {
+  const { h, T } = c, s = h.shape, B = h.buf, n = T - from, weight = h.w.buf('output_norm.weight');
+  if (hiddenFrom < T) {
+    if (p.mode === 1 && p.r === B.A2) throw new Error('outputHead: the pending update reads A2, where the hidden rows would go');
+    norm(c, weight, p, hiddenFrom, T - hiddenFrom, false, B.A2);
+    p = none(c);
+  }
+  if (n <= 0) return;
+  norm(c, weight, p, from, n, !!normLevels(c));
   h.matvec(c.ops, 'output.weight', B.A, B.LOGITS, n, { levels: normLevels(c) });
   // greedy decoding reads ARG instead of the logits row (see forward's deferLast)
   recordArgmax(c.ops, B, s.nVocab, c.rows ? n : 1, c.rows ? 0 : (n - 1) * s.nVocab);
@@ -297,12 +308,18 @@ export function recordTopK(ops: OpList, B: Readonly<EngineBuffers>, nVocab: numb
   }
 }
 
-/** The whole step: embeddings in, every layer, logits for rows ≥ logitsFrom. */
-export function recordStep(c: StepContext, logitsFrom: number): void {
+/**
+ * The whole step: embeddings in, every layer, logits for rows ≥ logitsFrom (and the rows ≥
+ * hiddenFrom after the final norm in A2). An MTP head's step (its engine holds INPUT_PROJ) takes
+ * rows of [normed embedding | normed hidden state], twice as wide, and projects them into X.
+ */
+export function recordStep(c: StepContext, logitsFrom: number, hiddenFrom = c.T): void {
   const { h, T } = c, s = h.shape, B = h.buf, steering = h.options.steering;
   // a batched step's rows each have their parameter row (paramWords apart)
   const np = c.rows ? c.rows.length * c.paramWords : 4;
-  dispatch(c.ops, K.step_in, { XIN: B.XIN, X: B.X, PIN: B.PIN, PARAMS: B.PARAMS }, { n: T * s.nEmbd, np }, [groups(K.step_in, Math.max(T * s.nEmbd, np))]);
+  const head = h.w.t.has(INPUT_PROJ), n = T * s.nEmbd * (head ? 2 : 1);
+  dispatch(c.ops, K.step_in, { XIN: B.XIN, X: head ? B.WIN : B.X, PIN: B.PIN, PARAMS: B.PARAMS }, { n, np }, [groups(K.step_in, Math.max(n, np))]);
+  if (head) h.matvec(c.ops, INPUT_PROJ, B.WIN, B.X, T);
   let pending = none(c);
   for (let l = 0; l < s.nLayer; l++) {
     norm(c, wbuf(c, l, 'attn_norm.weight'), pending, 0, T, !!normLevels(c));
@@ -311,6 +328,6 @@ export function recordStep(c: StepContext, logitsFrom: number): void {
     norm(c, wbuf(c, l, 'post_attention_norm.weight'), pending, 0, T, !!normLevels(c, false));
     pending = moeFfn(c, l);
   }
-  // rows before logitsFrom are never read again, so their last residual update is skipped
-  if (T - logitsFrom > 0) outputHead(c, pending, logitsFrom);
+  // rows before logitsFrom (and hiddenFrom) are never read again, so their last residual update is skipped
+  if (T - Math.min(logitsFrom, hiddenFrom) > 0) outputHead(c, pending, logitsFrom, hiddenFrom);
 }

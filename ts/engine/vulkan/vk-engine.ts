@@ -30,7 +30,7 @@ import { convCheckpoint, type ScratchBuffer } from './scratch.js';
 import { describePlan, planMemory, planScratch, streamedTensors, type MemoryPlan } from './memory-plan.js';
 import { recordArgmax, recordTopK } from './step.js';
 import { OpList, moePairs, Pipelines, TOPK_MAX, gridBlob, matvecOp, mvqTakes } from './graph.js';
-import { MATVEC, VkWeights, readBytes, type DevTensor, type WeightMode } from './weights.js';
+import { MATVEC, VkWeights, readBytes, type DevTensor, type InputProjection, type WeightMode } from './weights.js';
 import type { EngineBuffers } from './scratch.js';
 
 export { TOPK_MAX };
@@ -83,6 +83,8 @@ export class VkEngine implements Engine, VkHost {
   readonly plan: MemoryPlan;
   /** SSD streaming: the slot pool (made by the plan's stream part) */
   stream?: VkExpertStream;
+  /** an MTP head's input projection (its steps' input rows are twice the embedding wide) */
+  private readonly head?: InputProjection;
 
   get chunk(): number { return this.plan.chunk; }
   get kv(): { k: KvType; v: KvType } { return this.plan.kv; }
@@ -147,8 +149,14 @@ export class VkEngine implements Engine, VkHost {
     if (profile) this.lastProfile = profile;
   }
 
-  constructor(readonly options: EngineOptions) {
-    ({ file: this.file, shape: this.shape, tokenizer: this.tokenizer } = openModel(options));
+  /**
+   * `opened`: a model read already (an MTP head's one-layer view of its file, mtp-file.ts, with
+   * its input projection `head`: the steps then take [normed embedding | normed hidden state]
+   * rows, VkSessionState.forwardRows); otherwise options.model is opened.
+   */
+  constructor(readonly options: EngineOptions, opened?: { file: GgufFile; shape: ModelShape; tokenizer: Tokenizer; head?: InputProjection }) {
+    ({ file: this.file, shape: this.shape, tokenizer: this.tokenizer } = opened ?? openModel(options));
+    this.head = opened?.head;
     const s = this.shape;
     const shapeIssue = shapeProblem(s);
     if (shapeIssue) throw new Error(`Vulkan backend: ${shapeIssue} (use --cpu)`);
@@ -182,7 +190,7 @@ export class VkEngine implements Engine, VkHost {
     try {
       this.checkDevice();
       // memory-plan.ts: what the device holds, decided before anything is allocated
-      this.plan = planMemory(this.file, s, options, this.info);
+      this.plan = planMemory(this.file, s, options, this.info, this.head);
     } catch (e) {
       this.dev.dispose();
       throw e;
@@ -274,7 +282,7 @@ export class VkEngine implements Engine, VkHost {
   /** Loads the weights; an automatic import that the driver refuses falls back to upload. */
   private loadWeights(mode: WeightMode, auto: boolean): void {
     const load = (m: WeightMode) => {
-      const w = new VkWeights({ dev: this.dev, file: this.file, fd: this.fd, shape: this.shape, q: this.q, mode: m, maxBinding: this.maxBinding(), skip: this.plan.stream && streamedTensors(this.plan.stream.fullLayers) });
+      const w = new VkWeights({ dev: this.dev, file: this.file, fd: this.fd, shape: this.shape, q: this.q, mode: m, maxBinding: this.maxBinding(), skip: this.plan.stream && streamedTensors(this.plan.stream.fullLayers), head: this.head });
       try { w.load(); } catch (e) { w.free(); throw e; }
       return w;
     };

@@ -63,6 +63,13 @@ const PIECE = 64 << 20;
 
 export type WeightMode = 'import' | 'upload';
 
+/**
+ * An MTP head's input projection (nextn.eh_proj: [normed embedding | normed hidden state] → the
+ * residual stream), held beside the one-layer model's weights under INPUT_PROJ.
+ */
+export interface InputProjection { weight: TensorInfo }
+export const INPUT_PROJ = 'input_proj.weight';
+
 export interface WeightLoadOptions {
   dev: VkDevice;
   file: GgufFile;
@@ -75,6 +82,8 @@ export interface WeightLoadOptions {
   maxBinding: number;
   /** tensors not to load (SSD streaming: the streamed layers' routed experts, expert-stream.ts) */
   skip?: (name: string) => boolean;
+  /** an MTP head's input projection, loaded as INPUT_PROJ */
+  head?: InputProjection;
 }
 
 export class VkWeights {
@@ -102,11 +111,12 @@ export class VkWeights {
     const required = deviceTensors(shape).filter((r) => !this.o.skip?.(r.name));
     const floats = new Set(required.filter((r) => r.types === 'float').map((r) => r.name));
     const matrices = required.map((r) => r.name).filter((n) => !floats.has(n));
-    for (const n of matrices) {
-      const t = file.tensorByName.get(n)!;
-      if (!MATVEC[t.type]) throw new Error(`${n}: type ${typeName(t.type)} is not supported by the Vulkan backend yet (use --cpu)`);
+    const head = this.o.head?.weight;
+    for (const t of [...matrices.map((n) => file.tensorByName.get(n)!), ...(head ? [head] : [])]) {
+      if (!MATVEC[t.type]) throw new Error(`${t.name}: type ${typeName(t.type)} is not supported by the Vulkan backend yet (use --cpu)`);
     }
-    if (this.o.mode === 'import') this.planRegions(matrices);
+    if (this.o.mode === 'import') this.planRegions(matrices, head ? [head] : []);
+    if (head) this.t.set(INPUT_PROJ, this.loadMatrix(head, false));
     const done = new Set<string>();
     for (let l = 0; l < shape.nLayer; l++) {
       for (const kind of ['exps', 'shexp']) {
@@ -289,7 +299,7 @@ export class VkWeights {
    * grouped in file order into page-aligned ranges of about REGION bytes; a bigger one gets a
    * region of its own. Regions are imported when first used.
    */
-  private planRegions(names: string[]): void {
+  private planRegions(names: string[], more: TensorInfo[]): void {
     const f = this.o.file;
     const spans: [number, number][] = [];
     const inPair = new Set<string>();
@@ -298,10 +308,11 @@ export class VkWeights {
       const g = f.tensorByName.get(t)!, u = m ? f.tensorByName.get(`${m[1]}up_${m[2]}.weight`) : undefined;
       if (m && u) {
         spans.push([Math.min(g.offset, u.offset), Math.max(g.offset + g.nbytes, u.offset + u.nbytes)]);
-        inPair.add(u.name);
+        inPair.add(`${m[1]}up_${m[2]}.weight`);
       }
     }
     for (const t of names) if (!inPair.has(t) && !/gate_(exps|shexp)\.weight$/.test(t)) { const x = f.tensorByName.get(t)!; spans.push([x.offset, x.offset + x.nbytes]); }
+    for (const x of more) spans.push([x.offset, x.offset + x.nbytes]);
     spans.sort((a, b) => a[0] - b[0]);
     const A = this.info.importAlignment;
     const merged: [number, number][] = [];
@@ -351,9 +362,10 @@ export function readBytes(fd: number, t: TensorInfo, start: number, len: number)
  * unified memory they take the same memory, and on amdgpu the same TTM limit, as the
  * allocations). Skipped tensors (streamed experts) are not loaded at all.
  */
-export function weightBytesEstimate(file: GgufFile, shape: ModelShape, mode: WeightMode, skip?: (name: string) => boolean): { copied: number; imported: number } {
+export function weightBytesEstimate(file: GgufFile, shape: ModelShape, mode: WeightMode, skip?: (name: string) => boolean, more: TensorInfo[] = []): { copied: number; imported: number } {
   const stacked = new Set(STACKS.flatMap((st) => st.parts));
   let copied = 0, imported = 0;
+  for (const t of more) if (mode === 'import') imported += t.nbytes; else copied += t.nbytes;
   for (const r of deviceTensors(shape)) {
     if (skip?.(r.name)) continue;
     const t = file.tensorByName.get(r.name)!;
