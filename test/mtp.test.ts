@@ -198,7 +198,7 @@ describe('q36 --mtp FILE --prompt-ids IDS --dump-mtp-logits OUT.f32', () => {
   }, 120_000);
 
   it.each([
-    [['--mtp', MTP, '--draft', 'ngram', '--prompt-ids', '1,2'], /give --draft \[--draft-max\] or --mtp \[--mtp-draft\], not both/],
+    [['--mtp', MTP, '--draft-max', '3', '--prompt-ids', '1,2'], /--draft-max needs --draft \(with --mtp: --mtp-draft\)/],
     [['--dump-mtp-logits', '/tmp/x.f32', '--prompt-ids', '1,2'], /--dump-mtp-logits needs --mtp FILE\|auto/],
     [['--mtp', MTP, '--prompt-ids', '1,2', '--mtp-margin', '2'], /--mtp-margin must be ≤ 1, got 2/],
     [['--mtp', MTP, '--dump-mtp-logits', '/tmp/x.f32', '-p', 'hi'], /--dump-mtp-logits needs --prompt-ids/],
@@ -286,6 +286,30 @@ describe.each([
       await s.rewind(prompt.length);
       const again = await generate(s, { maxTokens: 40, sampling: { temperature: 0 }, feed: 'non-stop', draft: d });
       expect(again.tokens).toEqual(ref.tokens);
+    } finally {
+      s.dispose();
+    }
+  }, 300_000);
+
+  it('ngram+mtp (--draft ngram --mtp FILE): prompt lookup where the context repeats, the head elsewhere; the tokens without drafts', async () => {
+    const { draftOptions } = await import('../ts/engine/draft/index.js');
+    const { generate } = await import('../ts/engine/generate.js');
+    // the prompt twice: the continuation of its first copy is a lookup guess
+    const part = cases[1].ids.slice(0, 60), prompt = [...part, ...part.slice(0, 30)];
+    const plain = trunk.newSession();
+    await plain.eval(prompt);
+    const ref = await generate(plain, { maxTokens: 30, sampling: { temperature: 0 }, feed: 'non-stop' });
+    plain.dispose();
+    const s = trunk.newSession();
+    try {
+      const d = draftOptions({ kind: 'ngram+mtp', max: 3, mtp: { file: MTP, margin: 0, max: 2 } }, { engine: trunk, session: s });
+      expect(d.drafter.name).toBe('ngram+mtp');
+      expect(d.max).toBe(3);
+      await s.eval(prompt);
+      let steps = 0;
+      const r = await generate(s, { maxTokens: 30, sampling: { temperature: 0 }, feed: 'non-stop', draft: { ...d, onStep: () => { steps++; } } });
+      expect(r.tokens).toEqual(ref.tokens);
+      expect(steps).toBeGreaterThan(0);
     } finally {
       s.dispose();
     }

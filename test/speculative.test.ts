@@ -410,3 +410,19 @@ describe('the command line: --draft ngram [--draft-max N]; --mtp refused by name
     expect(r.stderr).toMatch(/--draft speeds up greedy decoding \(--temp 0\)/);
   }, 120_000);
 });
+
+describe('ChainDrafter (--draft ngram --mtp): the first drafter with a guess wins, each within its own limit', () => {
+  it('takes the first non-empty proposal, capped by that part\'s max and the room', async () => {
+    const { ChainDrafter } = await import('../ts/engine/draft/chain.js');
+    const fixed = (name: string, out: number[]) => ({ name, asked: [] as number[], propose(_c: readonly number[], _n: number, max: number) { this.asked.push(max); return out.slice(0, max); } });
+    const a = fixed('a', []), b = fixed('b', [7, 8, 9, 10]);
+    const c = new ChainDrafter([{ drafter: a, max: 4 }, { drafter: b, max: 2 }]);
+    expect(c.name).toBe('a+b');
+    expect(await c.propose([1, 2], 3, 5)).toEqual([7, 8]);
+    expect(a.asked).toEqual([4]);
+    expect(b.asked).toEqual([2]);
+    const first = new ChainDrafter([{ drafter: fixed('x', [5, 6, 7]), max: 4 }, { drafter: b, max: 2 }]);
+    expect(await first.propose([1], 2, 2)).toEqual([5, 6]);
+    expect(b.asked).toEqual([2]);
+  });
+});

@@ -11,7 +11,7 @@ import { OracleDrafter } from '../engine/draft/oracle.js';
 import { generate } from '../engine/generate.js';
 import type { Session, Snapshot } from '../engine/types.js';
 
-export type DraftBenchKind = 'oracle' | 'ngram' | 'reject' | 'mtp';
+export type DraftBenchKind = 'oracle' | 'ngram' | 'reject' | 'mtp' | 'ngram+mtp';
 export const DRAFT_BENCH_KINDS: readonly DraftBenchKind[] = ['oracle', 'ngram', 'reject'];
 
 export interface DraftProbe {
@@ -26,11 +26,11 @@ export interface DraftProbe {
   stepMs: number[];
 }
 
-function drafterFor(kind: DraftBenchKind, plain: number[], start: number, vocab: number, mtp?: Drafter): Drafter {
+function drafterFor(kind: DraftBenchKind, plain: number[], start: number, vocab: number, given?: Drafter): Drafter {
   if (kind === 'ngram') return new NgramDrafter();
-  if (kind === 'mtp') {
-    if (!mtp) throw new Error('draft probe: the MTP drafter follows the session from its first row: give it');
-    return mtp;
+  if (kind === 'mtp' || kind === 'ngram+mtp') {
+    if (!given) throw new Error('draft probe: the MTP drafter follows the session from its first row: give it');
+    return given;
   }
   const oracle = new OracleDrafter(plain, start);
   if (kind === 'oracle') return oracle;
@@ -39,7 +39,7 @@ function drafterFor(kind: DraftBenchKind, plain: number[], start: number, vocab:
 }
 
 /** The probe again from `snap` with drafts of `kind` (at most `max` a step); `plain` is the plain probe's tokens. */
-export async function draftProbe(s: Session, snap: Snapshot, o: { kind: DraftBenchKind; max: number; plain: number[]; vocab: number; rows: number; mtp?: Drafter }): Promise<DraftProbe> {
+export async function draftProbe(s: Session, snap: Snapshot, o: { kind: DraftBenchKind; max: number; plain: number[]; vocab: number; rows: number; drafter?: Drafter }): Promise<DraftProbe> {
   s.restore(snap);
   // the draft step alone: rows 1..rows, a few steps each, every draft rejected (one row kept: the
   // recurrent states copied back), the session a token further each time; first, so that the
@@ -61,7 +61,7 @@ export async function draftProbe(s: Session, snap: Snapshot, o: { kind: DraftBen
   s.restore(snap);
   const n = o.plain.length;
   let steps = 0, proposed = 0, accepted = 0;
-  const drafter = drafterFor(o.kind, o.plain, snap.pos, o.vocab, o.mtp);
+  const drafter = drafterFor(o.kind, o.plain, snap.pos, o.vocab, o.drafter);
   const t = performance.now();
   // feed 'all': every token enters the session, as the plain probe's do
   const r = await generate(s, { maxTokens: n, sampling: { temperature: 0 }, feed: 'all', draft: { drafter, max: o.max, onStep: (p, a) => { steps++; proposed += p; accepted += a; } } });

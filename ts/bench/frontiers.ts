@@ -10,6 +10,8 @@ import type { ExpertStats } from '../engine/expert-cache.js';
 import { draftProbe, type DraftBenchKind, type DraftProbe } from './draft-probe.js';
 import { draftOptions } from '../engine/draft/index.js';
 import type { MtpDrafter } from '../engine/draft/mtp.js';
+import { ChainDrafter } from '../engine/draft/chain.js';
+import { NgramDrafter } from '../engine/draft/ngram.js';
 
 /** SSD streaming: what one phase's expert cache did (differences of the engine's counters). */
 export interface ExpertPhase { hits: number; misses: number; bytesRead: number; readMs: number; copyMs: number }
@@ -84,7 +86,7 @@ export interface BenchOptions {
    */
   grammar?: { grammar: Grammar; tokenizer: Tokenizer };
   /** the probe also with drafts (draft-probe.ts), and the draft step's time for 1..rows rows */
-  draft?: { kind: DraftBenchKind; max: number; rows: number; mtp?: { file: string; margin: number } };
+  draft?: { kind: DraftBenchKind; max: number; rows: number; mtp?: { file: string; margin: number; max?: number } };
 }
 
 export interface GrammarProbe { masks: number; ms: number; sampleMs: number; documents: number }
@@ -123,7 +125,8 @@ export async function runFrontiers(o: BenchOptions): Promise<void> {
   try {
     // MTP drafts: the head follows the session from its first row (the prefills feed its cache),
     // not during the plain probe (whose rate is the one without speculation)
-    const mtp = o.draft?.kind === 'mtp' ? draftOptions({ kind: 'mtp', max: o.draft.max, mtp: o.draft.mtp }, { engine: e, session: s }).drafter as MtpDrafter : undefined;
+    const mtp = o.draft?.mtp ? draftOptions({ kind: 'mtp', max: o.draft.max, mtp: o.draft.mtp }, { engine: e, session: s }).drafter as MtpDrafter : undefined;
+    const drafter = mtp && o.draft?.kind === 'ngram+mtp' ? new ChainDrafter([{ drafter: new NgramDrafter(), max: o.draft.max }, { drafter: mtp, max: o.draft.mtp?.max ?? o.draft.max }]) : mtp;
     let pos = 0;
     for (const f of o.frontiers) {
       const added = f - pos;
@@ -153,7 +156,7 @@ export async function runFrontiers(o: BenchOptions): Promise<void> {
         for (let i = 0; i < o.genTokens; i++) { const id = s.sample({ temperature: 0 }); ids.push(id); await s.eval([id]); }
         dec = (performance.now() - t) / 1000;
         mtp?.follow(s, true);
-        if (o.draft) draft = await draftProbe(s, snap, { ...o.draft, plain: ids, vocab: e.shape.nVocab, mtp });
+        if (o.draft) draft = await draftProbe(s, snap, { ...o.draft, plain: ids, vocab: e.shape.nVocab, drafter });
       }
       const x2 = e.expertStats?.();
       s.restore(snap); // the probe only wrote KV rows ≥ f: the snapshot is still valid

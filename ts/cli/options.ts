@@ -124,7 +124,7 @@ export const ENGINE_ARGS = {
   'ssd-streaming-full-layers': { type: 'string', description: 'with --ssd-streaming: the routed experts of the first N layers stay resident (charged at their size)' },
   draft: { type: 'string', description: 'speculative decoding of greedy steps: ngram (drafts looked up in the context: no extra weights; the tokens are the same as without)' },
   'draft-max': { type: 'string', description: `with --draft: the most drafted tokens one step verifies (1-${MAX_BATCH_ROWS - 1}, default ${DEFAULT_DRAFT_MAX})` },
-  mtp: { type: 'string', description: 'speculative decoding of greedy steps with the model\'s MTP head (an MTP-only GGUF, or auto: the main file\'s)' },
+  mtp: { type: 'string', description: 'speculative decoding of greedy steps with the model\'s MTP head (an MTP-only GGUF, or auto: the main file\'s); with --draft ngram too: prompt lookup first, the head where the context has no match' },
   'mtp-draft': { type: 'string', description: `with --mtp: the most drafted tokens a step (1-${MAX_BATCH_ROWS - 1}, default ${DEFAULT_MTP_DRAFT})` },
   'mtp-margin': { type: 'string', description: 'with --mtp: a draft chain goes on while the head\'s top probability is at least this (0-1, default 0)' },
   'dir-steering-file': { type: 'string', description: 'steering directions: flat n_layer × hidden f32 file' },
@@ -179,7 +179,7 @@ export function engineOptions(model: string, a: Record<string, unknown>, modelCo
   const asked = ['draft', 'draft-max', 'mtp-draft', 'mtp-margin'].find((f) => a[f] !== undefined) ?? (a.mtp !== undefined && a['dump-mtp-logits'] === undefined ? 'mtp' : undefined);
   if (!draft && asked) throw new CliError(`--${asked}: this tool does not draft (speculative decoding: q36, q36-server, q36-agent, q36-bench)`);
   return {
-    model, backend, ctx, kvTypes: { k, v }, draftMax: draft?.max, vkDevice, vkWeights: vkWeights as EngineOptions['vkWeights'], vkMatvecRows: env.vkMatvecRows, vkMvTypes: env.vkMvTypes, vkMvq: env.vkMvq, vkCoopmat: env.vkCoopmat,
+    model, backend, ctx, kvTypes: { k, v }, draftMax: draft && Math.max(draft.max, draft.mtp?.max ?? 0), vkDevice, vkWeights: vkWeights as EngineOptions['vkWeights'], vkMatvecRows: env.vkMatvecRows, vkMvTypes: env.vkMvTypes, vkMvq: env.vkMvq, vkCoopmat: env.vkCoopmat,
     expertCacheMiB: mb, steering: steering(a), vkMemoryLimit,
     ...(ssd ? { streamExperts: true, expertCacheSlots: ssd.slots, expertCacheMiB: ssd.bytes !== undefined ? ssd.bytes / 2 ** 20 : mb, expertUsage: ssd.usage, expertFullLayers: ssd.full } : {}),
   };
@@ -187,18 +187,24 @@ export function engineOptions(model: string, a: Record<string, unknown>, modelCo
 
 /**
  * --draft KIND [--draft-max N], or --mtp FILE|auto [--mtp-draft N] [--mtp-margin F] where the tool
- * drafts with the MTP head (`mtp`: q36, q36-server, q36-agent); `kinds` are the drafters this
+ * drafts with the MTP head (`mtp`: q36, q36-server, q36-agent, q36-bench), or both (--draft ngram
+ * --mtp FILE: `ngram+mtp`, prompt lookup first); `kinds` are the drafters this
  * tool offers (q36-bench adds its measurement drafters). q36 --dump-mtp-logits takes --mtp alone.
  */
 export function draftSpec(a: Record<string, unknown>, kinds: readonly string[] = ['ngram'], o: { mtp?: boolean } = {}): DraftSpec | undefined {
   const max = num('--draft-max', a['draft-max'] as Str, { min: 1, max: MAX_BATCH_ROWS - 1, int: true });
   if (a.mtp !== undefined && a['dump-mtp-logits'] === undefined) {
     if (!o.mtp) throw new CliError('--mtp: this tool does not draft with the MTP head; --draft ngram drafts from the context without extra weights');
-    if (a.draft !== undefined || max !== undefined) throw new CliError('give --draft [--draft-max] or --mtp [--mtp-draft], not both');
-    return {
-      kind: 'mtp', max: num('--mtp-draft', a['mtp-draft'] as Str, { min: 1, max: MAX_BATCH_ROWS - 1, int: true }) ?? DEFAULT_MTP_DRAFT,
-      mtp: { file: a.mtp as string, margin: num('--mtp-margin', a['mtp-margin'] as Str, { min: 0, max: 1 }) ?? 0 },
-    };
+    const mtpMax = num('--mtp-draft', a['mtp-draft'] as Str, { min: 1, max: MAX_BATCH_ROWS - 1, int: true }) ?? DEFAULT_MTP_DRAFT;
+    const mtp = { file: a.mtp as string, margin: num('--mtp-margin', a['mtp-margin'] as Str, { min: 0, max: 1 }) ?? 0 };
+    if (a.draft === undefined) {
+      if (max !== undefined) throw new CliError('--draft-max needs --draft (with --mtp: --mtp-draft)');
+      return { kind: 'mtp', max: mtpMax, mtp };
+    }
+    // both: prompt lookup first, the head where the context has no match
+    if (a.draft !== 'ngram') throw new CliError(`--mtp drafts together with --draft ngram only (got --draft ${a.draft as string})`);
+    const nMax = max ?? DEFAULT_DRAFT_MAX;
+    return { kind: 'ngram+mtp', max: nMax, mtp: { ...mtp, max: mtpMax } };
   }
   const f = ['mtp-draft', 'mtp-margin'].find((k) => a[k] !== undefined);
   if (f) throw new CliError(`--${f} needs --mtp`);

@@ -40,7 +40,7 @@ Speculative decoding: --draft oracle|ngram|reject [--draft-max N (4)] decodes th
 drafts — the model's own greedy continuation (oracle: every draft accepted), prompt-lookup drafts
 (ngram), or drafts that are always wrong (reject) — and checks its tokens equal the plain probe's;
 --mtp FILE|auto [--mtp-draft N (2)] [--mtp-margin F] drafts with the model's MTP head (it follows the
-session's prefills; the plain probe runs without it). The CSV adds ${CSV_DRAFT.slice(1)},
+session's prefills; the plain probe runs without it); with --draft ngram too, prompt lookup first. The CSV adds ${CSV_DRAFT.slice(1)},
 and "drafts at N: …" on stderr the rates, the drafts accepted and the draft step's time for 1..N+1 rows.`;
 
 async function main(): Promise<number> {
@@ -80,7 +80,7 @@ async function main(): Promise<number> {
   const header = openModelHeader(a.model!);
   // with drafts the draft-step timing goes on past the probe: 7 steps of each row count up to
   // draft-max + 1, a token further each, the last step's rows beyond them
-  const ctx = max + Math.max(gen, draft ? 8 * (draft.max + 1) : 0) + 1;
+  const ctx = max + Math.max(gen, draft ? 8 * (Math.max(draft.max, draft.mtp?.max ?? 0) + 1) : 0) + 1;
   const native = Number(header.metadata.get('qwen35moe.context_length')?.value ?? 262144);
   // the context is sized from the flags the user gave: name those, not an internal --ctx
   if (ctx > native) throw new CliError(`--ctx-max ${max} + --gen-tokens ${gen} (+1) = ${ctx} tokens exceed the model's context length ${native}: lower --ctx-max or --gen-tokens`);
@@ -100,7 +100,7 @@ async function main(): Promise<number> {
     console.log(CSV_HEADER + (draft ? CSV_DRAFT : ''));
     await runFrontiers({
       engine, tokens, frontiers, genTokens: gen, warmup, kvBytesPerToken: kvPerToken, grammar: grammar && { grammar, tokenizer },
-      draft: draft && { kind: draft.kind as DraftBenchKind, max: draft.max, rows: draft.max + 1, mtp: draft.mtp },
+      draft: draft && { kind: draft.kind as DraftBenchKind, max: draft.max, rows: Math.max(draft.max, draft.mtp?.max ?? 0) + 1, mtp: draft.mtp },
       onRow: (r) => {
         console.log(csvRow(r));
         const x = expertLine(r) ?? '', d = draftLine(r);
