@@ -35,7 +35,7 @@ export interface AgentOptions {
   sampling: SampleOptions;
   /** tokens per assistant turn */
   maxTokens: number;
-  /** speculative decoding of greedy steps (--draft ngram, --mtp on the CPU): one drafter for the session */
+  /** speculative decoding (--draft ngram, --mtp): one drafter for the session */
   draft?: DraftSpec;
   /** tool rounds per user message before the agent stops and says so */
   maxSteps?: number;

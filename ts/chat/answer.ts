@@ -64,7 +64,7 @@ export interface AnswerOptions {
   /** which tokens enter the session (generate.ts; default 'non-stop': the live session holds the whole answer) */
   feed?: GenerateOptions['feed'];
   feedToken?: GenerateOptions['feedToken'];
-  /** speculative decoding for the greedy steps (generate.ts) */
+  /** speculative decoding (generate.ts) */
   draft?: GenerateOptions['draft'];
   onLogits?: GenerateOptions['onLogits'];
   /** awaited before each step (q36-eval's pause) */

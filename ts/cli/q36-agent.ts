@@ -29,9 +29,9 @@ const HELP = `usage: q36-agent [--chdir DIR] [--yes] [-m MODEL] [--cpu|--vulkan]
 Presets: ctx 32768 with q8_0 K / q4_0 V on Vulkan (f16 KV on the CPU); with --ssd-streaming ctx 100000, f16 KV. Sessions: ~/.q36/kvcache/sessions (or Q36_AGENT_SESSIONS).
 SSD streaming: --ssd-streaming [--ssd-streaming-cache-experts N|SIZE] [--ssd-streaming-cold | --ssd-streaming-preload-experts N]
 [--ssd-streaming-full-layers N], as q36 (F16 KV unless -ctk/-ctv; docs/ssd-streaming.md).
-Speculative decoding: --draft ngram [--draft-max N (4)] verifies drafts looked up in the context for the
-greedy steps (tool-call structure, --temp 0); the tokens are the same as without (docs/speculative.md);
---mtp FILE|auto [--mtp-draft N (2)] [--mtp-margin F] drafts with the model's MTP head instead.`;
+Speculative decoding: --draft ngram [--draft-max N (4)] verifies drafts looked up in the context several
+a step; the tokens are the same as without, sampled ones too (docs/speculative.md); --mtp FILE|auto
+[--mtp-draft N (2)] [--mtp-margin F] drafts with the model's MTP head instead (with --draft ngram: after it).`;
 
 const COMMANDS = `commands:
   /save           save this session (transcript and KV state)

@@ -41,10 +41,10 @@ Endpoints: GET /v1/models, GET /v1/models/qwen3.6-35b-a3b, POST /v1/chat/complet
 --cache-scope key: each API key (Authorization: Bearer KEY or x-api-key) reuses only its own cached
              prompts (live sessions, --cache-ram, the disk cache); shared (default): every client's
              requests reuse every other's, and cached_tokens shows how much of a prompt came before
---draft ngram: speculative decoding of greedy steps (temperature 0, tool-call structure) with drafts
-             looked up in the context, verified several a step while one session generates; the tokens
-             are the same as without (docs/speculative.md); --mtp FILE|auto [--mtp-draft N] [--mtp-margin F]
-             drafts with the model's MTP head instead
+--draft ngram: speculative decoding with drafts looked up in the context, verified several a step
+             while one session generates; the tokens are the same as without, sampled ones too (the
+             same seed; docs/speculative.md); --mtp FILE|auto [--mtp-draft N] [--mtp-margin F] drafts
+             with the model's MTP head instead (with --draft ngram: after it)
 --log-level: error (errors only), warn (+ skipped cache files, internal errors), info (+ one line per
              request, the default), debug (the same as info for now; --trace FILE records cache decisions)`;
 
@@ -149,7 +149,7 @@ async function main(): Promise<number> {
   }).catch((e: Error) => { server.close(); engine.dispose(); throw new CliError(e.message); });
   const { app, ctx } = built;
   await app.ready();
-  say('info', `q36-server: serving on ${url} (model qwen3.6-35b-a3b, ${engine.backend}, ctx ${engine.options.ctx}, queue ≤ ${maxQueue}${slots > 1 ? `, ${slots} sessions` : ''}${draft ? `, drafts: ${draft.kind} (up to ${draft.max} a step, greedy steps)` : ''}${timeoutS ? `, request timeout ${timeoutS} s` : ''}${a['api-key'] ? ', API key required' : ''}${kvDisk ? `, disk KV cache ${kvDisk.dir}` : ''})`);
+  say('info', `q36-server: serving on ${url} (model qwen3.6-35b-a3b, ${engine.backend}, ctx ${engine.options.ctx}, queue ≤ ${maxQueue}${slots > 1 ? `, ${slots} sessions` : ''}${draft ? `, drafts: ${draft.kind} (up to ${Math.max(draft.max, draft.mtp?.max ?? 0)} a step)` : ''}${timeoutS ? `, request timeout ${timeoutS} s` : ''}${a['api-key'] ? ', API key required' : ''}${kvDisk ? `, disk KV cache ${kvDisk.dir}` : ''})`);
 
   // a bug reached by some request must not end the server for every other client
   process.on('uncaughtException', (e) => say('error', `q36-server: internal error (still serving): ${e.stack ?? e}`));

@@ -87,8 +87,6 @@ const main = defineCommand({
       const ids = args['prompt-ids'];
       const header = openModelHeader(args.model);
       const draft = draftSpec(args, ['ngram'], { mtp: true });
-      // drafts are verified for greedy steps only: at a temperature they would never be used
-      if (draft && sampling.temperature > 0) process.stderr.write(`q36: note: --draft speeds up greedy decoding (--temp 0); at --temp ${sampling.temperature} every token is sampled one step at a time\n`);
       const eo = engineOptions(args.model, args, metaNumber(header, 'qwen35moe.context_length', 262144), draft);
           if (args['dump-mtp-logits'] !== undefined && args.mtp === undefined) throw new CliError('--dump-mtp-logits needs --mtp FILE|auto');
       if (args['dump-mtp-logits'] !== undefined) {

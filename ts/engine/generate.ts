@@ -9,7 +9,7 @@ import { AbortError, maskHas } from './common.js';
 import type { Drafter } from './draft/drafter.js';
 import type { SampleOptions, Session, TokenLogprob, TokenMask } from './types.js';
 
-/** Speculative decoding for greedy steps. */
+/** Speculative decoding (greedy and sampled steps). */
 export interface DraftOptions {
   drafter: Drafter;
   /** most drafts a step verifies (the session's draftRows − 1 at most) */
@@ -97,9 +97,11 @@ export async function generate(s: Session, o: GenerateOptions): Promise<Generate
   for (let step = 0; step < o.maxTokens; step++) {
     if (o.gate) await o.gate();
     if (o.signal?.aborted) { stop = 'abort'; break; }
-    const forced = asked?.step === step ? asked.forced : o.next?.(step);
+    const mine = asked?.step === step ? asked : undefined;
+    const forced = mine ? mine.forced : o.next?.(step);
     asked = undefined;
-    const id = forced ?? s.sample(sampling(step), o.mask?.(step));
+    // a sampled step whose token a draft step's walk drew already (its draft was not it)
+    const id = forced ?? mine?.drawn ?? s.sample(sampling(step), o.mask?.(step));
     if (o.logprobsTopK !== undefined && o.onLogprobs) {
       const top = o.logprobsTopK > 0 ? s.topLogprobs(o.logprobsTopK) : [];
       // chosen token's log-probability: from the full log-softmax
@@ -117,7 +119,7 @@ export async function generate(s: Session, o: GenerateOptions): Promise<Generate
       // drafts for the steps after this one, when they would be greedy
       const d = o.draft;
       const room = Math.min(d?.max ?? 0, s.draftRows - 1, o.maxTokens - step - 1, s.ctx - s.tokens.length - 1);
-      let drafts = canDraft && !last && step >= draftFrom && room > 0 && sampling(step + 1).temperature <= 0 && (d!.enabled?.() ?? true) ? await d!.drafter.propose(s.tokens, id, room) : [];
+      let drafts = canDraft && !last && step >= draftFrom && room > 0 && (d!.enabled?.() ?? true) ? await d!.drafter.propose(s.tokens, id, room) : [];
       const stopAt = drafts.findIndex((t) => o.stopIds?.has(t));
       if (stopAt >= 0) drafts = drafts.slice(0, stopAt);
       let ended: GenerateResult['stop'] | undefined;
@@ -159,8 +161,11 @@ export async function generate(s: Session, o: GenerateOptions): Promise<Generate
   return { tokens: out, stop, decodeMs: performance.now() - t0 };
 }
 
-/** A step's forced token, asked for during a draft step's walk (o.next is called once a step). */
-interface Asked { step: number; forced: number | undefined }
+/**
+ * A step's forced token, asked for during a draft step's walk (o.next is called once a step), or
+ * its sampled token, drawn there from the draft step's row (each step draws once).
+ */
+interface Asked { step: number; forced: number | undefined; drawn?: number }
 
 interface DraftWalk {
   step: number; id: number; drafts: number[]; out: number[];
@@ -170,10 +175,13 @@ interface DraftWalk {
 
 /**
  * One draft step: `id` and its drafts evaluated together. The walk: step j's token is what the
- * loop would choose (forced, or the greedy row under the step's mask); a draft equal to it is
- * taken (emitted through onToken, pushed to `out`, fed), the first other one ends it. Returns the
- * taken drafts, why the generation ends inside the run (if it does), and the forced token already
- * asked for the step after the run (o.next is called once a step).
+ * loop would choose (forced; the greedy row under the step's mask; or, at a temperature, drawn
+ * from the row as the loop's sample() would draw it, with the same random stream); a draft equal
+ * to it is taken (emitted through onToken, pushed to `out`, fed), the first other one ends it.
+ * Each row's logits are its decode step's, and each step draws once, in order: the tokens are the
+ * ones decoding one token a step gives, sampled ones too (the same seed, the same text). Returns
+ * the taken drafts, why the generation ends inside the run (if it does), and the token already
+ * asked for or drawn for the step after the run.
  */
 async function draftStep(s: Session, o: GenerateOptions, w: DraftWalk): Promise<{ taken: number[]; ended?: GenerateResult['stop']; asked?: Asked }> {
   const { step, drafts, out, feed, sampling } = w;
@@ -188,9 +196,14 @@ async function draftStep(s: Session, o: GenerateOptions, w: DraftWalk): Promise<
       asked = { step: j, forced: f };
       let t: number | undefined = f;
       if (t === undefined) {
-        const m = o.mask?.(j);
-        t = sampling(j).temperature <= 0 ? greedy[i] : undefined;
-        if (t !== undefined && m && !maskHas(m, t)) t = undefined;
+        const m = o.mask?.(j), sj = sampling(j);
+        if (sj.temperature > 0) {
+          t = s.sampleDraftRow(i, sj, m);
+          asked.drawn = t;
+        } else {
+          t = greedy[i];
+          if (t !== undefined && m && !maskHas(m, t)) t = undefined;
+        }
       }
       if (t !== drafts[i]) break;
       asked = undefined;

@@ -48,6 +48,8 @@ export interface SessionBackend extends BackendSettings {
    * decode steps: the CPU's) and goes back by its saved state.
    */
   draftStep?(tokens: number[], pos: number, hidden?: boolean): Promise<(number | undefined)[]>;
+  /** row i's logits of the pending draft step (backends with their own draft step) */
+  draftRow?(i: number): Float32Array;
   /** keeps the first n rows of the last draft step (the state after row n − 1; its row deferred as readLast's) */
   keepDraft?(n: number): void;
   /** DeltaNet conv + recurrent states of all recurrent layers, in layer order */
@@ -196,6 +198,17 @@ export class BaseSession implements Session {
       this.invalidate();
       throw e;
     }
+  }
+
+  sampleDraftRow(i: number, o: SampleOptions, mask?: TokenMask): number {
+    if (this.disposed) throw new Error('session is disposed');
+    const d = this.pending;
+    if (!d) throw new Error('sampleDraftRow: no draft step pending');
+    if (!(Number.isInteger(i) && i >= 0 && i < d.tokens.length)) throw new RangeError(`sampleDraftRow: row ${i} of ${d.tokens.length}`);
+    const row = d.rows?.[i] ?? this.b.draftRow?.(i);
+    if (!row) throw new Error('this backend does not give draft rows');
+    // the whole row on the host: what sample() draws on every path (its device shortcuts draw the same)
+    return mask ? this.sampleAllowed(row, o, mask) : this.b.sample(row, o);
   }
 
   private reset(): void {
@@ -469,8 +482,13 @@ export class BaseSession implements Session {
         if (o.temperature > 0 && ids.length >= k) return ids[this.b.sample(Float32Array.from(vals), o)];
       }
     }
-    // the allowed tokens' logits, in id order
-    const row = this.logits(), bits = mask.bits;
+    return this.sampleAllowed(this.logits(), o, mask);
+  }
+
+  /** The sampler over a mask's tokens of a whole row: their logits in id order (ties break as over the whole row). */
+  private sampleAllowed(row: Float32Array, o: SampleOptions, mask: TokenMask): number {
+    if (mask.count === 0) throw new Error('the grammar allows no token here');
+    const bits = mask.bits;
     const ids = new Int32Array(mask.count), vals = new Float32Array(mask.count);
     let n = 0;
     for (let w = 0; w < bits.length; w++) {

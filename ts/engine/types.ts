@@ -201,6 +201,12 @@ export interface Session {
    * after evaluating those n alone (state, tokens), their last row's logits the current ones.
    */
   keepDraft(n: number): Promise<void>;
+  /**
+   * Between evalDraft and keepDraft: row i's next token drawn as sample() would draw it after
+   * rows 0…i (the same sampler, random stream and mask rules), for sampled steps' drafts: a
+   * draft equal to the draw is kept, and the draw is the step's token either way.
+   */
+  sampleDraftRow(i: number, o: SampleOptions, mask?: TokenMask): number;
   /** most tokens one evalDraft takes (1: no drafts) */
   readonly draftRows: number;
   /**

@@ -58,7 +58,7 @@ export interface AppOptions {
   requestTimeoutMs?: number;
   /** live sessions served at once (--batched-session N; default 1) */
   slots?: number;
-  /** speculative decoding of greedy steps (--draft ngram; coordinator.ts) */
+  /** speculative decoding (--draft ngram, --mtp; coordinator.ts) */
   draft?: CoordinatorOptions['draft'];
   /** in-memory prompt cache budget in MiB (default 1024; 0 = off) */
   cacheRamMiB?: number;

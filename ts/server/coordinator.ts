@@ -118,7 +118,7 @@ export interface CoordinatorOptions {
   /** decode coalescing and prefill quanta (executor.ts defaults) */
   executor?: ExecutorOptions;
   /**
-   * speculative decoding of greedy steps (--draft): each slot's drafter, verified while only one
+   * speculative decoding (--draft, --mtp): each slot's drafter, verified while only one
    * slot generates (with several, their tokens share batched steps instead)
    */
   draft?: DraftSpec & { /** tests: this drafter for each slot in place of the named kind's */ drafter?: () => Drafter };

@@ -22,7 +22,7 @@ export interface ChatOptions {
   sampling: SampleOptions & { seed: number };
   maxTokens: number;
   think: ThinkMode;
-  /** speculative decoding (--draft) for the greedy steps */
+  /** speculative decoding (--draft, --mtp) */
   draft?: DraftSpec;
   input: NodeJS.ReadableStream;
   output: NodeJS.WritableStream & { isTTY?: boolean };

@@ -173,6 +173,13 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
     return tokens.map((_, i) => (arg[2 * i + 1] !== 0 || arg[2 * i] >= this.shape.nVocab ? undefined : arg[2 * i]));
   }
 
+  /** Row i's logits of the last draft step (LOGITS row i, until the next step). */
+  draftRow(i: number): Float32Array {
+    if (!(i >= 0 && i < this.draftT)) throw new RangeError(`draftRow: row ${i} of ${this.draftT}`);
+    const n = this.shape.nVocab;
+    return new Float32Array(this.h.dev.read(this.h.buf.LOGITS, i * n * 4, n * 4));
+  }
+
   /** Keeps the first n rows of the last draft step: the recurrent state after row n − 1 (copied back unless it is the last), whose logits are ours. */
   keepDraft(n: number): void {
     const T = this.draftT;
