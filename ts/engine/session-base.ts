@@ -50,6 +50,8 @@ export interface SessionBackend extends BackendSettings {
   draftStep?(tokens: number[], pos: number, hidden?: boolean): Promise<(number | undefined)[]>;
   /** row i's logits of the pending draft step (backends with their own draft step) */
   draftRow?(i: number): Float32Array;
+  /** and its k best, as lastTopK gives them (the whole row stays on the device) */
+  draftTopK?(i: number, k: number): { ids: number[]; logits: Float32Array } | undefined;
   /** keeps the first n rows of the last draft step (the state after row n − 1; its row deferred as readLast's) */
   keepDraft?(n: number): void;
   /** DeltaNet conv + recurrent states of all recurrent layers, in layer order */
@@ -205,6 +207,12 @@ export class BaseSession implements Session {
     const d = this.pending;
     if (!d) throw new Error('sampleDraftRow: no draft step pending');
     if (!(Number.isInteger(i) && i >= 0 && i < d.tokens.length)) throw new RangeError(`sampleDraftRow: row ${i} of ${d.tokens.length}`);
+    // top-k sampling from the device's k best draws what the whole row draws (see sample())
+    const k = o.topK ?? 0;
+    if (!mask && !d.rows && o.temperature > 0 && k > 0 && k < this.b.shape.nVocab) {
+      const top = this.b.draftTopK?.(i, k);
+      if (top && top.ids.length === k) return top.ids[this.b.sample(top.logits, o)];
+    }
     const row = d.rows?.[i] ?? this.b.draftRow?.(i);
     if (!row) throw new Error('this backend does not give draft rows');
     // the whole row on the host: what sample() draws on every path (its device shortcuts draw the same)

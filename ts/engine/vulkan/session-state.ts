@@ -247,11 +247,15 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
     // (a top-k run here overwrote what the step left in TKH)
     if (!folded) this.topkReady = 0;
     if (hint) this.topkHint = k;
-    const f = new Float32Array(pairs.buffer);
-    const top: [number, number][] = [];
-    for (let i = 0; i < k; i++) if (pairs[2 * i + 1] !== 0xffffffff) top.push([pairs[2 * i + 1], f[2 * i]]);
-    top.sort((a, b) => a[0] - b[0]);
-    return { ids: top.map((x) => x[0]), logits: Float32Array.from(top, (x) => x[1]) };
+    return topIds(pairs, k);
+  }
+
+  /** Row i of the last draft step: its k best logits with their ids, in ascending id order (undefined: NaN in the row, or k unsupported). */
+  draftTopK(i: number, k: number): { ids: number[]; logits: Float32Array } | undefined {
+    if (!(i >= 0 && i < this.draftT) || !(k > 0 && k <= TOPK_MAX && k < this.shape.nVocab)) return undefined;
+    if (new Uint32Array(this.h.dev.read(this.h.buf.ARG, 8 * i, 8))[1] !== 0) return undefined;
+    this.topkReady = 0;
+    return topIds(this.h.topK(k, i), k);
   }
 
   /**
@@ -337,4 +341,13 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
     for (const c of this.restores.values()) this.h.dev.freeCommand(c);
     for (const L of this.layers) { this.h.dev.freeBuffer(L.a); this.h.dev.freeBuffer(L.b); }
   }
+}
+
+/** topk.comp's (logit, id) pairs as the sampler's top-k set: ids ascending, with their logits. */
+function topIds(pairs: Uint32Array, k: number): { ids: number[]; logits: Float32Array } {
+  const f = new Float32Array(pairs.buffer, pairs.byteOffset, pairs.length);
+  const top: [number, number][] = [];
+  for (let i = 0; i < k; i++) if (pairs[2 * i + 1] !== 0xffffffff) top.push([pairs[2 * i + 1], f[2 * i]]);
+  top.sort((a, b) => a[0] - b[0]);
+  return { ids: top.map((x) => x[0]), logits: Float32Array.from(top, (x) => x[1]) };
 }
