@@ -1,7 +1,7 @@
 {
   "targets": [{
     "target_name": "q36vk",
-    "sources": ["src/addon.cc", "src/context.cc", "src/pipeline.cc", "src/selftest.cc", "src/device.cc"],
+    "sources": ["src/addon.cc", "src/context.cc", "src/pipeline.cc", "src/device.cc"],
     "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")", "generated"],
     "defines": ["NAPI_VERSION=8", "NAPI_CPP_EXCEPTIONS"],
     "cflags!": ["-fno-exceptions"],

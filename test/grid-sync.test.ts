@@ -1,5 +1,5 @@
 /**
- * The persistent-kernel probe (grid_sync.comp, ts/engine/vulkan/grid-sync.ts) on lavapipe: a
+ * The persistent-kernel probe (scripts/experiments/grid-sync: grid_sync.comp, grid-sync.ts) on lavapipe: a
  * lone workgroup runs its device-wide barriers and every round sees the last one's writes; more
  * workgroups than the device runs at once end the dispatch flagged, never hung and never
  * reported as resident with wrong values. The chain of products (grid_chain.comp) gives the same
@@ -7,14 +7,14 @@
  * statement of the products here.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { Pipelines } from '../ts/engine/vulkan/graph.js';
-import { gridChain, gridSync } from '../ts/engine/vulkan/grid-sync.js';
+import { gridChain, gridPipelines, gridSync } from '../scripts/experiments/grid-sync/grid-sync.js';
 import { f16ToF32, f32ToF16 } from '../ts/model/f16.js';
 import { Rng } from '../ts/model/synth.js';
 import { loadAddon } from '../ts/vk/addon.js';
 
 const dev = new (loadAddon().Device)(-1);
-const pipes = new Pipelines(dev);
+// the probe's shaders are not in the shipped addon: compiled and added here
+const pipes = await gridPipelines(dev);
 afterAll(() => dev.dispose());
 
 describe('grid_sync probe', () => {

@@ -4,7 +4,7 @@
 
 #include "context.h"
 #include "device.h"
-#include "selftest.h"
+#include "pipeline.h"
 #include "spirv.h"
 
 namespace {
@@ -81,49 +81,35 @@ Napi::Value Shaders(const Napi::CallbackInfo& info) {
   return out;
 }
 
-class SelfTestWorker : public Napi::AsyncWorker {
- public:
-  SelfTestWorker(Napi::Env env, int device, uint32_t n) : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), device_(device), n_(n) {}
-  Napi::Promise promise() { return deferred_.Promise(); }
-  void Execute() override {
-    try {
-      result_ = q36::runSelfTest(device_, n_);
-    } catch (const std::exception& e) {
-      SetError(e.what());
-    }
-  }
-  void OnOK() override {
-    Napi::Object o = Napi::Object::New(Env());
-    o.Set("device", result_.device);
-    o.Set("maxError", result_.maxError);
-    o.Set("n", result_.n);
-    deferred_.Resolve(o);
-  }
-  void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
-
- private:
-  Napi::Promise::Deferred deferred_;
-  int device_;
-  uint32_t n_;
-  q36::SelfTestResult result_;
-};
-
-// selfTest(deviceIndex: number, n: number): Promise<{device, maxError, n}>
-Napi::Value SelfTest(const Napi::CallbackInfo& info) {
+// addShader(name, words: Uint32Array, bindings, pushBytes, local: [x, y, z], counts: number[]):
+// a SPIR-V module of an experiment or a test, beside the embedded ones (pipeline.h addShader)
+Napi::Value AddShader(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (info.Length() < 2 || !info[0].IsNumber() || !info[1].IsNumber())
-    throw Napi::TypeError::New(env, "selfTest(deviceIndex, n): numbers expected");
-  auto* w = new SelfTestWorker(env, info[0].As<Napi::Number>().Int32Value(), info[1].As<Napi::Number>().Uint32Value());
-  auto p = w->promise();
-  w->Queue();
-  return p;
+  if (info.Length() < 6 || !info[0].IsString() || !info[1].IsTypedArray() || !info[2].IsNumber() || !info[3].IsNumber() || !info[4].IsArray() || !info[5].IsArray())
+    throw Napi::TypeError::New(env, "addShader(name, words: Uint32Array, bindings, pushBytes, local: [x, y, z], counts: number[]) expected");
+  auto ta = info[1].As<Napi::TypedArray>();
+  if (ta.TypedArrayType() != napi_uint32_array) throw Napi::TypeError::New(env, "addShader: words must be a Uint32Array");
+  auto words = info[1].As<Napi::Uint32Array>();
+  std::vector<uint32_t> w(words.Data(), words.Data() + words.ElementLength());
+  auto la = info[4].As<Napi::Array>(), ca = info[5].As<Napi::Array>();
+  if (la.Length() != 3) throw Napi::TypeError::New(env, "addShader: local must be [x, y, z]");
+  uint32_t local[3];
+  for (uint32_t k = 0; k < 3; k++) local[k] = la.Get(k).As<Napi::Number>().Uint32Value();
+  std::vector<uint32_t> counts(ca.Length());
+  for (uint32_t k = 0; k < ca.Length(); k++) counts[k] = ca.Get(k).As<Napi::Number>().Uint32Value();
+  try {
+    q36::addShader(info[0].As<Napi::String>().Utf8Value(), std::move(w), info[2].As<Napi::Number>().Uint32Value(), info[3].As<Napi::Number>().Uint32Value(), local, counts);
+  } catch (const std::exception& e) {
+    throw Napi::Error::New(env, e.what());
+  }
+  return env.Undefined();
 }
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("listDevices", Napi::Function::New(env, ListDevices));
   exports.Set("shaderNames", Napi::Function::New(env, ShaderNames));
   exports.Set("shaders", Napi::Function::New(env, Shaders));
-  exports.Set("selfTest", Napi::Function::New(env, SelfTest));
+  exports.Set("addShader", Napi::Function::New(env, AddShader));
   exports.Set("Device", q36::Device::Define(env));
   return exports;
 }

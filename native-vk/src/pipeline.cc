@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <stdexcept>
 
 #include "spirv.h"
@@ -106,9 +108,52 @@ Buffer::~Buffer() {
   mem_ = VK_NULL_HANDLE;
 }
 
+// Modules added at run time (addShader: experiments and tests bring their own shaders, so the
+// shipped addon embeds only the engine's): the words and the reflected interface, kept for the
+// process's lifetime (pipelines made from them keep pointing at them).
+namespace {
+struct AddedShader {
+  std::string name;
+  std::vector<uint32_t> words;
+  EmbeddedShader s;
+};
+std::mutex gAddedMutex;
+std::vector<std::unique_ptr<AddedShader>> gAdded;
+}  // namespace
+
+void addShader(const std::string& name, std::vector<uint32_t> words, uint32_t bindings, uint32_t push, const uint32_t local[3], const std::vector<uint32_t>& counts) {
+  for (size_t i = 0; i < kEmbeddedShaderCount; i++)
+    if (name == kEmbeddedShaders[i].name) throw std::runtime_error("addShader: '" + name + "' is an embedded shader");
+  if (words.empty() || words[0] != 0x07230203u) throw std::runtime_error("addShader: '" + name + "' is not SPIR-V (no magic number)");
+  if (counts.size() != bindings || bindings > 16) throw std::runtime_error("addShader: '" + name + "': " + std::to_string(counts.size()) + " binding counts for " + std::to_string(bindings) + " bindings (at most 16)");
+  std::lock_guard<std::mutex> lock(gAddedMutex);
+  for (const auto& a : gAdded)
+    if (a->name == name) {
+      if (a->words == words) return;  // the same module again
+      throw std::runtime_error("addShader: '" + name + "' was added already with other code");
+    }
+  auto a = std::make_unique<AddedShader>();
+  a->name = name;
+  a->words = std::move(words);
+  a->s = EmbeddedShader{};
+  a->s.code = a->words.data();
+  a->s.size = a->words.size() * sizeof(uint32_t);
+  a->s.bindings = bindings;
+  a->s.push = push;
+  for (int k = 0; k < 3; k++) a->s.local[k] = local[k];
+  for (uint32_t k = 0; k < bindings; k++) a->s.counts[k] = counts[k];
+  a->s.name = a->name.c_str();
+  gAdded.push_back(std::move(a));
+}
+
 static const EmbeddedShader& findShader(const std::string& name) {
   for (size_t i = 0; i < kEmbeddedShaderCount; i++)
     if (name == kEmbeddedShaders[i].name) return kEmbeddedShaders[i];
+  {
+    std::lock_guard<std::mutex> lock(gAddedMutex);
+    for (const auto& a : gAdded)
+      if (a->name == name) return a->s;
+  }
   throw std::runtime_error("shader '" + name + "' is not embedded in the addon (rebuild with npm run build)");
 }
 

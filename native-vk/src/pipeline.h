@@ -46,6 +46,12 @@ struct Binding {
   uint64_t range;  // VK_WHOLE_SIZE for the whole buffer
 };
 
+// Registers a SPIR-V module by name beside the embedded ones, with its reflected interface
+// (bindings, push-constant bytes, workgroup size, buffers of each binding): pipelines of that name
+// are then made from it. The same name again with the same words is a no-op; with other words, or
+// an embedded name, an error.
+void addShader(const std::string& name, std::vector<uint32_t> words, uint32_t bindings, uint32_t push, const uint32_t local[3], const std::vector<uint32_t>& counts);
+
 class Pipeline {
  public:
   // counts: descriptors of each binding (an array of buffers: its length, else 1; empty: 1 each),

@@ -91,7 +91,12 @@ export interface VkAddon {
   /** each embedded module's interface as its SPIR-V declares it (reflected at build time) */
   /** counts: buffers of each binding the module uses (an array binding's length), 0 where the optimizer dropped it */
   shaders(): { name: string; bindings: number; push: number; local: [number, number, number]; counts: number[] }[];
-  selfTest(deviceIndex: number, n: number): Promise<{ device: string; maxError: number; n: number }>;
+  /**
+   * A SPIR-V module beside the embedded ones (experiments and tests bring their own shaders:
+   * scripts/experiments/lib/shaders.ts), with its reflected interface; the same name again with the same
+   * words is a no-op
+   */
+  addShader(name: string, words: Uint32Array, bindings: number, push: number, local: [number, number, number], counts: number[]): void;
 }
 
 let addon: VkAddon | undefined;

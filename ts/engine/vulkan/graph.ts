@@ -23,14 +23,20 @@ export function declOf(name: string): KernelDecl {
   return d;
 }
 
-/** Pipeline ids by shader name, created on first use with the interface kernels.ts declares. */
+/**
+ * Pipeline ids by shader name, created on first use with the interface kernels.ts declares (or
+ * `more`: an experiment's own kernels, their modules added to the addon at run time).
+ */
 export class Pipelines {
   private ids = new Map<string, number>();
-  constructor(private readonly dev: VkDevice) {}
+  private readonly more: Map<string, KernelDecl>;
+  constructor(private readonly dev: VkDevice, more: readonly KernelDecl[] = []) {
+    this.more = new Map(more.map((d) => [d.name, d]));
+  }
   get(name: string): number {
     let id = this.ids.get(name);
     if (id === undefined) {
-      const d = declOf(name);
+      const d = this.more.get(name) ?? declOf(name);
       // the addon refuses a declaration that disagrees with the module's own (SPIR-V reflection)
       id = this.dev.createPipeline(name, d.bindings.length, 4 * d.push.length, bindingCounts(d));
       this.ids.set(name, id);

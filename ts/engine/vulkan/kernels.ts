@@ -76,9 +76,6 @@ export const KERNELS = {
   moe_combine: k({ name: 'moe_combine', bindings: ['M', 'DE', 'WTS', 'DS', 'SG'], push: ['nEmbd', 'K', 'T'], local: 256, per: 256 }),
   quant: k({ name: 'quant', bindings: ['X', 'XQ', 'XS'], push: ['n', '_', '_', '_'], local: 64, per: 256 }),
   copy: k({ name: 'copy', bindings: ['SRC', 'DST'], push: ['n4'], local: 256 }),
-  // scripts/bench-grid-sync.ts's probe: co-residency and device-wide barriers in one dispatch
-  grid_sync: k({ name: 'grid_sync', bindings: ['CTL', 'DATA'], push: ['nWG', 'rounds', 'spinLimit', '_'], local: 256 }),
-  grid_chain: k({ name: 'grid_chain', bindings: ['CTL', 'W', 'X'], push: ['nWG', 'rounds', 'spinLimit', 'persist', 'n', 'nMat', 'r0', '_'], local: 256 }),
   argmax: k({ name: 'argmax', bindings: ['LOGITS', 'TKA', 'TKB', 'ARG', 'MASK'], push: ['n', 'offset', 'stage', 'groups'], local: 256, per: 1024 }),
   topk: k({ name: 'topk', bindings: ['LOGITS', 'src', 'dst'], push: ['n', 'k', 'offset', 'stage'], local: 256 }),
   state_t: k({ name: 'state_t', bindings: ['src', 'dst'], push: ['dk', '_', '_', '_'], local: 256, per: 32 }),

@@ -11,14 +11,13 @@
  * workgroup count and as a dispatch a round (a workgroup per 256/subgroup rows, pipeline barriers
  * between them): wall µs a round of each (medians of --reps submissions; the submission's own
  * cost spread over the rounds) and whether the two left the same bits.
- *   node dist/scripts/bench-grid-sync.js [--vk-device N] [--wg 1,16,64,132,264,528,1056] [--rounds 1000] [--reps 5]
+ *   node dist/scripts/experiments/grid-sync/bench.js [--vk-device N] [--wg 1,16,64,132,264,528,1056] [--rounds 1000] [--reps 5]
  *     [--chain-n 512,2048,4096] [--chain-wg 132,264,528] [--chain-rounds 400] [--chain-mats 8]
  */
 import { parseArgs } from 'node:util';
-import { Pipelines } from '../ts/engine/vulkan/graph.js';
-import { GRID_CHAIN_MAX_N, gridChain, gridSync } from '../ts/engine/vulkan/grid-sync.js';
-import { loadAddon } from '../ts/vk/addon.js';
-import { median } from './lib/stats.js';
+import { GRID_CHAIN_MAX_N, gridChain, gridPipelines, gridSync } from './grid-sync.js';
+import { loadAddon } from '../../../ts/vk/addon.js';
+import { median } from '../../lib/stats.js';
 
 const a = parseArgs({ options: {
   'vk-device': { type: 'string', default: '-1' }, wg: { type: 'string', default: '1,16,64,132,264,528,1056' },
@@ -29,7 +28,7 @@ const a = parseArgs({ options: {
 const rounds = Number(a.rounds), reps = Number(a.reps);
 if (!(Number.isInteger(rounds) && rounds >= 1)) { console.error(`bench-grid-sync: --rounds ${a.rounds}: need an integer ≥ 1`); process.exit(2); }
 const dev = new (loadAddon().Device)(Number(a['vk-device']));
-const pipes = new Pipelines(dev);
+const pipes = await gridPipelines(dev);
 console.log(`# bench-grid-sync ${new Date().toISOString()} ${dev.info().name}; ${rounds} rounds, median of ${reps}`);
 console.log('workgroups,co_resident,consistent,dispatch_us,barrier_us');
 for (const nWG of a.wg!.split(',').map(Number)) {

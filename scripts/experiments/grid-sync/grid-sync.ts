@@ -3,11 +3,27 @@
  * run at once on this device, and what does a device-wide barrier through atomics cost there?
  * Vulkan does not say how many workgroups are resident together, so a persistent decode kernel
  * must find out on the device and fall back to the multi-dispatch step where they are not; this
- * is that check, alone, plus the timing a design needs (scripts/bench-grid-sync.ts).
+ * is that check, alone, plus the timing a design needs (bench.ts). An experiment: its shaders are
+ * not in the shipped addon; gridPipelines() compiles and adds them (scripts/experiments/lib/shaders.ts).
  */
-import type { VkDevice } from '../../vk/addon.js';
-import { OpList, type Pipelines } from './graph.js';
-import { KERNELS, dispatch } from './kernels.js';
+import type { VkDevice } from '../../../ts/vk/addon.js';
+import { OpList, Pipelines } from '../../../ts/engine/vulkan/graph.js';
+import { dispatch, type KernelDecl } from '../../../ts/engine/vulkan/kernels.js';
+import { addShaders } from '../lib/shaders.js';
+
+const k = <B extends string, P extends string>(d: KernelDecl<B, P>) => d;
+/** The probe's kernels (shaders/ here): co-residency and device-wide barriers in one dispatch; a chain of products across them. */
+export const GRID_KERNELS = {
+  grid_sync: k({ name: 'grid_sync', bindings: ['CTL', 'DATA'], push: ['nWG', 'rounds', 'spinLimit', '_'], local: 256 }),
+  grid_chain: k({ name: 'grid_chain', bindings: ['CTL', 'W', 'X'], push: ['nWG', 'rounds', 'spinLimit', 'persist', 'n', 'nMat', 'r0', '_'], local: 256 }),
+};
+const KERNELS = GRID_KERNELS;
+
+/** The device's pipelines with the probe's kernels (compiled with glslc and added to the addon on first use). */
+export async function gridPipelines(dev: VkDevice): Promise<Pipelines> {
+  await addShaders('scripts/experiments/grid-sync/shaders', Object.values(GRID_KERNELS).map((d) => d.name));
+  return new Pipelines(dev, Object.values(GRID_KERNELS));
+}
 
 export interface GridSyncResult {
   /** every workgroup was resident at once (else the dispatch gave up and says so) */

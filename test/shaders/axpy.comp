@@ -1,6 +1,6 @@
 #version 450
-// selftest_axpy: y[i] = a * x[i] + y[i]. Used only by the addon's self-test to prove that the
-// build embeds SPIR-V and the dispatch path works on the chosen device.
+// axpy: y[i] = a * x[i] + y[i]. A test fixture (test/native.test.ts), added to the addon at run
+// time: a module from outside the build runs through the device's dispatch path.
 // Thread mapping: one invocation per element; workgroup 64; dispatch ceil(n / 64).
 layout(local_size_x = 64) in;
 layout(std430, binding = 0) readonly buffer X { float x[]; };
