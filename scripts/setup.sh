@@ -21,7 +21,7 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 # the matrix-core kernels need a glslc newer than Debian 12's (a private copy in .tools/ if so)
-bash scripts/glslc-coopmat.sh >/dev/null
+bash scripts/build/glslc-coopmat.sh >/dev/null
 
 npm ci --no-audit --no-fund
 npm run build

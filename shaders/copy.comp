@@ -1,6 +1,6 @@
 #version 450
 // copy: dst = src, 16 bytes per invocation and step (grid-stride). A session goes back to a draft
-// step's accepted row with it (its recurrent states from their checkpoints); scripts/bench-matvec-bw
+// step's accepted row with it (its recurrent states from their checkpoints); scripts/bench/bench-matvec-bw
 // measures the device's copy bandwidth with it.
 // Dispatch: (groups) with n4 = the uvec4 count.
 layout(local_size_x = 256) in;

@@ -1,7 +1,7 @@
 // Weight decoders shared by matvec.glsl and mm.glsl: decode(o, g, w) gives the 8 values of group g
 // (values 8g … 8g+7) of the row starting at byte o of W, for the weight type TYPE_*. The including
 // shader declares W (uint words) and GRID (uvec2 units: the lookup tables of the IQ types, laid out
-// by scripts/gen-tables.mjs; generated/grids.glsl says where each starts).
+// by scripts/build/gen-tables.mjs; generated/grids.glsl says where each starts).
 // Block layouts: quant-spec §3 (IQ2_S, IQ3_S, IQ1_S, IQ1_M: core-as/quant/dequant.ts).
 // decode(o, g, w): the 8 values of group g of the row starting at byte o.
 #include "generated/grids.glsl"

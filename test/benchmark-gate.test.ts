@@ -53,7 +53,7 @@ describe('the comparison', () => {
 });
 
 describe('npm run benchmark-gate (tinyA, lavapipe)', () => {
-  const gate = (...args: string[]) => spawnSync(process.execPath, [path.join(ROOT, 'dist/scripts/benchmark-gate.js'), '-m', fixture('tinyA/tinyA-q2.gguf'), ...args], { encoding: 'utf8', timeout: 300_000 });
+  const gate = (...args: string[]) => spawnSync(process.execPath, [path.join(ROOT, 'dist/scripts/bench/benchmark-gate.js'), '-m', fixture('tinyA/tinyA-q2.gguf'), ...args], { encoding: 'utf8', timeout: 300_000 });
   it('passes a baseline it clears, fails a doctored one (exit 1, the rows named), records its own and passes it at a low floor', () => {
     const dir = tmpDir();
     try {

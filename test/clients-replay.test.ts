@@ -1,6 +1,6 @@
 /**
  * The CI subset of `npm run test:clients`: the requests the real agents sent (recorded by
- * `node dist/scripts/test-clients.js --record fixtures/clients`, versions in each file) replayed
+ * `node dist/scripts/qa/test-clients.js --record fixtures/clients`, versions in each file) replayed
  * against the server. Each must get a 200 or the provider's own context-length refusal — which
  * means the whole request (system blocks, mid-conversation system messages, every tool kind,
  * content parts) was parsed and rendered: the length is counted on the rendered prompt.

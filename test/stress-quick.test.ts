@@ -1,5 +1,5 @@
 /**
- * The stress suite's CI subset (`node dist/scripts/stress.js --quick`): every phase runs at a
+ * The stress suite's CI subset (`node dist/scripts/qa/stress.js --quick`): every phase runs at a
  * smaller count; the run must report 0 crashes, 0 5xx, 0 damaged or foreign cache files loaded
  * and 0 wrong answers (the script exits 1 otherwise). The full run is `npm run test:stress`.
  */
@@ -11,7 +11,7 @@ const ROOT = path.resolve(__dirname, '..');
 
 describe('stress suite (quick)', () => {
   it('hostile GGUF, cache files, HTTP bodies, WebSocket frames, concurrent aborting clients, kill -9 and download servers: all clean', () => {
-    const r = spawnSync(process.execPath, [path.join(ROOT, 'dist/scripts/stress.js'), '--quick', '--seed', '7'], { encoding: 'utf8', timeout: 300_000 });
+    const r = spawnSync(process.execPath, [path.join(ROOT, 'dist/scripts/qa/stress.js'), '--quick', '--seed', '7'], { encoding: 'utf8', timeout: 300_000 });
     console.log(r.stdout);
     expect(r.status, r.stderr).toBe(0);
     const total = /^total +tried +(\d+) +clean +(\d+) +crashes (\d+) +5xx (\d+) +foreign-loaded (\d+) +wrong (\d+)$/m.exec(r.stdout);

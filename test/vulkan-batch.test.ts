@@ -293,7 +293,7 @@ describe('bench-batch --check', () => {
   it('reports each batched session\'s greedy tokens equal to its decode alone; refuses sampling', async () => {
     const { spawnSync } = await import('node:child_process');
     const path = await import('node:path');
-    const script = path.resolve(__dirname, '../dist/scripts/bench-batch.js'), model = fixture('tinyA/tinyA-q2.gguf');
+    const script = path.resolve(__dirname, '../dist/scripts/bench/bench-batch.js'), model = fixture('tinyA/tinyA-q2.gguf');
     const r = spawnSync(process.execPath, [script, '-m', model, '--sessions', '1,3', '--prompt', '12', '--gen', '5', '--check'], { encoding: 'utf8' });
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/sessions 3: .*native batched step/);

@@ -3,7 +3,7 @@
  * a glslc that compiles GL_KHR_cooperative_matrix), chosen by matvecOp where asked and never for
  * the router, refused by the engine on a device without matrix units (lavapipe: the fallback mm
  * runs, and says why), switched off by Q36_VK_COOPMAT=0. Their arithmetic is checked on the H200
- * (scripts/vk-decoders.ts, mmc-check.ts, attn-mmc-check.ts, vk-parity.ts: docs/vulkan.md); the expected values of the
+ * (scripts/check/vk-decoders.ts, mmc-check.ts, attn-mmc-check.ts, vk-parity.ts: docs/vulkan.md); the expected values of the
  * decoder check (f16Round, splitRound) are checked here against IEEE 754 facts.
  */
 import { describe, expect, it } from 'vitest';

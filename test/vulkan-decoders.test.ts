@@ -1,7 +1,7 @@
 /**
  * The Vulkan weight decoders (shaders/decode.glsl) against the oracle's dequantized values, bit for
  * bit, through each kernel that decodes (scripts/lib/decoder-check.ts): a wrong bit, nibble, sign
- * or table entry fails by value. On a GPU: node dist/scripts/vk-decoders.js.
+ * or table entry fails by value. On a GPU: node dist/scripts/check/vk-decoders.js.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { MATVEC } from '../ts/engine/vulkan/weights.js';

@@ -3,7 +3,7 @@
  * with the same KV types — all-position logits after prefills of 1, 17, 64 and 65
  * tokens (513 on the first geometry), a decode continuation, payloads across backends — within
  * the oracle tolerance; geometries past the kernels' limits refused at load by name.
- * On a GPU: node dist/scripts/geometry-sweep.js (recorded in docs/vulkan.md).
+ * On a GPU: node dist/scripts/check/geometry-sweep.js (recorded in docs/vulkan.md).
  */
 import * as fs from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';

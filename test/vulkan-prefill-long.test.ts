@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { openEngine } from '../ts/engine/index.js';
-import { prefillVsDecode } from '../scripts/prefill-check.js';
+import { prefillVsDecode } from '../scripts/check/prefill-check.js';
 import { fixture } from './helpers.js';
 
 const FULL = process.env.Q36_VK_FULL === '1';

@@ -16,7 +16,7 @@ import { loadAddon } from '../ts/vk/addon.js';
 import { Rng } from '../ts/model/synth.js';
 import { fixture, oracleLogitErrors } from './helpers.js';
 import { readQuantOracle } from '../scripts/lib/quant-oracle.js';
-import { prefillVsDecode } from '../scripts/prefill-check.js';
+import { prefillVsDecode } from '../scripts/check/prefill-check.js';
 
 const FULL = process.env.Q36_VK_FULL === '1';
 const q = new QuantKernels();

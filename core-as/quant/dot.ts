@@ -251,7 +251,7 @@ export function dotScalarPath(t: i32, w: usize, x: usize, n: i32): f32 {
   return s;
 }
 
-/** Address of the decoders' table blob (scripts/gen-tables.mjs): the Vulkan engine's GRID binding. */
+/** Address of the decoders' table blob (scripts/build/gen-tables.mjs): the Vulkan engine's GRID binding. */
 export function gridBlobPtr(): usize {
   return GRID_BLOB;
 }

@@ -3,7 +3,7 @@
  * lengths, a decode continuation fed the same tokens on both sides, and snapshots (payloads) moved
  * across backends mid-sequence. Both engines must use the same KV types, so that the only
  * differences left are the backends' summation orders. Used by the geometry sweep (test and
- * scripts/geometry-sweep.ts) and the mixed-type model test.
+ * scripts/check/geometry-sweep.ts) and the mixed-type model test.
  */
 import type { Engine, Session } from '../../ts/engine/index.js';
 import { Rng } from '../../ts/model/synth.js';

@@ -5,7 +5,7 @@
  * and, on a device with matrix units, through mmc, whose tiles hold each value as two f16 (the
  * f32 cut to f16's 11 significant bits, and the rest times 2^11 rounded to f16): there each value
  * must be splitRound of the oracle's (written from that definition and IEEE 754, not from the shader).
- * Used by test/vulkan-decoders.test.ts (lavapipe) and scripts/vk-decoders.ts (a GPU).
+ * Used by test/vulkan-decoders.test.ts (lavapipe) and scripts/check/vk-decoders.ts (a GPU).
  */
 import * as path from 'node:path';
 import { ALL_TYPES, type TypeInfo } from '../../ts/gguf/index.js';

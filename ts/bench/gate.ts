@@ -1,7 +1,7 @@
 /**
  * The release benchmark gate's data: a baseline (q36-bench's CSV with `#` lines saying where, how
  * and when it was measured) and the comparison of a run against it. docs/baselines/README.md
- * documents the format; scripts/benchmark-gate.ts runs q36-bench and applies this.
+ * documents the format; scripts/bench/benchmark-gate.ts runs q36-bench and applies this.
  */
 
 export interface BaselineRow { frontier: number; prefillTps: number; decodeTps: number }

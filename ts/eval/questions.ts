@@ -1,5 +1,5 @@
 /**
- * q36-eval's embedded questions (ts/eval/questions.json, written by scripts/eval-questions.py):
+ * q36-eval's embedded questions (ts/eval/questions.json, written by scripts/build/eval-questions.py):
  * loading, checking and turning one into its user prompt.
  */
 import * as fs from 'node:fs';

@@ -2,7 +2,7 @@
  * The model schema: every tensor QuarkStar reads, once, per layer kind — its name, its shapes
  * (in the model's own dimensions), which types it may have, where the CPU engine keeps it (its
  * slot in the WASM tensor table: core-as/generated/slots.ts is generated from this by
- * scripts/gen-slots.ts) and which decode stack the Vulkan engine puts it in. shape.ts validates
+ * scripts/build/gen-slots.ts) and which decode stack the Vulkan engine puts it in. shape.ts validates
  * files against it, make-model writes files from it, both engines load from it.
  * Pure data plus dimension arithmetic: nothing here reads a file.
  */

@@ -1,6 +1,6 @@
 /**
  * Shaders that are not the engine's (experiments, test fixtures): compiled from GLSL with glslc
- * when asked, reflected as scripts/build-shaders.mjs reflects the engine's, and added to the addon
+ * when asked, reflected as scripts/build/build-shaders.mjs reflects the engine's, and added to the addon
  * at run time (addShader), so the shipped addon embeds only what the engine dispatches. Their
  * SPIR-V goes to build/experiments/; each is declared as a KernelDecl by its experiment, and the
  * addon checks every pipeline against the module's own interface as it does the embedded ones.

@@ -8,7 +8,7 @@ export const H = {
 } as const;
 
 export const T_ENTRY = 32;
-/** Tensor-table slots from the model schema (the same order scripts/gen-slots.ts gives core-as). */
+/** Tensor-table slots from the model schema (the same order scripts/build/gen-slots.ts gives core-as). */
 export const N_SLOTS = LAYER_SLOT_ORDER.length;
 /** tensor name suffix (after "blk.N.") → slot */
 export const LAYER_SLOTS: Record<string, number> = Object.fromEntries(LAYER_SLOT_ORDER.map((t, i) => [t.key, i]));

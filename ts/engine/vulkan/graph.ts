@@ -335,7 +335,7 @@ export function matvecOp(ops: OpList, d: MatvecDispatch): void {
   ops.op(`${shader}_${d.type}`, [...d.buffers, ...(d.epilogue?.extra ?? [])], push(), [Math.ceil(d.rows / (glu ? rows / 2 : rows)), Math.ceil(d.nRows / tokens)], d.barrier ?? true, d.label);
 }
 
-/** The decoders' lookup tables (scripts/gen-tables.mjs) from the WASM core: the shaders' GRID binding. */
+/** The decoders' lookup tables (scripts/build/gen-tables.mjs) from the WASM core: the shaders' GRID binding. */
 export function gridBlob(core: Core): Uint8Array {
   const x = core.x as unknown as { gridBlobPtr(): number; gridBlobBytes(): number };
   return new Uint8Array(core.memory.buffer, x.gridBlobPtr(), x.gridBlobBytes()).slice();

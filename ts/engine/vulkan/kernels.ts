@@ -3,7 +3,7 @@
  * push-constant block (field names in order; `:f32` marks floats, `_` padding), its workgroup
  * size and how many items one workgroup covers. The step (step.ts), the engine and the tests
  * build dispatches from these; the addon checks each pipeline against the interface its SPIR-V
- * module declares (reflected by scripts/build-shaders.mjs) when the pipeline is created, and
+ * module declares (reflected by scripts/build/build-shaders.mjs) when the pipeline is created, and
  * test/vulkan-kernels.test.ts checks every declaration against every variant.
  */
 

@@ -1,7 +1,7 @@
 #version 450
 // grid_sync: a probe for a persistent decode kernel (#17). One dispatch of nWG workgroups that
 // checks that they are all resident at once (grid.glsl), then runs `rounds` device-wide barriers
-// with a dependent step between them, so that scripts/bench-grid-sync.ts can time a barrier
+// with a dependent step between them, so that scripts/experiments/grid-sync/bench.ts can time a barrier
 // against a dispatch level and check that the writes of one round are seen in the next.
 // DATA: two halves of nWG values; round r reads half r % 2 (the value of the next workgroup),
 // writes its own in the other half plus one, so after R rounds every value is R exactly when

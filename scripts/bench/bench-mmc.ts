@@ -1,0 +1,121 @@
+/**
+ * bench-mmc: GPU time of the prefill matmuls in the model's shapes, on random weights of the q2
+ * recipe's types: the dense DeltaNet in-projection (q8_0, 8192 × 2048), the routed gate+up (iq2_xxs
+ * GLU, 256 experts × 512 rows × 2048) and down (q2_k, 256 × 2048 × 512) for a chunk of T tokens
+ * with 8 experts a token. Each form runs on the f32 tiles (mm) and on the matrix units (mmc) and
+ * prints both times (the median over --reps runs of a command of 8 such dispatches) and the largest |Δ|
+ * between them relative to the largest |y|. --variant P runs P_<type> in place of mmc_<type>
+ * (a kernel experiment built beside mmc).
+ *
+ *   node dist/scripts/bench/bench-mmc.js [--tokens 512,2048] [--reps 5] [--variant mmcx] [--device N]
+ */
+import { parseArgs } from 'node:util';
+import { Core } from '../../ts/core/wasm.js';
+import { OpList, Pipelines, declOf, gridBlob, matvecOp, MMC_MOE_PAIRS, MM_MOE_PAIRS, type MatvecDispatch } from '../../ts/engine/vulkan/graph.js';
+import { tilesFor } from '../../ts/engine/vulkan/expert-stream.js';
+import { bindingCounts } from '../../ts/engine/vulkan/kernels.js';
+import { loadAddon } from '../../ts/vk/addon.js';
+import { Rng } from '../../ts/model/synth.js';
+
+const { values: a } = parseArgs({ options: {
+  tokens: { type: 'string', default: '512,2048' }, reps: { type: 'string', default: '10' }, variant: { type: 'string' }, device: { type: 'string', default: '-1' },
+} });
+const dev = new (loadAddon().Device)(Number(a.device));
+if (!dev.info().coopmat) { console.error(`bench-mmc: ${dev.info().name} has no usable matrix units`); process.exit(2); }
+const variant = a.variant;
+/** mmc_* renamed to the variant's modules (same interface: they include mmc.glsl) */
+class VariantPipelines extends Pipelines {
+  /** the module each mmc_* name ran as */
+  readonly used = new Map<string, string>();
+  override get(name: string): number {
+    if (!variant || !name.startsWith('mmc_')) return super.get(name);
+    // a form the variant does not build runs as mmc
+    const v = `${variant}_${name.slice(4)}`;
+    try { const id = super.get(v); this.used.set(name, v); return id; } catch { return super.get(name); }
+  }
+}
+const pipes = new Pipelines(dev), vpipes = new VariantPipelines(dev);
+const rng = new Rng(11);
+const reps = Number(a.reps);
+// device-local buffers, as the engine's weights and scratch (host-visible ones put PCIe reads in the timings)
+const buf = (x: Uint8Array) => { const b = dev.createBuffer(x.byteLength, false); dev.write(b, 0, x); return b; };
+const g = gridBlob(new Core());
+const grid = dev.createBuffer(g.byteLength, false);
+dev.write(grid, 0, g);
+
+/** block bytes, values a block, and where its f16 scales sit (set to small finite values) */
+const LAYOUT: Record<string, { bytes: number; n: number; halves: number[] }> = {
+  q8_0: { bytes: 34, n: 32, halves: [0] }, iq2_xxs: { bytes: 66, n: 256, halves: [0] }, q2_k: { bytes: 84, n: 256, halves: [80, 82] },
+};
+function weights(type: string, rows: number, n: number): { bytes: Uint8Array; rowBytes: number } {
+  const L = LAYOUT[type], rowBytes = (n / L.n) * L.bytes, out = new Uint8Array(rows * rowBytes);
+  for (let i = 0; i < out.length; i++) out[i] = rng.int(0, 255);
+  // f16 scales 2^-8 … 2^-6 (exponent 7..9): finite, no NaN or infinity from random bytes
+  for (let b = 0; b < out.length; b += L.bytes) for (const h of L.halves) { out[b + h] = rng.int(0, 255); out[b + h + 1] = (7 + rng.int(0, 2)) << 2; }
+  return { bytes: out, rowBytes };
+}
+const floats = (n: number) => { const x = new Float32Array(n); for (let i = 0; i < n; i++) x[i] = rng.float() * 2 - 1; return new Uint8Array(x.buffer); };
+
+function run(p: Pipelines, d: MatvecDispatch, yLen: number): { ms: number; y: Float32Array; shader: string } {
+  // the dispatch 8 times back to back in one command (the clocks up, as in a prefill step), the
+  // command run `reps` times: the median of every dispatch's time
+  const ops = new OpList(p);
+  for (let i = 0; i < 8; i++) matvecOp(ops, d);
+  const cmd = dev.record(ops.build(), true);
+  const ts: number[] = [];
+  for (let r = 0; r < reps; r++) { dev.runSync(cmd); ts.push(...Array.from(dev.timings(cmd), (x) => x / 1e6)); }
+  dev.freeCommand(cmd);
+  ts.sort((x, y) => x - y);
+  const y = new Float32Array(dev.read(d.buffers[2], 0, yLen * 4));
+  const name = ops.names[0].split(' ')[0];
+  return { ms: ts[ts.length >> 1], y, shader: p instanceof VariantPipelines ? p.used.get(name) ?? name : name };
+}
+
+const stated = new Set<string>();
+function compare(label: string, d: MatvecDispatch, yLen: number, coopmatTiles?: MatvecDispatch['moe']): void {
+  const Y = dev.createBuffer(yLen * 4, false);
+  const base = run(pipes, { ...d, buffers: [d.buffers[0], d.buffers[1], Y, d.buffers[3], d.buffers[4]], coopmat: false }, yLen);
+  const fast = run(vpipes, { ...d, buffers: [d.buffers[0], d.buffers[1], Y, d.buffers[3], d.buffers[4]], coopmat: true, moe: coopmatTiles ?? d.moe }, yLen);
+  dev.freeBuffer(Y);
+  for (const name of [base.shader, fast.shader]) {
+    if (stated.has(name)) continue;
+    stated.add(name);
+    const dc = declOf(name);
+    try { console.log(`  stats ${name}: ${dev.pipelineStats(name, dc.bindings.length, 4 * dc.push.length, bindingCounts(dc)).map(([k, v]) => `${k}=${v}`).join('; ')}`); } catch (e) { console.log(`  stats ${name}: ${(e as Error).message}`); }
+  }
+  let m = 0, big = 0;
+  for (let i = 0; i < yLen; i++) { big = Math.max(big, Math.abs(base.y[i])); m = Math.max(m, Math.abs(base.y[i] - fast.y[i])); }
+  console.log(`${label.padEnd(30)} ${base.shader} ${base.ms.toFixed(3)} ms   ${fast.shader} ${fast.ms.toFixed(3)} ms   ×${(base.ms / fast.ms).toFixed(2)}   max |Δ|/|y| ${(m / big).toExponential(2)}`);
+}
+
+console.log(`# bench-mmc on ${dev.info().name}; ${new Date().toISOString()}; variant ${variant ?? 'mmc'}; median of ${reps}`);
+const dq = weights('q8_0', 8192, 2048), W8 = buf(dq.bytes);
+const E = 256, K = 8, FF = 512, H = 2048;
+const gu = weights('iq2_xxs', E * 2 * FF, H), WGU = buf(gu.bytes);
+const dn = weights('q2_k', E * H, FF), WDN = buf(dn.bytes);
+// warm-up: the clocks up before the first timing (about a second of GPU work)
+{
+  const X = buf(floats(2048 * H)), Y = dev.createBuffer(2048 * 8192 * 4, false), ids = dev.createBuffer(16, false);
+  const ops = new OpList(pipes);
+  for (let i = 0; i < 50; i++) matvecOp(ops, { type: 'q8_0', buffers: [W8, X, Y, ids, grid], rows: 8192, n: H, rowBytes: dq.rowBytes, nRows: 2048 });
+  const cmd = dev.record(ops.build());
+  for (let r = 0; r < 4; r++) dev.runSync(cmd);
+  dev.freeCommand(cmd);
+  [X, Y, ids].forEach((b) => dev.freeBuffer(b));
+}
+for (const T of a.tokens!.split(',').map(Number)) {
+  const X = buf(floats(T * H)), XP = buf(floats(T * K * FF));
+  const ids = dev.createBuffer(16, false);
+  compare(`dense q8_0 8192×2048 T=${T}`, { type: 'q8_0', buffers: [W8, X, 0, ids, grid], rows: 8192, n: H, rowBytes: dq.rowBytes, nRows: T }, T * 8192);
+  // 8 distinct experts a token, uniformly at random
+  const eOf: number[] = [];
+  for (let t = 0; t < T; t++) { const s = new Set<number>(); while (s.size < K) s.add(rng.int(0, E - 1)); eOf.push(...s); }
+  // the pairs grouped by expert as moe_tiles groups them: one LIST (the same order for any tile
+  // size), the tiles of mm_moe's and of mmc_moe's size
+  const slots = Uint32Array.from(eOf), LIST = buf(new Uint8Array(tilesFor(slots, MM_MOE_PAIRS).list.buffer));
+  const moe = (bn: number) => { const { tiles } = tilesFor(slots, bn); return { tiles: buf(new Uint8Array(tiles.buffer)), maxTiles: tiles[0], ids }; };
+  const m32 = moe(MM_MOE_PAIRS), m64 = moe(MMC_MOE_PAIRS);
+  compare(`experts gate+up iq2_xxs T=${T}`, { type: 'iq2_xxs', buffers: [WGU, X, 0, LIST, grid], rows: FF, n: H, rowBytes: gu.rowBytes, nRows: T * K, flags: 4, K, expertBytes: 2 * FF * gu.rowBytes, upBytes: FF * gu.rowBytes, yStride: FF, moe: m32 }, T * K * FF, m64);
+  compare(`experts down q2_k T=${T}`, { type: 'q2_k', buffers: [WDN, XP, 0, LIST, grid], rows: H, n: FF, rowBytes: dn.rowBytes, nRows: T * K, flags: 2, K, expertBytes: H * dn.rowBytes, yStride: H, moe: m32 }, T * K * H, m64);
+}
+dev.dispose();

@@ -1,0 +1,91 @@
+/**
+ * attn-mmc-check: prefill attention on the matrix units (attn_mmc) against the f32 tiles
+ * (attn_tile) on random data, each followed by attn_merge: the largest |Δ| of the outputs relative
+ * to their largest |value|, and the GPU time of each kernel (median of --reps, timestamps) for a
+ * dispatch pair's tokens at each depth. Needs a device with matrix units (the H200).
+ *
+ *   node dist/scripts/check/attn-mmc-check.js [--pos 0,130,2500,8192,30720] [--tokens 33,256] [--kv q8_0/q4_0] [--reps 10]
+ *
+ * Shapes: the full model's (16 query heads, 2 KV heads of 256) and a small one (8 / 2 of 64).
+ */
+import { parseArgs } from 'node:util';
+import { OpList, Pipelines, attnBlock, attnTileTokens } from '../../ts/engine/vulkan/graph.js';
+import { KERNELS, dispatch } from '../../ts/engine/vulkan/kernels.js';
+import { KV_TYPE_IDS } from '../../ts/engine/common.js';
+import type { KvType } from '../../ts/engine/types.js';
+import { rowBytes } from '../../ts/gguf/index.js';
+import type { ModelShape } from '../../ts/model/shape.js';
+import { Rng, fillRandom } from '../../ts/model/synth.js';
+import { loadAddon } from '../../ts/vk/addon.js';
+import { gpuTime } from '../lib/gpu-time.js';
+
+const { values: a } = parseArgs({ options: {
+  pos: { type: 'string', default: '0,130,2500,8192,30720' }, tokens: { type: 'string', default: '33,256' },
+  kv: { type: 'string', default: 'q8_0/q4_0' }, reps: { type: 'string', default: '10' }, device: { type: 'string', default: '-1' },
+} });
+const [kType, vType] = a.kv!.split('/') as [KvType, KvType];
+for (const t of [kType, vType]) if (!(t in KV_TYPE_IDS)) { console.error(`attn-mmc-check: unknown cache type "${t}" (${Object.keys(KV_TYPE_IDS).join(', ')})`); process.exit(2); }
+const addon = loadAddon();
+const dev = new addon.Device(Number(a.device));
+if (!dev.info().coopmat || !addon.shaderNames().includes(`attn_mmc_${kType}_${vType}`)) { console.error(`attn-mmc-check: ${dev.info().name} has no usable matrix units, or this build lacks attn_mmc`); process.exit(2); }
+const pipes = new Pipelines(dev);
+const rng = new Rng(5);
+const reps = Number(a.reps);
+let worst = 0;
+console.log(`# attn-mmc-check ${new Date().toISOString()} ${dev.info().name}, cache ${kType}/${vType}`);
+console.log('heads,hd,tokens,pos,max_rel_diff,ml_rel_diff,nan_outputs,attn_tile_us,attn_mmc_us,x');
+for (const [nHead, nHeadKv, hd] of [[16, 2, 256], [8, 2, 64]] as const) {
+  const s = { nHead, nHeadKv, headDim: hd } as ModelShape;
+  const kvDim = nHeadKv * hd, qStride = 2 * nHead * hd, kRow = rowBytes(KV_TYPE_IDS[kType], kvDim), vRow = rowBytes(KV_TYPE_IDS[vType], kvDim);
+  for (const T of a.tokens!.split(',').map(Number)) {
+    for (const pos of a.pos!.split(',').map(Number)) {
+      const ctx = pos + T, blk = attnBlock(s, T, true), nBlk = Math.ceil(ctx / blk), tq = attnTileTokens(s);
+      const fill = (type: KvType, rb: number) => {
+        const b = dev.createBuffer(ctx * rb, false), bytes = new Uint8Array(ctx * rb);
+        fillRandom(KV_TYPE_IDS[type], bytes, ctx * kvDim, rng, { sigma: 1 });
+        dev.write(b, 0, bytes);
+        return b;
+      };
+      const Kc = fill(kType, kRow), Vc = fill(vType, vRow);
+      const QG = dev.createBuffer(T * qStride * 4, false);
+      dev.write(QG, 0, new Uint8Array(Float32Array.from({ length: T * qStride }, () => rng.normal() * 2).buffer));
+      const P = dev.createBuffer(T * nHead * nBlk * hd * 4, false), ML = dev.createBuffer(T * nHead * nBlk * 8, false);
+      const O = dev.createBuffer(T * nHead * hd * 4, true), PARAMS = dev.createBuffer(16, false);
+      dev.write(PARAMS, 0, new Uint8Array(Uint32Array.of(pos, T, 0, 0).buffer));
+      const push = { nHead, nHeadKv, hd, kRowBytes: kRow, vRowBytes: vRow, qStride, scale: 1 / Math.sqrt(hd), nBlk, blk, t0: 0, grow: 0, nTok: T, tq };
+      const attn = (ops: OpList, kernel: 'attn_tile' | 'attn_mmc') => dispatch(ops, KERNELS[kernel], { QG, Kc, Vc, P, ML, PARAMS }, push, [Math.ceil(T / tq), nHeadKv, nBlk], { variant: `${kType}_${vType}` });
+      const runs = (['attn_tile', 'attn_mmc'] as const).map((kernel) => {
+        // slots a kernel leaves unwritten (blocks past a token) read as 0 in both runs, not as garbage
+        dev.write(ML, 0, new Uint8Array(T * nHead * nBlk * 8));
+        const ops = new OpList(pipes);
+        attn(ops, kernel);
+        dispatch(ops, KERNELS.attn_merge, { P, ML, QG, O, PARAMS }, { nHead, hd, nBlk, qStride, blk, t0: 0, grow: 0 }, [T, nHead]);
+        const cmd = dev.record(ops.build(), false);
+        dev.runSync(cmd);
+        dev.freeCommand(cmd);
+        return { o: new Float32Array(dev.read(O, 0, T * nHead * hd * 4)), ml: new Float32Array(dev.read(ML, 0, T * nHead * nBlk * 8)) };
+      });
+      // the softmax statistics (each block's running max and sum) apart: they tell a wrong S from a wrong P·V
+      let mlDiff = 0;
+      for (let i = 0; i < runs[0].ml.length; i++) if (runs[0].ml[i] !== 0 || runs[1].ml[i] !== 0) mlDiff = Math.max(mlDiff, Math.abs(runs[0].ml[i] - runs[1].ml[i]) / Math.max(1, Math.abs(runs[0].ml[i])));
+      const outs = runs.map((r) => r.o);
+      const nans = outs[1].filter((x) => Number.isNaN(x)).length;
+      let m = 0, big = 0;
+      for (let i = 0; i < outs[0].length; i++) {
+        big = Math.max(big, Math.abs(outs[0][i]));
+        const e = Math.abs(outs[0][i] - outs[1][i]);
+        if (!(e <= m)) m = e;
+      }
+      const rel = m / big;
+      worst = Math.max(worst, Number.isNaN(rel) ? Infinity : rel);
+      const t = (['attn_tile', 'attn_mmc'] as const).map((k) => gpuTime({ dev, pipes, reps, warmMs: 200 }, (ops) => attn(ops, k)).seconds * 1e6);
+      console.log(`${nHead}/${nHeadKv},${hd},${T},${pos},${rel.toExponential(2)},${mlDiff.toExponential(2)},${nans},${t[0].toFixed(1)},${t[1].toFixed(1)},${(t[0] / t[1]).toFixed(2)}`);
+      for (const b of [Kc, Vc, QG, P, ML, O, PARAMS]) dev.freeBuffer(b);
+    }
+  }
+}
+dev.dispose();
+// one f16 rounding of an operand is ~5e-4; the two-f16 form stays near f32's sums
+const LIMIT = 1e-5;
+console.log(worst <= LIMIT ? `ok: every output within ${LIMIT} of attn_tile's (relative to the largest)` : `FAIL: ${worst.toExponential(2)} > ${LIMIT}`);
+process.exit(worst <= LIMIT ? 0 : 1);
