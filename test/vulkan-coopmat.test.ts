@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { readEnv } from '../ts/cli/env.js';
 import { openEngine } from '../ts/engine/index.js';
 import { KERNELS } from '../ts/engine/vulkan/kernels.js';
-import { MMC_MOE_PAIRS, MM_MOE_PAIRS, OpList, attnTileKernel, matvecOp, moePairs, type Pipelines } from '../ts/engine/vulkan/graph.js';
+import { MMC_MOE_PAIRS, MM_MOE_PAIRS, MV, OpList, attnTileKernel, matvecOp, moePairs, type Pipelines } from '../ts/engine/vulkan/graph.js';
 import { loadAddon } from '../ts/vk/addon.js';
 import { f16Round, splitRound } from '../scripts/lib/decoder-check.js';
 import { fixture } from './helpers.js';
@@ -67,7 +67,7 @@ describe('the matrix-core kernels in the build and in the op choice', () => {
       const o = new OpList(fake);
       const base = { type: 'q8_0', buffers: [1, 2, 3, 4, 5] as [number, number, number, number, number], rows: 256, n: 256, rowBytes: 272, coopmat };
       matvecOp(o, { ...base, nRows: 100 });
-      matvecOp(o, { ...base, nRows: 200, flags: 1, K: 8, expertBytes: 256 * 272, moe: { tiles: 6, maxTiles: 9, ids: 7 } });
+      matvecOp(o, { ...base, nRows: 200, flags: MV.gather, K: 8, expertBytes: 256 * 272, moe: { tiles: 6, maxTiles: 9, ids: 7 } });
       matvecOp(o, { ...base, nRows: 100, flags: 4, upBytes: 256 * 272 });
       matvecOp(o, { ...base, nRows: 200, flags: 5, K: 8, expertBytes: 512 * 272, upBytes: 256 * 272, moe: { tiles: 6, maxTiles: 9, ids: 7 } });
       matvecOp(o, { ...base, nRows: 1 });

@@ -13,7 +13,7 @@
  */
 import { parseArgs } from 'node:util';
 import { Core } from '../../ts/core/wasm.js';
-import { OpList, Pipelines, declOf, gridBlob, matvecOp } from '../../ts/engine/vulkan/graph.js';
+import { MV, OpList, Pipelines, declOf, gridBlob, matvecOp } from '../../ts/engine/vulkan/graph.js';
 import { KERNELS, bindingCounts, dispatch } from '../../ts/engine/vulkan/kernels.js';
 import { GgmlType, rowBytes, typeName } from '../../ts/gguf/index.js';
 import { Rng, fillRandom } from '../../ts/model/synth.js';
@@ -108,9 +108,9 @@ for (const name of a.types!.split(',')) {
     dev.write(ids, 0, new Uint8Array(idv.buffer));
     const o = { type: name, rowBytes: rb };
     const runs: { label: string; rows: number; d: (rep: number, k: string) => Parameters<typeof matvecOp>[1] }[] = pairs
-      ? [{ label: `${sh.what} ${pairs} pairs × ${sh.rows} × ${sh.n}`, rows: pairs, d: (rep, k) => ({ ...o, buffers: [w, x, y, ids, grid], rows: sh.rows, n: sh.n, nRows: pairs, flags: 1 | 2 | (sh.glu ? 4 : 0), K: 8, expertBytes, upBytes: sh.glu ? rb * sh.rows : 0, wOffset: at(rep), unit: k === 'mv' }) }]
+      ? [{ label: `${sh.what} ${pairs} pairs × ${sh.rows} × ${sh.n}`, rows: pairs, d: (rep, k) => ({ ...o, buffers: [w, x, y, ids, grid], rows: sh.rows, n: sh.n, nRows: pairs, flags: MV.gather | MV.ownRow | (sh.glu ? MV.glu : 0), K: 8, expertBytes, upBytes: sh.glu ? rb * sh.rows : 0, wOffset: at(rep), unit: k === 'mv' }) }]
       : sh.experts
-        ? [{ label: `${sh.what} ${sh.experts} × ${sh.rows} × ${sh.n}`, rows: sh.experts, d: (rep, k) => ({ ...o, buffers: [w, x, y, ids, grid], rows: sh.rows, n: sh.n, nRows: sh.experts, flags: 1 | 2, K: sh.experts, expertBytes: rb * sh.rows, xStride: 0, wOffset: at(rep), unit: k === 'mv' }) }]
+        ? [{ label: `${sh.what} ${sh.experts} × ${sh.rows} × ${sh.n}`, rows: sh.experts, d: (rep, k) => ({ ...o, buffers: [w, x, y, ids, grid], rows: sh.rows, n: sh.n, nRows: sh.experts, flags: MV.gather | MV.ownRow, K: sh.experts, expertBytes: rb * sh.rows, xStride: 0, wOffset: at(rep), unit: k === 'mv' }) }]
         : batches.map((nb) => ({ label: `${sh.what} ${sh.rows} × ${sh.n}`, rows: nb, d: (rep: number, k: string) => ({ ...o, buffers: [w, x, y, ids, grid] as [number, number, number, number, number], rows: sh.rows, n: sh.n, nRows: nb, wOffset: at(rep), unit: k === 'mv' }) }));
     // bytes a step reads: the pairs' experts (each distinct here), else the whole weight
     const readBytes = pairs ? expertBytes * Math.min(pairs, nExp) : wBytes;

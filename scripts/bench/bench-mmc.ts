@@ -11,7 +11,7 @@
  */
 import { parseArgs } from 'node:util';
 import { Core } from '../../ts/core/wasm.js';
-import { OpList, Pipelines, declOf, gridBlob, matvecOp, MMC_MOE_PAIRS, MM_MOE_PAIRS, type MatvecDispatch } from '../../ts/engine/vulkan/graph.js';
+import { MV, OpList, Pipelines, declOf, gridBlob, matvecOp, MMC_MOE_PAIRS, MM_MOE_PAIRS, type MatvecDispatch } from '../../ts/engine/vulkan/graph.js';
 import { tilesFor } from '../../ts/engine/vulkan/expert-stream.js';
 import { bindingCounts } from '../../ts/engine/vulkan/kernels.js';
 import { loadAddon } from '../../ts/vk/addon.js';
@@ -115,7 +115,7 @@ for (const T of a.tokens!.split(',').map(Number)) {
   const slots = Uint32Array.from(eOf), LIST = buf(new Uint8Array(tilesFor(slots, MM_MOE_PAIRS).list.buffer));
   const moe = (bn: number) => { const { tiles } = tilesFor(slots, bn); return { tiles: buf(new Uint8Array(tiles.buffer)), maxTiles: tiles[0], ids }; };
   const m32 = moe(MM_MOE_PAIRS), m64 = moe(MMC_MOE_PAIRS);
-  compare(`experts gate+up iq2_xxs T=${T}`, { type: 'iq2_xxs', buffers: [WGU, X, 0, LIST, grid], rows: FF, n: H, rowBytes: gu.rowBytes, nRows: T * K, flags: 4, K, expertBytes: 2 * FF * gu.rowBytes, upBytes: FF * gu.rowBytes, yStride: FF, moe: m32 }, T * K * FF, m64);
-  compare(`experts down q2_k T=${T}`, { type: 'q2_k', buffers: [WDN, XP, 0, LIST, grid], rows: H, n: FF, rowBytes: dn.rowBytes, nRows: T * K, flags: 2, K, expertBytes: H * dn.rowBytes, yStride: H, moe: m32 }, T * K * H, m64);
+  compare(`experts gate+up iq2_xxs T=${T}`, { type: 'iq2_xxs', buffers: [WGU, X, 0, LIST, grid], rows: FF, n: H, rowBytes: gu.rowBytes, nRows: T * K, flags: MV.glu, K, expertBytes: 2 * FF * gu.rowBytes, upBytes: FF * gu.rowBytes, yStride: FF, moe: m32 }, T * K * FF, m64);
+  compare(`experts down q2_k T=${T}`, { type: 'q2_k', buffers: [WDN, XP, 0, LIST, grid], rows: H, n: FF, rowBytes: dn.rowBytes, nRows: T * K, flags: MV.ownRow, K, expertBytes: H * dn.rowBytes, yStride: H, moe: m32 }, T * K * H, m64);
 }
 dev.dispose();

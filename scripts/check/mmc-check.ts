@@ -8,7 +8,7 @@
  */
 import { parseArgs } from 'node:util';
 import { Core } from '../../ts/core/wasm.js';
-import { OpList, Pipelines, gridBlob, matvecOp, type MatvecDispatch } from '../../ts/engine/vulkan/graph.js';
+import { MV, OpList, Pipelines, gridBlob, matvecOp, type MatvecDispatch } from '../../ts/engine/vulkan/graph.js';
 import { loadAddon } from '../../ts/vk/addon.js';
 import { Rng } from '../../ts/model/synth.js';
 
@@ -52,7 +52,7 @@ for (const T of a.tokens!.split(',').map(Number)) {
   const ids = dev.createBuffer(16, false);
   for (const glu of [false, true]) {
     const W = buf(rand(rows * 2 * n, 0.1));
-    compare(`dense ${glu ? 'GLU ' : ''}T=${T}`, { type: 'f32', buffers: [W, X, 0, ids, grid], rows, n, rowBytes: n * 4, nRows: T, flags: glu ? 4 : 0, upBytes: glu ? rows * n * 4 : 0 }, T * rows);
+    compare(`dense ${glu ? 'GLU ' : ''}T=${T}`, { type: 'f32', buffers: [W, X, 0, ids, grid], rows, n, rowBytes: n * 4, nRows: T, flags: glu ? MV.glu : 0, upBytes: glu ? rows * n * 4 : 0 }, T * rows);
   }
   // routed experts: E experts, K of them a token; pairs grouped by expert as moe_tiles groups them
   const E = 6, K = 2, BN = 32;
@@ -65,8 +65,8 @@ for (const T of a.tokens!.split(',').map(Number)) {
   }
   const LIST = buf(Uint32Array.from(list)), TILES = buf(Uint32Array.from([tiles.length / 4, 0, 0, 0, ...tiles]));
   const maxTiles = tiles.length / 4;
-  for (const [label, flags] of [['experts gate+up GLU', 4], ['experts down (X row = pair)', 2]] as const) {
-    const glu = (flags & 4) !== 0, eb = rows * (glu ? 2 : 1) * n * 4;
+  for (const [label, flags] of [['experts gate+up GLU', MV.glu], ['experts down (X row = pair)', MV.ownRow]] as const) {
+    const glu = (flags & MV.glu) !== 0, eb = rows * (glu ? 2 : 1) * n * 4;
     const W = buf(rand((eb / 4) * E, 0.1));
     compare(`${label} T=${T}`, { type: 'f32', buffers: [W, X, 0, LIST, grid], rows, n, rowBytes: n * 4, nRows: T * K, flags, K, expertBytes: eb, upBytes: glu ? rows * n * 4 : 0, yStride: rows, moe: { tiles: TILES, maxTiles, ids: ids } }, T * K * rows);
   }

@@ -7,6 +7,7 @@ import type { Core } from '../../core/wasm.js';
 import type { ModelShape } from '../../model/shape.js';
 import type { VkDevice } from '../../vk/addon.js';
 import { KERNELS, ROW_KERNELS, bindingCounts, pushWords, type KernelDecl } from './kernels.js';
+import { VK_TUNING } from './tuning.js';
 
 /** A weight- or cache-type suffix of a shader variant's name (matvec_q8_0, attn_flash_q8_0_q4_0). */
 const TYPE_SUFFIX = /_(f32|f16|bf16|q\d_[01k]|iq\d_(?:xxs|xs|s|m|nl))$/;
@@ -100,13 +101,11 @@ export const MATVEC_ROWS = 4;
 export const matmulRows = (tokens: number): number => (tokens === MATMUL_TOKENS ? 2 : MATVEC_ROWS);
 /**
  * Output rows per workgroup of a one-activation-row matvec (decode, routed experts): 4, 2 or 1
- * (matvec, matvec2, matvec1; a GLU takes at least 2): the most that still gives MATVEC_MIN_GROUPS
- * workgroups, else the fewest. A short matrix as 4-row workgroups leaves most multiprocessors with
- * too few loads in flight, while a long one runs faster with 4 rows (docs/vulkan.md, "Kernel
- * choices": the measurements). `fixed` (the engine's vkMatvecRows, Q36_VK_MV_ROWS at the CLI)
- * pins it, for measuring.
+ * (matvec, matvec2, matvec1; a GLU takes at least 2): the most that still gives
+ * VK_TUNING.matvecMinGroups workgroups, else the fewest. `fixed` (the engine's vkMatvecRows,
+ * Q36_VK_MV_ROWS at the CLI) pins it, for measuring.
  */
-export const MATVEC_MIN_GROUPS = 2048;
+export const MATVEC_MIN_GROUPS: number = VK_TUNING.matvecMinGroups;
 export function decodeRows(rows: number, nRows: number, glu: boolean, minGroups = MATVEC_MIN_GROUPS, fixed?: 1 | 2 | 4): number {
   if (fixed) return glu ? Math.max(2, fixed) : fixed;
   const choices = glu ? [4, 2] : [4, 2, 1];
@@ -118,11 +117,8 @@ export function mvLanes(n: number): number {
   while (L < n / 32 && L < 64) L *= 2;
   return L;
 }
-/**
- * mv's workgroup target: half of matvec's (each of its threads covers 32 weights of a row, 4× a
- * matvec thread's share per trip; docs/vulkan.md, "Kernel choices").
- */
-export const MV_MIN_GROUPS = 1024;
+/** mv's workgroup target (VK_TUNING.mvMinGroups). */
+export const MV_MIN_GROUPS: number = VK_TUNING.mvMinGroups;
 /** mv's rows per thread R (its push `aux`): the most of 8, 4, 2, 1 (a GLU: 8, 4, 2) that still gives minGroups workgroups, else the fewest workgroups' choice. */
 export function mvRows(rows: number, n: number, nRows: number, glu: boolean, minGroups = MV_MIN_GROUPS, fixed?: 1 | 2 | 4 | 8): number {
   if (fixed) return glu ? Math.max(2, fixed) : fixed;
@@ -132,11 +128,10 @@ export function mvRows(rows: number, n: number, nRows: number, glu: boolean, min
 export const MATMUL_TOKENS = 8;
 /**
  * Weight types whose 5-8 activation rows run as two 4-row matmul workgroups (matmul4) rather than
- * one 8-row one: Q8_0 (every dense weight of the q2 recipes), whose decode is cheap enough to do
- * twice; Q2_K and IQ2_XXS lose (docs/vulkan.md, "Kernel choices"). Bit-identical either way
- * (matvec.glsl: a row's sums do not depend on the rows a workgroup takes).
+ * one 8-row one (VK_TUNING.split8Types). Bit-identical either way (matvec.glsl: a row's sums do
+ * not depend on the rows a workgroup takes).
  */
-export const SPLIT8_TYPES = new Set(['q8_0']);
+export const SPLIT8_TYPES: ReadonlySet<string> = new Set(VK_TUNING.split8Types);
 /** Activation rows per matmul workgroup for nRows ≥ 2 rows: the fewest of 2, 4, 8 that cover them (a batched decode step's rows), 4 for SPLIT8_TYPES up to 8. */
 export function matmulTokens(type: string, nRows: number): number {
   return nRows <= 2 ? 2 : nRows <= 4 || (nRows <= MATMUL_TOKENS && SPLIT8_TYPES.has(type)) ? 4 : MATMUL_TOKENS;
@@ -144,10 +139,10 @@ export function matmulTokens(type: string, nRows: number): number {
 /**
  * Weight types with mvq.comp / mvq2.comp / mvq4.comp variants (32-weight units against int8
  * activation levels, packed integer dot products; mvq2, mvq4: 2 or 4 activation rows a workgroup,
- * each summed as mvq sums it alone) and their output rows per workgroup: the q2 recipes' types
- * (docs/vulkan.md, "Kernel choices": each faster than matvec where the dot is accelerated).
+ * each summed as mvq sums it alone; VK_TUNING.mvqTypes, as shaders/variants.json builds them) and
+ * their output rows per workgroup.
  */
-export const MVQ_TYPES = new Set(['iq2_xxs', 'q8_0', 'q2_k']);
+export const MVQ_TYPES: ReadonlySet<string> = new Set(VK_TUNING.mvqTypes);
 export const MVQ_ROWS = 4;
 /**
  * Activation rows a workgroup of the several-row mvq forms for nRows plain rows: mvq2 for 2 (a 4-row
@@ -178,12 +173,8 @@ export function mvqTakes(type: string, n: number): boolean {
 export const MM_ROWS = 64;
 export const MM_TOKENS = 64;
 export const MM_MOE_PAIRS = 32;
-/**
- * Pairs per tile of mmc_moe: 64 (the dense tile's shape). Its products cost little next to
- * decoding the expert's weight tile, which a 2048-token chunk (64 pairs an expert on average for
- * 8 of 256 experts) then decodes once instead of twice.
- */
-export const MMC_MOE_PAIRS = 64;
+/** Pairs per tile of mmc_moe (VK_TUNING.mmcMoePairs: the dense tile's shape). */
+export const MMC_MOE_PAIRS: number = VK_TUNING.mmcMoePairs;
 /** Pairs per expert tile for the tiled matmul in use (moe_tiles' BN). */
 export const moePairs = (coopmat: boolean): number => (coopmat ? MMC_MOE_PAIRS : MM_MOE_PAIRS);
 export const MM_K = 32;
@@ -194,11 +185,11 @@ export const DELTANET_BLOCK_FLOATS = 4 * DELTANET_BLOCK + 2 * DELTANET_BLOCK * D
 const tiledKernel = (coopmat: boolean | undefined, glu: boolean, moe: boolean): string => `${coopmat ? 'mmc' : 'mm'}${moe ? '_moe' : ''}${coopmat && glu ? '_glu' : ''}`;
 /**
  * Fewest activation rows, and weight rows, for which the dense tiled matmul beats the 8-row
- * matmul: a weight of fewer than 64 rows fills part of one 64-row tile (the shared-expert gate's
- * single row, DeltaNet's 32-row α and β; docs/vulkan.md, "Kernel choices").
+ * matmul (VK_TUNING: a weight of fewer than 64 rows fills part of one 64-row tile, as the
+ * shared-expert gate's single row and DeltaNet's 32-row α and β would).
  */
-export const MM_MIN_ROWS = 16;
-export const MM_MIN_WEIGHT_ROWS = 64;
+export const MM_MIN_ROWS: number = VK_TUNING.mmMinRows;
+export const MM_MIN_WEIGHT_ROWS: number = VK_TUNING.mmMinWeightRows;
 
 /** Tiles of at most bn pairs (the most tiles: MM_MOE_PAIRS) that P (token, expert) pairs over nExpert experts can make. */
 export function moeMaxTiles(pairs: number, nExpert: number, bn = MM_MOE_PAIRS): number {
@@ -208,6 +199,14 @@ export function moeMaxTiles(pairs: number, nExpert: number, bn = MM_MOE_PAIRS): 
 
 /** Weight types whose decoders assume 4-byte aligned blocks (their block sizes are multiples of 4: decode.glsl reads them with plain word loads). */
 const WORD_ALIGNED = new Set(['q2_k', 'q4_k', 'q5_k']);
+
+/**
+ * matvec.glsl's modes (pc.flags), by name: expert gather (W offset from the pair's expert id), X
+ * row j itself (a routed pair's own activation row, not its token's), GLU (gate and up rows, the
+ * product silu(g)·u), and the activation-row groups along x (mvq2/mvq4: the workgroups reading
+ * one weight row run together).
+ */
+export const MV = { gather: 1, ownRow: 2, glu: 4, across: 8 } as const;
 
 export interface MatvecDispatch {
   /** weight type suffix: f32, q8_0, iq2_xxs, … */
@@ -220,7 +219,7 @@ export interface MatvecDispatch {
   xStride?: number; yStride?: number; xOffset?: number;
   /** byte offset of row 0 in the weight buffer (a weight inside a stack) */
   wOffset?: number;
-  /** bit 0: routed-expert gather, bit 1: X row = j, bit 2: GLU (see matvec.glsl) */
+  /** MV bits: gather, ownRow, glu (matvec.glsl) */
   flags?: number; K?: number; expertBytes?: number;
   /** output row of W's row 0 (a window of rows) */
   yOffset?: number;
@@ -291,33 +290,34 @@ export function matvecOp(ops: OpList, d: MatvecDispatch): void {
   });
   // the tiled matmuls step through rows 32 values at a time
   const tiled = d.n % MM_K === 0 && !d.epilogue;
-  const glu = (flags & 4) !== 0;
+  const glu = (flags & MV.glu) !== 0;
   if (d.moe) {
     if (tiled) {
       ops.op(`${tiledKernel(d.coopmat, glu, true)}_${d.type}`, [...d.buffers, d.moe.tiles], push(), [Math.ceil(d.rows / MM_ROWS), d.moe.maxTiles], d.barrier ?? true, d.label);
       return;
     }
     d = { ...d, buffers: [d.buffers[0], d.buffers[1], d.buffers[2], d.moe.ids, d.buffers[4]], moe: undefined };
-  } else if (tiled && (flags & 1) === 0 && d.nRows >= MM_MIN_ROWS && (d.weightRows ?? d.rows) >= MM_MIN_WEIGHT_ROWS) {
+  } else if (tiled && (flags & MV.gather) === 0 && d.nRows >= MM_MIN_ROWS && (d.weightRows ?? d.rows) >= MM_MIN_WEIGHT_ROWS) {
     ops.op(`${tiledKernel(d.coopmat, glu, false)}_${d.type}`, d.buffers, push(), [Math.ceil(d.rows / MM_ROWS), Math.ceil(d.nRows / MM_TOKENS)], d.barrier ?? true, d.label);
     return;
   }
   // activation rows per workgroup: matmulTokens() (each row's sums are the same whichever, the
   // order over groups is fixed)
-  const tokens = d.nRows > 1 && (flags & 1) === 0 && !d.epilogue ? matmulTokens(d.type, d.nRows) : 1;
-  if (d.epilogue && (flags & 1) !== 0) throw new Error(`${d.epilogue.shader}: no expert gather`);
+  const tokens = d.nRows > 1 && (flags & MV.gather) === 0 && !d.epilogue ? matmulTokens(d.type, d.nRows) : 1;
+  if (d.epilogue && (flags & MV.gather) !== 0) throw new Error(`${d.epilogue.shader}: no expert gather`);
   if (d.levels && !d.epilogue && mvqTakes(d.type, d.n)) {
     // L lanes a row, (workgroup size) / L sets of rows a workgroup (mvq.glsl); several plain activation rows 2
     // or 4 a workgroup (mvq2, mvq4: each row summed as mvq sums it alone, at the same L)
-    const t = (flags & 1) === 0 && d.nRows > 1 ? d.mvqTokens ?? mvqTokens(d.nRows) : 1;
-    const L = Math.min(d.mvqLanes ?? mvqLanes((flags & 1) !== 0), d.n / 32);
+    const gather = (flags & MV.gather) !== 0;
+    const t = !gather && d.nRows > 1 ? d.mvqTokens ?? mvqTokens(d.nRows) : 1;
+    const L = Math.min(d.mvqLanes ?? mvqLanes(gather), d.n / 32);
     // one row of routed pairs a workgroup: 256 threads (mvqw, four sets of rows each summed as mvq sums it)
-    const wide = t === 1 && (d.mvqWide ?? (flags & 1) !== 0);
+    const wide = t === 1 && (d.mvqWide ?? gather);
     const perWg = (KERNELS[wide ? 'mvqw' : 'mvq'].local / L) * (glu ? MVQ_ROWS / 2 : MVQ_ROWS), grid: [number, number] = [Math.ceil(d.rows / perWg), Math.ceil(d.nRows / t)];
     // several groups of activation rows: the groups along x (flags bit 3), so that the workgroups
     // reading one weight row run together (the 8-row LM head read its 540 MB twice)
     const across = t > 1 && grid[1] > 1 && grid[0] <= 65535;
-    ops.op(`${t > 1 ? `mvq${t}` : wide ? 'mvqw' : 'mvq'}_${d.type}`, [d.buffers[0], d.levels.q, d.buffers[2], d.buffers[3], d.buffers[4], d.levels.s], push(L, across ? 8 : 0), across ? [grid[1], grid[0]] : grid, d.barrier ?? true, d.label);
+    ops.op(`${t > 1 ? `mvq${t}` : wide ? 'mvqw' : 'mvq'}_${d.type}`, [d.buffers[0], d.levels.q, d.buffers[2], d.buffers[3], d.buffers[4], d.levels.s], push(L, across ? MV.across : 0), across ? [grid[1], grid[0]] : grid, d.barrier ?? true, d.label);
     return;
   }
   if (d.unit === true && tokens === 1 && !d.epilogue && d.n % 32 === 0) {
@@ -387,13 +387,13 @@ export function attnTileTokens(s: ModelShape): number {
 /**
  * Tokens per attention + attn_merge dispatch pair: a longer prefill chunk runs its attention as
  * several pairs, so the partials (P, ML: tokens × heads × ⌈ctx / blk⌉) do not grow with the chunk.
- * 2048-token steps (large GPUs, defaults.ts) take 256 per pair: a 64-token pair at depth 32K was
- * 2048 attn_tile workgroups, 8 waves on an H200, and each pair's last wave ran part-empty
- * before the barrier; the partials then take 4 × the memory (1.1 GB at ctx 65536, f32).
+ * 2048-token steps (large GPUs, defaults.ts) take VK_TUNING.attnTokensLarge per pair: a 64-token
+ * pair at depth 32K was 2048 attn_tile workgroups, 8 waves on an H200, and each pair's last wave
+ * ran part-empty before the barrier; the partials then take 4 × the memory (1.1 GB at ctx 65536, f32).
  */
-export const ATTN_TOKENS = 64;
+export const ATTN_TOKENS: number = VK_TUNING.attnTokens;
 export function attnTokens(chunk: number): number {
-  return chunk >= 2048 ? 256 : ATTN_TOKENS;
+  return chunk >= VK_TUNING.attnTokensLargeFrom ? VK_TUNING.attnTokensLarge : ATTN_TOKENS;
 }
 
 /**

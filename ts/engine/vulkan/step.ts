@@ -8,7 +8,7 @@ import { rowBytes } from '../../gguf/index.js';
 import { KV_TYPE_IDS } from '../common.js';
 import { stateSizes } from '../payload.js';
 import type { KvType } from '../types.js';
-import { DELTANET_BLOCK, OpList, moePairs, TOPK_ITEMS, attnBlock, attnTileFits, attnTileKernel, attnTileTokens, attnTokens, moeMaxTiles } from './graph.js';
+import { DELTANET_BLOCK, MV, OpList, moePairs, TOPK_ITEMS, attnBlock, attnTileFits, attnTileKernel, attnTileTokens, attnTokens, moeMaxTiles } from './graph.js';
 import type { MatvecOpts, VkHost } from './host.js';
 import { KERNELS as K, ROW_KERNELS as KR, dispatch, groups } from './kernels.js';
 import type { LayerTensorKey } from '../../model/schema.js';
@@ -236,16 +236,16 @@ function moeFfn(c: StepContext, l: number): Pending {
   const moe = T === 1 || c.rows ? undefined : { tiles: B.TILES, maxTiles: moeMaxTiles(T * Kx, s.nExpert, bn), ids: B.IDS };
   if (moe && !streamed) dispatch(c.ops, K.moe_tiles, { IDS: B.IDS, LIST: B.LIST, TILES: B.TILES }, { nPairs: T * Kx, nExpert: s.nExpert, BN: bn }, [1]);
   if (has('ffn_gate_up_exps.weight')) {
-    mv(c, l, 'ffn_gate_up_exps.weight', B.A, B.GE, T * Kx, { flags: 1, moe, levels: normLevels(c, false) });
+    mv(c, l, 'ffn_gate_up_exps.weight', B.A, B.GE, T * Kx, { flags: MV.gather, moe, levels: normLevels(c, false) });
   } else {
-    mv(c, l, 'ffn_gate_exps.weight', B.A, B.GE, T * Kx, { flags: 1, barrier: false, moe });
-    mv(c, l, 'ffn_up_exps.weight', B.A, B.UE, T * Kx, { flags: 1, moe });
+    mv(c, l, 'ffn_gate_exps.weight', B.A, B.GE, T * Kx, { flags: MV.gather, barrier: false, moe });
+    mv(c, l, 'ffn_up_exps.weight', B.A, B.UE, T * Kx, { flags: MV.gather, moe });
     dispatch(c.ops, K.swiglu, { G: B.GE, U: B.UE }, { n: T * Kx * s.nFfExp }, [groups(K.swiglu, T * Kx * s.nFfExp)]);
   }
   // the SwiGLU outputs as int8 levels for the down projections where mvq.comp takes them
   const downLevels = levelsOn(c) && h.levelsFor(`blk.${l}.ffn_down_exps.weight`);
   if (downLevels) dispatch(c.ops, K.quant, { X: B.GE, XQ: B.XQE, XS: B.XSE }, { n: s.nFfExp }, [groups(K.quant, s.nFfExp), T * Kx]);
-  mv(c, l, 'ffn_down_exps.weight', B.GE, B.DE, T * Kx, { flags: 3, barrier: false, moe, levels: downLevels ? { q: B.XQE, s: B.XSE } : undefined });
+  mv(c, l, 'ffn_down_exps.weight', B.GE, B.DE, T * Kx, { flags: MV.gather | MV.ownRow, barrier: false, moe, levels: downLevels ? { q: B.XQE, s: B.XSE } : undefined });
   mv(c, l, 'ffn_down_shexp.weight', B.GS, B.DS, T);
   const st = h.options.steering;
   if (st && st.ffnScale !== 0) {

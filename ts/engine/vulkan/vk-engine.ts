@@ -29,7 +29,7 @@ import { BatchSteps } from './batch-step.js';
 import { convCheckpoint, type ScratchBuffer } from './scratch.js';
 import { describePlan, planMemory, planScratch, streamedTensors, type MemoryPlan } from './memory-plan.js';
 import { recordArgmax, recordTopK } from './step.js';
-import { OpList, moePairs, Pipelines, TOPK_MAX, gridBlob, matvecOp, mvqTakes } from './graph.js';
+import { MV, OpList, moePairs, Pipelines, TOPK_MAX, gridBlob, matvecOp, mvqTakes } from './graph.js';
 import { MATVEC, VkWeights, readBytes, type DevTensor, type InputProjection, type WeightMode } from './weights.js';
 import type { EngineBuffers } from './scratch.js';
 
@@ -456,7 +456,7 @@ export class VkEngine implements Engine, VkHost {
       matvecOp(ops, {
         // grouped experts read their pairs from LIST (matvecOp falls back to IDS where it must)
         type: MATVEC[w.type], buffers: [win.buf, x, y, o.moe ? this.buf.LIST : this.buf.IDS, this.buf.GRID], rows: expert ? w.rows : win.count, weightRows: w.rows, n: w.ne0, rowBytes: w.rowBytes, nRows,
-        xStride: o.xStride, yStride: o.yStride ?? w.rows, xOffset: o.xOffset, yOffset: expert ? 0 : win.first, flags: (o.flags ?? 0) | (w.glu ? 4 : 0), K: this.shape.nExpertUsed,
+        xStride: o.xStride, yStride: o.yStride ?? w.rows, xOffset: o.xOffset, yOffset: expert ? 0 : win.first, flags: (o.flags ?? 0) | (w.glu ? MV.glu : 0), K: this.shape.nExpertUsed,
         expertBytes: w.expertBytes, e0: expert ? win.first : 0, ne: expert ? win.count : undefined, upBytes: win.upBytes, wOffset: win.wOffset,
         // the windows write disjoint outputs: only the last one needs the barrier
         barrier: i === w.windows.length - 1 ? o.barrier : false, label, epilogue: o.epilogue, moe: o.moe,
