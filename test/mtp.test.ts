@@ -125,6 +125,25 @@ describe('the MTP head on the CPU and on Vulkan agree (f16 KV both)', () => {
   }, 300_000);
 });
 
+describe('the Vulkan MTP head plans within what the model leaves of the device', () => {
+  it('a head that does not fit next to the trunk is refused by name, not failed at an allocation', async () => {
+    const { draftOptions } = await import('../ts/engine/draft/index.js');
+    const { VkEngine } = await import('../ts/engine/vulkan/vk-engine.js');
+    const o = { model: fixture('tinyA/tinyA-bf16.gguf'), backend: 'vulkan' as const, ctx: 1024, kvTypes: { k: 'f16' as const, v: 'f16' as const } };
+    const a = await openEngine(o);
+    const used = (a as InstanceType<typeof VkEngine>).info.deviceLocalBytes - (a as InstanceType<typeof VkEngine>).memoryLeft;
+    a.dispose();
+    // the trunk alone fits (its plan takes 95% of the limit); nothing is left for the head
+    const b = await openEngine({ ...o, vkMemoryLimit: Math.ceil(used / 0.95) + 4096 });
+    const s = b.newSession();
+    try {
+      expect(() => draftOptions({ kind: 'mtp', max: 2, mtp: { file: MTP, margin: 0 } }, { engine: b, session: s })).toThrow(/^MTP head: (it does not fit .*what the model leaves\): lower --ctx.*or run without --mtp|no device memory left after the model's plan)/);
+    } finally {
+      s.dispose(); b.dispose();
+    }
+  }, 120_000);
+});
+
 describe('MTP files are checked against the model by name and shape', () => {
   const dir = tmpDir('q36-mtp-');
   const tinyA = readModelShape(readGguf(fixture('tinyA/tinyA-q2.gguf')));

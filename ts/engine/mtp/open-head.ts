@@ -9,6 +9,7 @@ import type { Engine } from '../types.js';
 import { CpuMtpRunner } from './cpu-mtp.js';
 import type { MtpHead, MtpRunner } from './head.js';
 import { openMtp } from './mtp-file.js';
+import { VkEngine } from '../vulkan/vk-engine.js';
 import { VkMtpRunner } from './vk-mtp.js';
 
 const runners = new WeakMap<Engine, Map<string, MtpRunner>>();
@@ -22,8 +23,8 @@ export function mtpRunner(e: Engine, file: string): MtpRunner {
   if (known) return known;
   const m = openMtp(path, e.shape);
   const kvTypes = e.options.kvTypes ?? DEFAULT_KV[e.backend];
-  const r: MtpRunner = e.backend === 'vulkan'
-    ? new VkMtpRunner(m, { tokenizer: e.tokenizer, trunk: e.options, kvTypes })
+  const r: MtpRunner = e instanceof VkEngine
+    ? new VkMtpRunner(m, { tokenizer: e.tokenizer, trunk: e.options, kvTypes, room: e.memoryLeft })
     : new CpuMtpRunner(m, { tokenizer: e.tokenizer, ctx: e.options.ctx, kvTypes, chunk: e.options.chunk });
   byFile.set(path, r);
   r.onIdle(() => byFile!.delete(path));

@@ -26,14 +26,25 @@ export class VkMtpRunner extends MtpRunner {
    */
   private queue: Promise<unknown> = Promise.resolve();
 
-  /** `trunk`: the trunk engine's options (device, weights mode, chunk, …): the head runs alike */
-  constructor(m: MtpModel, o: { tokenizer: Tokenizer; trunk: EngineOptions; kvTypes: { k: KvType; v: KvType } }) {
+  /**
+   * `trunk`: the trunk engine's options (device, weights mode, chunk, …): the head runs alike, for
+   * as many sessions; `room`: the device memory the trunk's plan leaves (the head plans within it,
+   * so a head that does not fit is refused here, by name, rather than failing an allocation later)
+   */
+  constructor(m: MtpModel, o: { tokenizer: Tokenizer; trunk: EngineOptions; kvTypes: { k: KvType; v: KvType }; room?: number }) {
     super();
+    if (o.room !== undefined && !(o.room > 0)) throw new Error(`MTP head: no device memory left after the model's plan (lower --ctx, use -ctk q8_0 -ctv q4_0, or run without --mtp)`);
     const options: EngineOptions = {
-      model: m.file.path, backend: 'vulkan', ctx: o.trunk.ctx, kvTypes: o.kvTypes, chunk: o.trunk.chunk,
-      vkDevice: o.trunk.vkDevice, vkWeights: o.trunk.vkWeights, vkMemoryLimit: o.trunk.vkMemoryLimit, vkMvq: o.trunk.vkMvq, vkCoopmat: o.trunk.vkCoopmat, vkMaxBinding: o.trunk.vkMaxBinding,
+      model: m.file.path, backend: 'vulkan', ctx: o.trunk.ctx, kvTypes: o.kvTypes, chunk: o.trunk.chunk, sessions: o.trunk.sessions,
+      vkDevice: o.trunk.vkDevice, vkWeights: o.trunk.vkWeights, vkMemoryLimit: o.room ?? o.trunk.vkMemoryLimit, vkMvq: o.trunk.vkMvq, vkCoopmat: o.trunk.vkCoopmat, vkMaxBinding: o.trunk.vkMaxBinding,
     };
-    this.engine = new VkEngine(options, { file: m.file, shape: m.shape, tokenizer: o.tokenizer, head: { weight: m.ehProj } });
+    try {
+      this.engine = new VkEngine(options, { file: m.file, shape: m.shape, tokenizer: o.tokenizer, head: { weight: m.ehProj } });
+    } catch (e) {
+      // the engine's refusal, said of the head: what it may use is what the trunk's plan leaves
+      const why = (e as Error).message.replace(/^model does not fit/, 'it does not fit').replace(/--vk-memory-limit/g, 'what the model leaves').replace(/, or stream the routed experts from the file \(--ssd-streaming\)$/, ', or run without --mtp');
+      throw new Error(`MTP head: ${why}`);
+    }
     try {
       const fd = fs.openSync(m.file.path, 'r');
       try {

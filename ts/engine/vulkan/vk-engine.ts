@@ -127,6 +127,15 @@ export class VkEngine implements Engine, VkHost {
     return c;
   }
 
+  /**
+   * Device memory this engine's plan leaves to others (an MTP head's engine on the same device):
+   * the device-local bytes (or vkMemoryLimit) less everything the plan holds.
+   */
+  get memoryLeft(): number {
+    const p = this.plan;
+    return this.info.deviceLocalBytes - (p.weightBytes + p.importedBytes + p.scratchBytes + p.sessionsBytes + p.cacheBytes);
+  }
+
   /** wall milliseconds spent in dev.run (submit to fence) since the engine opened, for benchmarks */
   get runMs(): number { return this.ranMs; }
 
