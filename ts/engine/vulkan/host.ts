@@ -1,6 +1,6 @@
 /**
  * What a Vulkan session may use of its engine: the device, the weights and scratch buffers, the
- * matvec helpers, and two reports (a finished run, and who owns the engine-wide output buffers).
+ * matvec recorder, and two reports (a finished run, and who owns the engine-wide output buffers).
  * Sessions see the engine only through this interface, so the session module does not import
  * the engine's and no session writes engine fields.
  */
@@ -8,24 +8,14 @@ import type { Core } from '../../core/wasm.js';
 import type { ModelShape } from '../../model/shape.js';
 import type { VkDevice } from '../../vk/addon.js';
 import type { EngineOptions, KvType, SampleOptions, TokenMask } from '../types.js';
-import type { MatvecDispatch, OpList, Pipelines } from './graph.js';
+import type { Pipelines } from './graph.js';
+import type { MatvecRecorder } from './matvec-recorder.js';
 
 /** A recorded step: one command per segment (graph.ts), each ending after a streamed layer's routing but the last. */
 export interface RecordedStep { cmds: number[]; layers: number[]; names: string[][] }
 import type { VkWeights } from './weights.js';
 import type { EngineBuffers } from './scratch.js';
-
-export interface MatvecOpts {
-  flags?: number; xStride?: number; yStride?: number; xOffset?: number; barrier?: boolean; epilogue?: MatvecDispatch['epilogue']; moe?: MatvecDispatch['moe'];
-  /** the activation rows also as int8 levels (rmsnorm's quant, quant.comp): mvq.comp where the type has it */
-  levels?: MatvecDispatch['levels'];
-  /**
-   * f32 arithmetic even where the matrix units would take the product (mmc rounds its operands to
-   * f16): the router, whose logits pick experts, so a rounding would flip near ties and send a
-   * prefill token to other experts than the same token decoded
-   */
-  exact?: boolean;
-}
+export type { MatvecOpts } from './matvec-recorder.js';
 
 export interface DraftCheckpoints { conv: number; state: number; convRows: number[]; stateRows: number[] }
 
@@ -45,8 +35,8 @@ export interface VkHost {
   readonly mvqDense: boolean;
   /** the tiled prefill matmuls run on the matrix units (mmc, mmc_moe: moePairs() pairs a tile) */
   readonly coopmat: boolean;
-  /** whether mvq.comp takes this weight's one-row products (mvq on and graph.ts mvqTakes) */
-  levelsFor(name: string): boolean;
+  /** the products of a step as dispatches (matvec-recorder.ts): one weight, decode's stacks, the router with its routing */
+  readonly mv: MatvecRecorder;
   /** engine-wide scratch buffers by name (scratch.ts) */
   readonly buf: Readonly<EngineBuffers>;
   readonly kv: { k: KvType; v: KvType };
@@ -66,18 +56,6 @@ export interface VkHost {
    */
   draftCheckpoints(l: number): DraftCheckpoints;
   embed(tokens: number[]): Float32Array;
-  /** one weight's matvec (every window of it) */
-  matvec(ops: OpList, name: string, x: number, y: number, nRows: number, o?: MatvecOpts): void;
-  /** decode: the stacked projections of `blk.L.key` as one matvec; the part views, or undefined */
-  stacked(ops: OpList, l: number, key: string, x: number, barrier?: boolean, levels?: MatvecOpts['levels']): number[] | undefined;
-  routesInMatvec(l: number): boolean;
-  /**
-   * A batched decode step's rows: layer l's router logits of all rows into R, each row routed by
-   * the last workgroup of its row (matvec_router), summed and routed exactly as the row alone is
-   * (a row's matvec sums do not depend on the rows stacked with it; the routing is router.glsl's
-   * either way). False, recording nothing, without an F32 router weight in one binding.
-   */
-  routeRows(ops: OpList, l: number, x: number, nRows: number, barrier?: boolean): boolean;
   /** SSD streaming: whether layer l's routed experts stream (its step segment ends after routing) */
   streams(l: number): boolean;
   /** runs a recorded step (its segments, with the streamed layers' expert loads between them) */

@@ -82,7 +82,7 @@ const normLevels = (c: StepContext, dense = true) => (levelsOn(c) && (!dense || 
 
 /** Layer weights by schema key (ts/model/schema.ts), or the fused gate+up pairs weights.ts makes. */
 type WeightKey = LayerTensorKey | 'ffn_gate_up_exps.weight' | 'ffn_gate_up_shexp.weight';
-const mv = (c: StepContext, l: number, n: WeightKey, x: number, y: number, rows: number, o?: MatvecOpts) => c.h.matvec(c.ops, `blk.${l}.${n}`, x, y, rows, o);
+const mv = (c: StepContext, l: number, n: WeightKey, x: number, y: number, rows: number, o?: MatvecOpts) => c.h.mv.matvec(c.ops, `blk.${l}.${n}`, x, y, rows, o);
 const wbuf = (c: StepContext, l: number, n: LayerTensorKey) => c.h.w.buf(`blk.${l}.${n}`);
 
 /** Gated DeltaNet: projections, causal conv, the recurrence (token or chunked), gated norm, out-projection into A2. */
@@ -90,7 +90,7 @@ function deltanetMixer(c: StepContext, l: number): Pending {
   const { h, T } = c, s = h.shape, B = h.buf, st = stateSizes(s);
   // one token: the four projections as one stacked matvec, outputs read through views
   const levels = normLevels(c);
-  const v = T === 1 && !c.rows ? h.stacked(c.ops, l, 'ssm_in', B.A, true, levels) : undefined;
+  const v = T === 1 && !c.rows ? h.mv.stacked(c.ops, l, 'ssm_in', B.A, true, levels) : undefined;
   const [U, Z, Bt, AL] = v ?? [B.U, B.Z, B.B, B.AL];
   if (!v) {
     // independent ops back to back without a barrier between them
@@ -137,7 +137,7 @@ function attentionMixer(c: StepContext, l: number): Pending {
   const qStride = 2 * s.nHead * s.headDim;
   const kRow = rowBytes(KV_TYPE_IDS[c.kvTypes.k], st.kvDim), vRow = rowBytes(KV_TYPE_IDS[c.kvTypes.v], st.kvDim);
   const levels = normLevels(c);
-  const v = T === 1 && !c.rows ? h.stacked(c.ops, l, 'attn_in', B.A, true, levels) : undefined;
+  const v = T === 1 && !c.rows ? h.mv.stacked(c.ops, l, 'attn_in', B.A, true, levels) : undefined;
   const [QG, Kb, Vb] = v ?? [B.QG, B.Kb, B.Vb];
   if (!v) {
     mv(c, l, 'attn_q.weight', B.A, QG, T, { barrier: false, levels });
@@ -202,14 +202,14 @@ function steer(c: StepContext, l: number, y: number, scale: number): void {
 function moeFfn(c: StepContext, l: number): Pending {
   const { h, T } = c, s = h.shape, B = h.buf, Kx = s.nExpertUsed, has = (n: WeightKey) => h.w.t.has(`blk.${l}.${n}`);
   // shared expert and router logits only need the normed input: issued back to back
-  const rv = T === 1 ? h.stacked(c.ops, l, 'router_in', B.A, false) : undefined;
+  const rv = T === 1 ? h.mv.stacked(c.ops, l, 'router_in', B.A, false) : undefined;
   const [R, SG] = rv ?? [B.R, B.SG];
   const route = (barrier: boolean) => dispatch(c.ops, K.router, { R, IDS: B.IDS, WTS: B.WTS }, { nExpert: s.nExpert, K: Kx }, [T], { barrier });
   if (!rv) {
     // a batched decode step's rows: each routed by its router matvec row's last workgroup, as a
     // row alone is (no level of its own); prefill chunks: the router logits' matmul, then routing
     // alongside the shared expert's gate+up below, which only needs the normed input
-    const routed = c.rows !== undefined && h.routeRows(c.ops, l, B.A, T, false);
+    const routed = c.rows !== undefined && h.mv.routeRows(c.ops, l, B.A, T, false);
     if (!routed) mv(c, l, 'ffn_gate_inp.weight', B.A, R, T, { barrier: false, exact: true });
     // the shared-expert gate is a 1-row F32 matvec over the same normed input
     mv(c, l, 'ffn_gate_inp_shexp.weight', B.A, SG, T, { yStride: 1, barrier: !routed });
@@ -223,7 +223,7 @@ function moeFfn(c: StepContext, l: number): Pending {
     dispatch(c.ops, K.swiglu, { G: B.GS, U: B.US }, { n: T * s.nFfShexp }, [groups(K.swiglu, T * s.nFfShexp)], { barrier: false });
   }
   // one row's routing: done by the router matvec's last workgroup (stacked() says so), else here
-  if (rv && !h.routesInMatvec(l)) route(true);
+  if (rv && !h.mv.routesInMatvec(l)) route(true);
   // SSD streaming: the step stops here; the host loads the routed experts into slots and
   // rewrites IDS (and LIST/TILES) as slot ids before the rest runs (expert-stream.ts)
   const streamed = h.streams(l);
@@ -243,7 +243,7 @@ function moeFfn(c: StepContext, l: number): Pending {
     dispatch(c.ops, K.swiglu, { G: B.GE, U: B.UE }, { n: T * Kx * s.nFfExp }, [groups(K.swiglu, T * Kx * s.nFfExp)]);
   }
   // the SwiGLU outputs as int8 levels for the down projections where mvq.comp takes them
-  const downLevels = levelsOn(c) && h.levelsFor(`blk.${l}.ffn_down_exps.weight`);
+  const downLevels = levelsOn(c) && h.mv.levelsFor(`blk.${l}.ffn_down_exps.weight`);
   if (downLevels) dispatch(c.ops, K.quant, { X: B.GE, XQ: B.XQE, XS: B.XSE }, { n: s.nFfExp }, [groups(K.quant, s.nFfExp), T * Kx]);
   mv(c, l, 'ffn_down_exps.weight', B.GE, B.DE, T * Kx, { flags: MV.gather | MV.ownRow, barrier: false, moe, levels: downLevels ? { q: B.XQE, s: B.XSE } : undefined });
   mv(c, l, 'ffn_down_shexp.weight', B.GS, B.DS, T);
@@ -274,7 +274,7 @@ function outputHead(c: StepContext, p: Pending, from: number, hiddenFrom = c.T):
   }
   if (n <= 0) return;
   norm(c, weight, p, from, n, !!normLevels(c));
-  h.matvec(c.ops, 'output.weight', B.A, B.LOGITS, n, { levels: normLevels(c) });
+  h.mv.matvec(c.ops, 'output.weight', B.A, B.LOGITS, n, { levels: normLevels(c) });
   // greedy decoding reads ARG instead of the logits row (see forward's deferLast)
   recordArgmax(c.ops, B, s.nVocab, c.rows ? n : 1, c.rows ? 0 : (n - 1) * s.nVocab);
   if (c.topK && !c.rows) recordTopK(c.ops, B, s.nVocab, c.topK, n - 1);
@@ -319,7 +319,7 @@ export function recordStep(c: StepContext, logitsFrom: number, hiddenFrom = c.T)
   const np = c.rows ? c.rows.length * c.paramWords : 4;
   const head = h.w.t.has(INPUT_PROJ), n = T * s.nEmbd * (head ? 2 : 1);
   dispatch(c.ops, K.step_in, { XIN: B.XIN, X: head ? B.WIN : B.X, PIN: B.PIN, PARAMS: B.PARAMS }, { n, np }, [groups(K.step_in, Math.max(n, np))]);
-  if (head) h.matvec(c.ops, INPUT_PROJ, B.WIN, B.X, T);
+  if (head) h.mv.matvec(c.ops, INPUT_PROJ, B.WIN, B.X, T);
   let pending = none(c);
   for (let l = 0; l < s.nLayer; l++) {
     norm(c, wbuf(c, l, 'attn_norm.weight'), pending, 0, T, !!normLevels(c));

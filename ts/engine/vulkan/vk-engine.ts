@@ -1,12 +1,13 @@
 /**
  * The Vulkan engine: the device, the weights (weights.ts), engine-wide scratch buffers
- * (scratch.ts), the matvec and top-k helpers the step uses, memory budget and report. It is the
+ * (scratch.ts), the matvec recorder over them (matvec-recorder.ts), the top-k helpers, memory
+ * budget and report. It is the
  * VkHost (host.ts) sessions see: each session's state (session-state.ts) holds its KV cache and
  * DeltaNet states and records the step (step.ts); BaseSession gives them the same Session
  * behaviour and payload as the CPU engine.
  */
 import * as fs from 'node:fs';
-import { GgmlType, type GgufFile, type TensorInfo } from '../../gguf/index.js';
+import type { GgufFile, TensorInfo } from '../../gguf/index.js';
 import { Core } from '../../core/wasm.js';
 import { QuantKernels } from '../../core/quant.js';
 import type { ModelShape } from '../../model/shape.js';
@@ -17,7 +18,8 @@ import { kvBytesPerToken, recurrentStateBytes, stateSizes } from '../payload.js'
 import { BaseSession } from '../session-base.js';
 import type { BatchItem, Engine, EngineOptions, KvType, SampleOptions, Session, TokenMask } from '../types.js';
 import { VkSessionState } from './session-state.js';
-import type { DraftCheckpoints, MatvecOpts, OutputOwner, RecordedStep, VkHost } from './host.js';
+import type { DraftCheckpoints, OutputOwner, RecordedStep, VkHost } from './host.js';
+import { MatvecRecorder } from './matvec-recorder.js';
 import { VkExpertStream, tilesFor } from './expert-stream.js';
 import type { ExpertStats } from '../expert-cache.js';
 import { modelIdentity } from '../../model/fingerprint.js';
@@ -29,8 +31,8 @@ import { BatchSteps } from './batch-step.js';
 import { convCheckpoint, type ScratchBuffer } from './scratch.js';
 import { describePlan, planMemory, planScratch, streamedTensors, type MemoryPlan } from './memory-plan.js';
 import { recordArgmax, recordTopK } from './step.js';
-import { MV, OpList, moePairs, Pipelines, TOPK_MAX, gridBlob, matvecOp, mvqTakes } from './graph.js';
-import { MATVEC, VkWeights, readBytes, type DevTensor, type InputProjection, type WeightMode } from './weights.js';
+import { OpList, moePairs, Pipelines, TOPK_MAX, gridBlob } from './graph.js';
+import { MATVEC, VkWeights, readBytes, type InputProjection, type WeightMode } from './weights.js';
 import type { EngineBuffers } from './scratch.js';
 
 export { TOPK_MAX };
@@ -55,6 +57,8 @@ export class VkEngine implements Engine, VkHost {
   private batches?: BatchSteps;
   /** the weights (see weights.ts: zero-copy import or upload, windows, stacks, fused gate+up) */
   w!: VkWeights;
+  /** the products of a step as dispatches over those weights */
+  mv!: MatvecRecorder;
   /** engine-wide scratch buffers (one step at a time) */
   readonly buf = {} as EngineBuffers;
   private embd: { t: TensorInfo; data?: Uint8Array };
@@ -208,6 +212,9 @@ export class VkEngine implements Engine, VkHost {
       this.fd = fd = fs.openSync(options.model, 'r');
       this.loadWeights(this.plan.mode, this.plan.auto);
       this.allocScratch();
+      this.mv = new MatvecRecorder({
+        w: this.w, buf: this.buf, shape: s, cpuDevice: this.info.type === 'cpu', fixedRows: options.vkMatvecRows, mvTypes: this.mvTypes, mvq: this.mvq, coopmat: this.coopmat,
+      });
       this.startStreaming();
     } catch (e) {
       this.stream?.free();
@@ -375,50 +382,6 @@ export class VkEngine implements Engine, VkHost {
     return out;
   }
 
-  matvec(ops: OpList, name: string, x: number, y: number, nRows: number, o: MatvecOpts = {}): void {
-    this.matvecOf(ops, this.w.t.get(name)!, name.replace(/^blk\.\d+\./, '').replace(/\.weight$/, ''), x, y, nRows, o);
-  }
-
-  levelsFor(name: string): boolean {
-    const w = this.w.t.get(name);
-    return this.mvq && !!w && mvqTakes(MATVEC[w.type], w.ne0);
-  }
-
-  /** Decode (one token): the stacked projections of `blk.L.key` as one matvec into STK; the part views, or undefined without a stack. */
-  stacked(ops: OpList, l: number, key: string, x: number, barrier = true, levels?: MatvecOpts['levels']): number[] | undefined {
-    const st = this.w.stacks.get(`blk.${l}.${key}`);
-    if (!st) return undefined;
-    const route = key === 'router_in' && this.routesInMatvec(l);
-    this.matvecOf(ops, st.w, route ? 'router_in+route' : key, x, this.buf.STK, 1, { barrier, epilogue: route ? this.routerEpilogue() : undefined, levels });
-    return st.views;
-  }
-
-  private routerEpilogue(): MatvecOpts['epilogue'] {
-    return { shader: 'matvec_router', extra: [this.buf.IDS, this.buf.WTS, this.buf.CNT], aux: this.shape.nExpert };
-  }
-
-  routeRows(ops: OpList, l: number, x: number, nRows: number, barrier = true): boolean {
-    const w = this.w.t.get(`blk.${l}.ffn_gate_inp.weight`);
-    if (!w || !this.routerEpilogueTakes(w) || w.rows !== this.shape.nExpert) return false;
-    this.matvecOf(ops, w, 'router+route', x, this.buf.R, nRows, { barrier, epilogue: this.routerEpilogue() });
-    return true;
-  }
-
-  /**
-   * Whether decode routes layer l's token in the last workgroup of its router matvec
-   * (matvec_router.comp): when the router stack exists and starts with the router's F32 rows in
-   * one binding (always, unless a test caps bindings very low).
-   */
-  routesInMatvec(l: number): boolean {
-    const st = this.w.stacks.get(`blk.${l}.router_in`);
-    return !!st && this.routerEpilogueTakes(st.w) && st.parts[0] === this.shape.nExpert;
-  }
-
-  /** matvec_router's weight: F32 rows in one binding (its epilogue counts one dispatch's workgroups) */
-  private routerEpilogueTakes(w: DevTensor): boolean {
-    return w.type === GgmlType.F32 && w.windows.length === 1;
-  }
-
   /**
    * The k best (logit, id) pairs of LOGITS row 0 (the deferred decode row), best first, ties to
    * the lower id: topk.comp stages, recorded once per k, run on demand (only sampling with a
@@ -456,28 +419,6 @@ export class VkEngine implements Engine, VkHost {
   /** The last top-k's k pairs (topK(), or the stages a decode step ran: step.ts recordStep's topK). */
   readTopK(k: number): Uint32Array {
     return new Uint32Array(this.dev.read(this.buf.TKH, 0, 8 * k));
-  }
-
-  /** One matvec dispatch per window of the weight (one for most weights), all into the same Y. */
-  private matvecOf(ops: OpList, w: DevTensor, label: string, x: number, y: number, nRows: number, o: MatvecOpts): void {
-    const expert = w.expertBytes > 0;
-    w.windows.forEach((win, i) => {
-      matvecOp(ops, {
-        // grouped experts read their pairs from LIST (matvecOp falls back to IDS where it must)
-        type: MATVEC[w.type], buffers: [win.buf, x, y, o.moe ? this.buf.LIST : this.buf.IDS, this.buf.GRID], rows: expert ? w.rows : win.count, weightRows: w.rows, n: w.ne0, rowBytes: w.rowBytes, nRows,
-        xStride: o.xStride, yStride: o.yStride ?? w.rows, xOffset: o.xOffset, yOffset: expert ? 0 : win.first, flags: (o.flags ?? 0) | (w.glu ? MV.glu : 0), K: this.shape.nExpertUsed,
-        expertBytes: w.expertBytes, e0: expert ? win.first : 0, ne: expert ? win.count : undefined, upBytes: win.upBytes, wOffset: win.wOffset,
-        // the windows write disjoint outputs: only the last one needs the barrier
-        barrier: i === w.windows.length - 1 ? o.barrier : false, label, epilogue: o.epilogue, moe: o.moe,
-        // a CPU device (lavapipe) runs workgroups on a few cores: splitting rows finer only adds
-        // overhead (tinyA decode on lavapipe: 197 ms per token with the GPU rule, 148 with 4 rows)
-        minGroups: this.info.type === 'cpu' ? 0 : undefined, fixedRows: this.options.vkMatvecRows,
-        // mv.comp or matvec.comp for one activation row: by type, the same for every session and
-        // batched step (a batched row keeps the bits of the row alone)
-        unit: this.mvTypes ? this.mvTypes.has(MATVEC[w.type]) : undefined,
-        levels: o.levels, coopmat: this.coopmat && !o.exact,
-      });
-    });
   }
 
   newSession(): Session {
