@@ -44,7 +44,7 @@ describe('GPU top-k', () => {
     for (const row of rows) {
       e.dev.write(e.buf.LOGITS, 0, new Uint8Array(row.buffer));
       for (const k of [1, 2, 20, 33, TOPK_MAX]) {
-        const got = e.topK(k), f = new Float32Array(got.buffer);
+        const got = e.out.topK(k), f = new Float32Array(got.buffer);
         const want = hostTopK(row, k);
         expect(Array.from({ length: k }, (_, i) => [got[2 * i + 1], f[2 * i]])).toEqual(want);
       }
@@ -56,9 +56,9 @@ describe('GPU top-k', () => {
     // every draw reads the device's k pairs: from a top-k run of its own (topK) or from the
     // stages the decode step ran (after a draw with the same k: the step folds them in)
     let gpu = 0, runs = 0;
-    const topK = e.topK.bind(e), readTopK = e.readTopK.bind(e);
-    e.topK = (k: number, row?: number) => { runs++; return topK(k, row); };
-    e.readTopK = (k: number) => { gpu++; return readTopK(k); };
+    const topK = e.out.topK.bind(e.out), readTopK = e.out.readTopK.bind(e.out);
+    e.out.topK = (k: number, row?: number) => { runs++; return topK(k, row); };
+    e.out.readTopK = (k: number) => { gpu++; return readTopK(k); };
     try {
       const opts = [
         { temperature: 0.6, topK: 20, topP: 0.95, minP: 0 },
@@ -94,8 +94,8 @@ describe('GPU top-k', () => {
       }
       expect(runs).toBe(0);
     } finally {
-      e.topK = topK;
-      e.readTopK = readTopK;
+      e.out.topK = topK;
+      e.out.readTopK = readTopK;
       s.dispose();
     }
   });
@@ -105,9 +105,9 @@ describe('GPU top-k', () => {
     const rng = e.core.alloc(8);
     const n = e.shape.nVocab;
     let probes = 0;
-    const topK = e.topK.bind(e), readTopK = e.readTopK.bind(e);
-    e.topK = (k: number, row?: number) => { probes++; return topK(k, row); };
-    e.readTopK = (k: number) => { probes++; return readTopK(k); };
+    const topK = e.out.topK.bind(e.out), readTopK = e.out.readTopK.bind(e.out);
+    e.out.topK = (k: number, row?: number) => { probes++; return topK(k, row); };
+    e.out.readTopK = (k: number) => { probes++; return readTopK(k); };
     try {
       // the row read once on a twin session (reading it from s would take the device path away),
       // before s runs (another session's step would move s's row to the host)
@@ -142,8 +142,8 @@ describe('GPU top-k', () => {
       // the first masks were answered from the device's best 64 (no 1 MB row read)
       expect(probes).toBeGreaterThan(0);
     } finally {
-      e.topK = topK;
-      e.readTopK = readTopK;
+      e.out.topK = topK;
+      e.out.readTopK = readTopK;
       s.dispose();
     }
   });

@@ -48,7 +48,7 @@ const time = (label: string, f: () => void) => {
   console.log(`${label}: ${((performance.now() - t) / 20).toFixed(3)} ms per call`);
 };
 time('sample greedy (device arg-max)', () => s.sample({ temperature: 0 }));
-time('GPU top-k 20 (submit, wait, read 20 pairs)', () => e.topK(20));
+time('GPU top-k 20 (submit, wait, read 20 pairs)', () => e.out.topK(20));
 time('sample temp 0.6 top-k 20 top-p 0.95 (GPU top-k + sampler over 20)', () => s.sample({ temperature: 0.6, topK: 20, topP: 0.95 }));
 // where a decode step's host time goes: embedding, the awaited run (GPU + thread hop), sampling
 {

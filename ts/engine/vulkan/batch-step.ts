@@ -70,7 +70,7 @@ export class BatchSteps {
     positions.forEach((p, i) => { pin[i * h.paramWords] = p; pin[i * h.paramWords + 1] = 1; });
     const x = h.embed(tokens);
     // the other sessions' deferred rows are saved before this step overwrites LOGITS/ARG
-    h.claimOutputsFor(states);
+    h.out.claimFor(states);
     h.dev.write(B.XIN, 0, new Uint8Array(x.buffer));
     h.dev.write(B.PIN, 0, new Uint8Array(pin.buffer));
     await h.runStep({ cmds: [cmd], layers: [-1], names: [names] }, n);

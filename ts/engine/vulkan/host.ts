@@ -10,6 +10,7 @@ import type { VkDevice } from '../../vk/addon.js';
 import type { EngineOptions, KvType, SampleOptions, TokenMask } from '../types.js';
 import type { Pipelines } from './graph.js';
 import type { MatvecRecorder } from './matvec-recorder.js';
+import type { EngineOutputs } from './outputs.js';
 
 /** A recorded step: one command per segment (graph.ts), each ending after a streamed layer's routing but the last. */
 export interface RecordedStep { cmds: number[]; layers: number[]; names: string[][] }
@@ -19,8 +20,7 @@ export type { MatvecOpts } from './matvec-recorder.js';
 
 export interface DraftCheckpoints { conv: number; state: number; convRows: number[]; stateRows: number[] }
 
-/** A session that can save its deferred logits row before another session overwrites it. */
-export interface OutputOwner { keep(): void }
+export type { OutputOwner } from './outputs.js';
 
 export interface VkHost {
   readonly shape: ModelShape;
@@ -37,6 +37,8 @@ export interface VkHost {
   readonly coopmat: boolean;
   /** the products of a step as dispatches (matvec-recorder.ts): one weight, decode's stacks, the router with its routing */
   readonly mv: MatvecRecorder;
+  /** the engine-wide output buffers and who owns them (outputs.ts): claims, the grammar mask, top-k, a masked arg-max */
+  readonly out: EngineOutputs;
   /** engine-wide scratch buffers by name (scratch.ts) */
   readonly buf: Readonly<EngineBuffers>;
   readonly kv: { k: KvType; v: KvType };
@@ -60,29 +62,7 @@ export interface VkHost {
   streams(l: number): boolean;
   /** runs a recorded step (its segments, with the streamed layers' expert loads between them) */
   runStep(step: RecordedStep, T: number): Promise<void>;
-  /**
-   * the grammar mask the next step's arg-max applies to its row 0 (argmax.comp), or none; written
-   * only when it changes
-   */
-  setMask(mask: TokenMask | undefined): void;
-  /** the arg-max of LOGITS row 0 again under a grammar mask, into ARG row 0 */
-  argmaxMasked(mask: TokenMask): void;
-  /** the k best (logit, id) pairs of LOGITS row `row` */
-  topK(k: number, row?: number): Uint32Array;
-  /** the pairs the last top-k left in TKH (a step that ran the stages itself) */
-  readTopK(k: number): Uint32Array;
   sampleWith(logits: Float32Array, o: SampleOptions, rng: number): number;
-  /**
-   * The LOGITS/ARG buffers are engine-wide: `s` is about to overwrite them (the previous owner
-   * saves its deferred row first); `defer` marks s as leaving its last row there.
-   */
-  claimOutputs(s: OutputOwner, defer: boolean): void;
-  /** a batched step is about to overwrite them: every owner but its rows saves its row; the rows own them after */
-  claimOutputsFor(rows: OutputOwner[]): void;
-  /** whether s still owns the outputs (its deferred row is on the device) */
-  ownsOutputs(s: OutputOwner): boolean;
-  /** s is gone: it owns nothing */
-  releaseOutputs(s: OutputOwner): void;
   /** a session's buffers are about to be freed (batched steps recorded with them go) */
   forgetSession(id: number): void;
   /** a step ran: wall ms inside dev.run, and its per-dispatch GPU times when profiling */

@@ -79,8 +79,8 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
 
   maskedArgmax(mask: TokenMask): number | undefined {
     // the deferred row must still be on the device, in row 0 (a single session's step)
-    if (this.kept || !this.h.ownsOutputs(this) || this.outRow !== 0) return undefined;
-    this.h.argmaxMasked(mask);
+    if (this.kept || !this.h.out.owns(this) || this.outRow !== 0) return undefined;
+    this.h.out.argmaxMasked(mask);
     this.masked = mask;
     return this.lastArgmax();
   }
@@ -102,7 +102,7 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
     if (T - logitsFrom > this.logitsRows) throw new Error('too many logits rows for one step');
     const hiddenFrom = o.normFrom !== undefined && o.normFrom >= 0 ? Math.min(o.normFrom, T) : T;
     // LOGITS and ARG are engine-wide: another session's deferred row is saved before we overwrite it
-    e.claimOutputs(this, false);
+    e.out.claim(this, false);
     this.kept = undefined;
     this.outRow = 0;
     this.topkReady = 0;
@@ -113,7 +113,7 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
     if (step === undefined) { step = this.record(T, logitsFrom, topK, hiddenFrom); this.steps.set(key, step); }
     // a grammar's mask applies to a deferred single row (the arg-max then picks among the allowed)
     const m = deferLast && T - logitsFrom === 1 ? mask : undefined;
-    e.setMask(m);
+    e.out.setMask(m);
     this.masked = m;
     e.dev.write(e.buf.XIN, 0, new Uint8Array(input.buffer, input.byteOffset, input.byteLength));
     e.dev.write(e.buf.PIN, 0, new Uint8Array(Uint32Array.of(pos, T, 0, 0).buffer));
@@ -123,7 +123,7 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
     const n = T - logitsFrom;
     if (n <= 0) return [];
     // one row left on the device: BaseSession reads it (readLast) or only its arg-max (lastArgmax)
-    if (deferLast && n === 1) { e.claimOutputs(this, true); this.topkReady = topK; return []; }
+    if (deferLast && n === 1) { e.out.claim(this, true); this.topkReady = topK; return []; }
     const all = new Float32Array(e.dev.read(e.buf.LOGITS, 0, n * s.nVocab * 4));
     // one row (decode): the read-back copy itself, no second 1 MB copy
     return n === 1 ? [all] : Array.from({ length: n }, (_, i) => all.slice(i * s.nVocab, (i + 1) * s.nVocab));
@@ -146,7 +146,7 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
   async draftStep(tokens: number[], pos: number, hidden = false): Promise<(number | undefined)[]> {
     const e = this.h, T = tokens.length;
     if (!(T >= 1 && T <= e.draftRows)) throw new RangeError(`a draft step takes 1..${e.draftRows} rows (got ${T})`);
-    e.claimOutputs(this, false);
+    e.out.claim(this, false);
     this.kept = undefined;
     this.masked = undefined;
     this.outRow = 0;
@@ -160,7 +160,7 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
       step = { cmds: [e.dev.record(ops.build(), e.options.vkProfile === true)], layers: [-1], names: [ops.names] };
       this.steps.set(key, step);
     }
-    e.setMask(undefined);
+    e.out.setMask(undefined);
     const pin = new Uint32Array(T * e.paramWords);
     for (let i = 0; i < T; i++) { pin[i * e.paramWords] = pos + i; pin[i * e.paramWords + 1] = 1; }
     e.dev.write(e.buf.XIN, 0, new Uint8Array(e.embed(tokens).buffer));
@@ -186,7 +186,7 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
     if (!(n >= 1 && n <= T)) throw new RangeError(`keepDraft: ${n} of ${T} rows`);
     if (n < T) this.h.dev.runSync(this.restoreCmd(n - 1));
     this.draftT = 0;
-    this.h.claimOutputs(this, true);
+    this.h.out.claim(this, true);
     this.outRow = n - 1;
   }
 
@@ -240,10 +240,10 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
 
   lastTopK(k: number, hint = true): { ids: number[]; logits: Float32Array } | undefined {
     // a row saved by keep() is on the host already; a NaN row follows the host sampler's rules
-    if (this.kept || !this.h.ownsOutputs(this) || !(k > 0 && k <= TOPK_MAX && k < this.shape.nVocab)) return undefined;
+    if (this.kept || !this.h.out.owns(this) || !(k > 0 && k <= TOPK_MAX && k < this.shape.nVocab)) return undefined;
     if (this.readArg()[1] !== 0) return undefined;
     const folded = this.topkReady === k;
-    const pairs = folded ? this.h.readTopK(k) : this.h.topK(k, this.outRow);
+    const pairs = folded ? this.h.out.readTopK(k) : this.h.out.topK(k, this.outRow);
     // (a top-k run here overwrote what the step left in TKH)
     if (!folded) this.topkReady = 0;
     if (hint) this.topkHint = k;
@@ -255,7 +255,7 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
     if (!(i >= 0 && i < this.draftT) || !(k > 0 && k <= TOPK_MAX && k < this.shape.nVocab)) return undefined;
     if (new Uint32Array(this.h.dev.read(this.h.buf.ARG, 8 * i, 8))[1] !== 0) return undefined;
     this.topkReady = 0;
-    return topIds(this.h.topK(k, i), k);
+    return topIds(this.h.out.topK(k, i), k);
   }
 
   /**
@@ -334,7 +334,7 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
   release(): void {
     if (this.freed) return;
     this.freed = true;
-    this.h.releaseOutputs(this);
+    this.h.out.release(this);
     this.h.forgetSession(this.id);
     for (const st of this.steps.values()) for (const c of st.cmds) this.h.dev.freeCommand(c);
     for (const c of this.transposes.values()) this.h.dev.freeCommand(c);

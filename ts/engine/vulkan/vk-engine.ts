@@ -18,7 +18,8 @@ import { kvBytesPerToken, recurrentStateBytes, stateSizes } from '../payload.js'
 import { BaseSession } from '../session-base.js';
 import type { BatchItem, Engine, EngineOptions, KvType, SampleOptions, Session, TokenMask } from '../types.js';
 import { VkSessionState } from './session-state.js';
-import type { DraftCheckpoints, OutputOwner, RecordedStep, VkHost } from './host.js';
+import type { DraftCheckpoints, RecordedStep, VkHost } from './host.js';
+import { EngineOutputs } from './outputs.js';
 import { MatvecRecorder } from './matvec-recorder.js';
 import { VkExpertStream, tilesFor } from './expert-stream.js';
 import type { ExpertStats } from '../expert-cache.js';
@@ -59,19 +60,17 @@ export class VkEngine implements Engine, VkHost {
   w!: VkWeights;
   /** the products of a step as dispatches over those weights */
   mv!: MatvecRecorder;
+  /** the engine-wide output buffers (LOGITS, ARG, TKH, MASK) and who owns them */
+  out!: EngineOutputs;
   /** engine-wide scratch buffers (one step at a time) */
   readonly buf = {} as EngineBuffers;
   private embd: { t: TensorInfo; data?: Uint8Array };
   /** the model file, open for the engine's lifetime (weight uploads, then embedding rows) */
   private readonly fd: number;
   private scratchBytes = 0;
-  /** recorded top-k commands by k */
-  private topkCmds = new Map<number, number>();
   /** why an automatic zero-copy import fell back to upload (for describe()) */
   private importError?: string;
   readonly logitsPtr: number;
-  /** the sessions whose last logits row is still only in LOGITS/ARG (forward deferLast, a batched step) */
-  private deferred = new Set<OutputOwner>();
   private ranMs = 0;
   /** with vkProfile: GPU time of each dispatch of the last step */
   private lastProfile?: { names: string[]; ns: Float64Array };
@@ -143,20 +142,6 @@ export class VkEngine implements Engine, VkHost {
   /** wall milliseconds spent in dev.run (submit to fence) since the engine opened, for benchmarks */
   get runMs(): number { return this.ranMs; }
 
-  claimOutputs(s: OutputOwner, defer: boolean): void {
-    for (const o of this.deferred) if (o !== s) o.keep();
-    this.deferred = new Set(defer ? [s] : []);
-  }
-
-  claimOutputsFor(rows: OutputOwner[]): void {
-    for (const o of this.deferred) if (!rows.includes(o)) o.keep();
-    this.deferred = new Set(rows);
-  }
-
-  ownsOutputs(s: OutputOwner): boolean { return this.deferred.has(s); }
-
-  releaseOutputs(s: OutputOwner): void { this.deferred.delete(s); }
-
   reportRun(ms: number, profile?: { names: string[]; ns: Float64Array }): void {
     this.ranMs += ms;
     if (profile) this.lastProfile = profile;
@@ -212,6 +197,7 @@ export class VkEngine implements Engine, VkHost {
       this.fd = fd = fs.openSync(options.model, 'r');
       this.loadWeights(this.plan.mode, this.plan.auto);
       this.allocScratch();
+      this.out = new EngineOutputs({ dev: this.dev, pipes: this.pipes, buf: this.buf, nVocab: s.nVocab });
       this.mv = new MatvecRecorder({
         w: this.w, buf: this.buf, shape: s, cpuDevice: this.info.type === 'cpu', fixedRows: options.vkMatvecRows, mvTypes: this.mvTypes, mvq: this.mvq, coopmat: this.coopmat,
       });
@@ -382,45 +368,6 @@ export class VkEngine implements Engine, VkHost {
     return out;
   }
 
-  /**
-   * The k best (logit, id) pairs of LOGITS row 0 (the deferred decode row), best first, ties to
-   * the lower id: topk.comp stages, recorded once per k, run on demand (only sampling with a
-   * temperature needs them). k ≤ TOPK_MAX.
-   */
-  topK(k: number, row = 0): Uint32Array {
-    const key = k * MAX_BATCH_ROWS + row;
-    let cmd = this.topkCmds.get(key);
-    if (cmd === undefined) {
-      const ops = new OpList(this.pipes);
-      recordTopK(ops, this.buf, this.shape.nVocab, k, row);
-      cmd = this.dev.record(ops.build());
-      this.topkCmds.set(key, cmd);
-    }
-    this.dev.runSync(cmd);
-    return this.readTopK(k);
-  }
-
-  private argmaxCmd: number | undefined;
-
-  /**
-   * The arg-max of LOGITS row 0 again, under `mask`, into ARG row 0 (a step that ran without the
-   * grammar's mask: it was not known yet). One submission; no row read.
-   */
-  argmaxMasked(mask: TokenMask): void {
-    if (this.argmaxCmd === undefined) {
-      const ops = new OpList(this.pipes);
-      recordArgmax(ops, this.buf, this.shape.nVocab, 1, 0);
-      this.argmaxCmd = this.dev.record(ops.build());
-    }
-    this.setMask(mask);
-    this.dev.runSync(this.argmaxCmd);
-  }
-
-  /** The last top-k's k pairs (topK(), or the stages a decode step ran: step.ts recordStep's topK). */
-  readTopK(k: number): Uint32Array {
-    return new Uint32Array(this.dev.read(this.buf.TKH, 0, 8 * k));
-  }
-
   newSession(): Session {
     return new BaseSession(new VkSessionState(this));
   }
@@ -430,19 +377,6 @@ export class VkEngine implements Engine, VkHost {
    * this engine's, distinct, and have room for a token; evalBatch (batch.ts) checks and updates
    * the sessions around this call.
    */
-  private maskOn: TokenMask | undefined;
-
-  setMask(mask: TokenMask | undefined): void {
-    if (mask === this.maskOn) return;
-    if (mask) {
-      const words = new Uint32Array(1 + mask.bits.length);
-      words[0] = 1;
-      words.set(mask.bits, 1);
-      this.dev.write(this.buf.MASK, 0, new Uint8Array(words.buffer));
-    } else this.dev.write(this.buf.MASK, 0, new Uint8Array(4));
-    this.maskOn = mask;
-  }
-
   async decodeBatch(items: readonly BatchItem[]): Promise<void> {
     if (items.length < 2 || items.length > this.batchRows) throw new RangeError(`a batched step takes 2..${this.batchRows} rows (got ${items.length})${this.batchIssue ? `: ${this.batchIssue}` : ''}`);
     const states = items.map(({ session }) => {
@@ -455,7 +389,7 @@ export class VkEngine implements Engine, VkHost {
     // tokens arrived in (each row is computed alone: the order changes no result)
     const order = states.map((_, i) => i).sort((x, y) => states[x].id - states[y].id);
     this.batches ??= new BatchSteps(this);
-    this.setMask(undefined);
+    this.out.setMask(undefined);
     await this.batches.run(order.map((i) => states[i]), order.map((i) => items[i].token), order.map((i) => items[i].session.tokens.length));
   }
 
