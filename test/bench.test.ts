@@ -49,6 +49,20 @@ describe('q36-bench', () => {
     checkCsv(r.stdout, [16, 32, 64], 2);
   });
 
+  it.each(['--cpu', '--vulkan'])('%s --mtp FILE (and --draft ngram --mtp FILE): the drafted probe gives the plain probe\'s tokens, its columns and line', (backend) => {
+    for (const more of [[], ['--draft', 'ngram']]) {
+      const r = bench(backend, '-m', fixture('tinyA/tinyA-bf16.gguf'), '--ctx-start', '32', '--ctx-max', '64', '--step-mul', '2', '--gen-tokens', '6', '--mtp', fixture('mtp/tinyA-mtp-only.gguf'), '--mtp-draft', '2', ...more);
+      expect(r.status, r.stderr).toBe(0);
+      const lines = r.stdout.trim().split('\n');
+      expect(lines[0]).toBe(`${CSV_HEADER},draft_decode_tps,draft_steps,accepted_per_step`);
+      expect(lines).toHaveLength(3);
+      const kind = more.length ? 'ngram\\+mtp' : 'mtp';
+      // the step holds a token and the larger of the two limits (--draft-max 4 by default, --mtp-draft 2)
+      expect(r.stderr).toMatch(new RegExp(`drafts at 32: ${kind}, [\\d.]+ t/s .* greedy-exact yes; draft step of 1\\.\\.${more.length ? 5 : 3} rows`));
+      expect(r.stderr).toMatch(new RegExp(`drafts at 64: ${kind}, .* greedy-exact yes`));
+    }
+  }, 600_000);
+
   it('bad arguments exit 2 with a message', () => {
     const r = bench('--cpu', '-m', fixture('tinyA/tinyA-q2.gguf'), '--ctx-start', '64', '--ctx-max', '32', '--step-incr', '8');
     expect(r.status).toBe(2);
