@@ -258,6 +258,12 @@ describe('the answer decoder with drafts: the same answer as without, whatever l
         await same(cases[3].prompt_ids, { raw: true, sampling: { temperature: 1 }, grammar: jsonGrammar({ type: 'object', properties: { a: { type: 'integer' }, b: { type: 'string' } }, required: ['a', 'b'] }) });
       }, 600_000);
 
+      it('sampled, with the server\'s greedy protocol: a thinking budget and a forced tool call\'s opening inside runs of drafts', async () => {
+        const tools = [{ type: 'function', function: { name: 'weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }] as never;
+        for (const budget of [3, 11]) await same(cases[1].prompt_ids, { startInReasoning: true, thinkingBudget: budget, stopIds: new Set(), sampling: { temperature: 0.9 } });
+        await same(cases[2].prompt_ids, { forceToolCall: { name: 'weather' }, greedyProtocol: true, tools, sampling: { temperature: 0.8, topK: 40 } });
+      }, 600_000);
+
       it('a budget that ends inside a run (the last token emitted, not fed, as without drafts)', async () => {
         for (const maxTokens of [7]) await same(cases[4].prompt_ids, { raw: true, stopIds: new Set(), maxTokens, feed: 'not-last' });
       }, 600_000);
