@@ -310,6 +310,36 @@ describe.each([
     }
   }, 300_000);
 
+  it('--mtp-margin: the chain goes on while the head\'s top probability is at least the margin', async () => {
+    const { draftOptions } = await import('../ts/engine/draft/index.js');
+    const c = cases[0], N = trunk.shape.nEmbd, n = c.ids.length;
+    // the head's own top probabilities of the two chained drafts (llama.cpp's tokens, checked above)
+    const probe = trunk.newSession(), h = headOn(trunk, kv);
+    const H = new Float32Array(n * N);
+    await probe.eval(c.ids, { onHidden: (row, p) => H.set(row, p * N) });
+    const top = (r: Float32Array) => { const m = r[argmax(r)]; let z = 0; for (const v of r) z += Math.exp(v - m); return 1 / z; };
+    // the head's cache first (every position, as the drafter fills it), then the two chained rows
+    await everyPosition(h, c.ids, H);
+    const r1 = await h.run([c.id_last], H.subarray((n - 1) * N), n), r2 = await h.run([argmax(r1.logits[0])], r1.hidden, n + 1);
+    const p1 = top(r1.logits[0]), p2 = top(r2.logits[0]);
+    probe.dispose(); h.dispose();
+    const drafts = async (margin: number) => {
+      const s = trunk.newSession();
+      try {
+        const d = draftOptions({ kind: 'mtp', max: 2, mtp: { file: MTP, margin } }, { engine: trunk, session: s });
+        await s.eval(c.ids);
+        return await d.drafter.propose(s.tokens, c.id_last, 2);
+      } finally {
+        s.dispose();
+      }
+    };
+    expect(await drafts(0)).toEqual([c.draft1_argmax, c.draft2_argmax]);
+    // above the first draft's probability: none; just below it: the first, and the second where it clears the margin too
+    expect(await drafts(Math.min(1, p1 * 1.001))).toEqual([]);
+    const m = p1 * 0.999;
+    expect(await drafts(m)).toEqual(p2 >= m ? [c.draft1_argmax, c.draft2_argmax] : [c.draft1_argmax]);
+  }, 300_000);
+
   it('ngram+mtp (--draft ngram --mtp FILE): prompt lookup where the context repeats, the head elsewhere; the tokens without drafts', async () => {
     const { draftOptions } = await import('../ts/engine/draft/index.js');
     const { generate } = await import('../ts/engine/generate.js');
