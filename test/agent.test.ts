@@ -22,14 +22,14 @@ afterAll(() => engine.dispose());
 const call = (name: string, args: Record<string, unknown>, thought = 'I will use a tool.') => `${thought}\n</think>\n\n${renderToolCall(name, args)}`;
 const final = (text: string) => `Done thinking.\n</think>\n\n${text}`;
 
-function setup(script: string[]) {
+function setup(script: string[], draft?: ConstructorParameters<typeof Agent>[0]['draft']) {
   const root = tmpDir('q36-agent-e2e-');
   fs.writeFileSync(path.join(root, 'notes.txt'), 'status: TODO\n');
   const warnings: string[] = [];
   const store = new SessionStore(path.join(tmpDir('q36-sessions-'), 'sessions'), (w) => warnings.push(w));
   const tools: string[] = [];
   const agent = new Agent({
-    engine, workspace: new Workspace({ root, confirm: async () => false }), store, think: true, sampling: { temperature: 0 }, maxTokens: 256, script,
+    engine, workspace: new Workspace({ root, confirm: async () => false }), store, think: true, sampling: { temperature: 0 }, maxTokens: 256, script, draft,
     ui: { toolEnd: (n, ok, t) => tools.push(`${n}:${ok}:${t.split('\n')[0]}`) },
   });
   return { root, store, agent, warnings, tools };
@@ -52,6 +52,20 @@ describe('the agent loop', () => {
     expect(s.evaluated).toBe(s.tokens.length);
     expect(agent.conv.text).toContain('<|im_start|>user\n<tool_response>\n1\tstatus: TODO\n</tool_response><|im_end|>');
     agent.dispose();
+  });
+
+  it('with MTP drafts (q36-agent --mtp FILE): the same tool calls, answer and transcript; the head goes with the agent\'s session', async () => {
+    const script = [call('read_file', { path: 'notes.txt' }), final('The notes say TODO.')];
+    // (each agent takes its turns off its own copy of the script)
+    const plain = setup(script.slice()), drafted = setup(script.slice(), { kind: 'mtp', max: 2, mtp: { file: fixture('mtp/tinyA-mtp-only.gguf'), margin: 0 } });
+    const a = await plain.agent.send('What do the notes say?'), b = await drafted.agent.send('What do the notes say?');
+    expect(b).toEqual(a);
+    expect(drafted.tools).toEqual(plain.tools);
+    // the transcripts differ only by the workspace's folder; each session holds exactly its transcript
+    expect(drafted.agent.conv.text.replaceAll(drafted.root, 'ROOT')).toBe(plain.agent.conv.text.replaceAll(plain.root, 'ROOT'));
+    expect(engine.tokenizer.decode(drafted.agent.session.tokens)).toBe(drafted.agent.conv.text);
+    plain.agent.dispose();
+    drafted.agent.dispose();
   });
 
   it('a failing tool reports its error to the model, which goes on', async () => {
