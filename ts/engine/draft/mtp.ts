@@ -68,8 +68,8 @@ export class MtpDrafter implements Drafter {
    */
   private async runRows(to: number): Promise<void> {
     const N = this.head.nEmbd, zero = new Float32Array(N);
-    for (let p = this.headLen; p < to; p += this.head.maxRows) {
-      const T = Math.min(this.head.maxRows, to - p), inp = new Float32Array(T * N);
+    for (let p = this.headLen; p < to; p += this.head.maxRowsNoLogits) {
+      const T = Math.min(this.head.maxRowsNoLogits, to - p), inp = new Float32Array(T * N);
       for (let i = 0; i < T; i++) inp.set((p + i > 0 ? this.hid[p + i - 1] : undefined) ?? zero, i * N);
       // only the head's KV rows are wanted: no logits
       await this.head.run(this.toks.slice(p, p + T), inp, p, T);

@@ -78,10 +78,14 @@ class CpuMtpHead implements MtpHead {
     return Math.min(this.r.engine.chunk, this.r.engine.logitsRows);
   }
 
+  get maxRowsNoLogits(): number {
+    return this.r.engine.chunk;
+  }
+
   async run(tokens: number[], hidden: Float32Array, pos: number, logitsFrom = 0): Promise<MtpRows> {
     const r = this.r, e = r.engine, core = e.core, n = e.shape.nEmbd, T = tokens.length;
     if (this.disposed) throw new Error('MTP head: disposed');
-    checkRun(this, e.options.ctx, T, hidden, pos);
+    checkRun(this, e.options.ctx, T, hidden, pos, logitsFrom);
     e.weights.embed(tokens, e.xPtr);
     core.f32(r.hPtr, T * n).set(hidden);
     if (r.x.mtpInput(e.xPtr, r.hPtr, T, r.enorm, r.hnorm, r.eh.type, r.eh.ptr, r.eh.rowBytes, e.xPtr) !== 0) throw new Error('MTP head: input projection failed');

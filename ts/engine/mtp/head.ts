@@ -16,14 +16,17 @@ export interface MtpHead {
   readonly nEmbd: number;
   /** most rows one run takes */
   readonly maxRows: number;
+  /** most rows one run takes when it returns no logits (logitsFrom = T: a catch-up) */
+  readonly maxRowsNoLogits: number;
   /** `logitsFrom` (default 0): rows before it return no logits (a catch-up over rows nobody drafts from) */
   run(tokens: number[], hidden: Float32Array, pos: number, logitsFrom?: number): Promise<MtpRows>;
   dispose(): void;
 }
 
 /** The checks every head makes of a run's arguments (its ctx and row limit). */
-export function checkRun(h: MtpHead, ctx: number, T: number, hidden: Float32Array, pos: number): void {
-  if (!(T >= 1 && T <= h.maxRows)) throw new RangeError(`MTP head: 1..${h.maxRows} rows a run (got ${T})`);
+export function checkRun(h: MtpHead, ctx: number, T: number, hidden: Float32Array, pos: number, logitsFrom: number): void {
+  const most = logitsFrom >= T ? h.maxRowsNoLogits : h.maxRows;
+  if (!(T >= 1 && T <= most)) throw new RangeError(`MTP head: 1..${most} rows a run (got ${T})`);
   if (hidden.length !== T * h.nEmbd) throw new RangeError(`MTP head: ${hidden.length} hidden values for ${T} rows of ${h.nEmbd}`);
   if (pos + T > ctx) throw new Error(`MTP head: positions ${pos}..${pos + T - 1} exceed its ctx ${ctx}`);
 }

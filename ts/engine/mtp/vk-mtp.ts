@@ -94,10 +94,14 @@ class VkMtpHead implements MtpHead {
     return Math.min(this.r.engine.chunk, this.r.engine.logitsRows);
   }
 
+  get maxRowsNoLogits(): number {
+    return this.r.engine.chunk;
+  }
+
   run(tokens: number[], hidden: Float32Array, pos: number, logitsFrom = 0): Promise<MtpRows> {
     const r = this.r, e = r.engine, n = e.shape.nEmbd, T = tokens.length, eps = Math.fround(e.shape.eps);
     if (this.disposed) throw new Error('MTP head: disposed');
-    checkRun(this, e.options.ctx, T, hidden, pos);
+    checkRun(this, e.options.ctx, T, hidden, pos, logitsFrom);
     const emb = e.embed(tokens), input = new Float32Array(2 * T * n);
     const rms = (src: Float32Array, at: number, w: Float32Array, out: number) => {
       let ss = 0;
