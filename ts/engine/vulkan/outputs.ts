@@ -8,9 +8,9 @@
 import { MAX_BATCH_ROWS } from '../defaults.js';
 import type { TokenMask } from '../types.js';
 import type { VkDevice } from '../../vk/addon.js';
-import { OpList, type Pipelines } from './graph.js';
+import { OpList, TOPK_ITEMS, type Pipelines } from './graph.js';
+import { KERNELS as K, dispatch, groups } from './kernels.js';
 import type { EngineBuffers } from './scratch.js';
-import { recordArgmax, recordTopK } from './step.js';
 
 /** A session that can save its deferred logits row before another session overwrites it. */
 export interface OutputOwner { keep(): void }
@@ -95,5 +95,33 @@ export class EngineOutputs {
     }
     this.setMask(mask);
     this.o.dev.runSync(this.argmaxCmd);
+  }
+}
+
+/**
+ * The arg-max stages (argmax.comp) over `rows` LOGITS rows from float `offset`, into ARG rows
+ * 0…; row 0 under MASK when its flag is set.
+ */
+export function recordArgmax(ops: OpList, B: Readonly<EngineBuffers>, nVocab: number, rows: number, offset: number): void {
+  const g = groups(K.argmax, nVocab), bind = { LOGITS: B.LOGITS, TKA: B.TKA, TKB: B.TKB, ARG: B.ARG, MASK: B.MASK };
+  dispatch(ops, K.argmax, bind, { n: nVocab, offset, stage: 0, groups: g }, [g, rows]);
+  dispatch(ops, K.argmax, bind, { n: nVocab, offset: 0, stage: 1, groups: g }, [1, rows]);
+}
+
+/**
+ * The top-k stages (topk.comp) over LOGITS row `row`: exact k best (logit, id) pairs, best first,
+ * ties to the lower id, ending in TKH. TKA/TKB are the stages' ping-pong buffers (free after the
+ * arg-max, which uses them too). k ≤ TOPK_MAX.
+ */
+export function recordTopK(ops: OpList, B: Readonly<EngineBuffers>, nVocab: number, k: number, row: number): void {
+  let n = nVocab, stage = 0, src = B.TKB, dst = B.TKA;
+  for (;;) {
+    const groups = Math.ceil(n / TOPK_ITEMS);
+    const out = groups === 1 ? B.TKH : dst;
+    dispatch(ops, K.topk, { LOGITS: B.LOGITS, src, dst: out }, { n, k, offset: stage === 0 ? row * nVocab : 0, stage }, [groups]);
+    if (groups === 1) break;
+    n = groups * k;
+    stage++;
+    [src, dst] = [dst, src];
   }
 }

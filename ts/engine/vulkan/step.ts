@@ -8,12 +8,12 @@ import { rowBytes } from '../../gguf/index.js';
 import { KV_TYPE_IDS } from '../common.js';
 import { stateSizes } from '../payload.js';
 import type { KvType } from '../types.js';
-import { DELTANET_BLOCK, MV, OpList, moePairs, TOPK_ITEMS, attnBlock, attnTileFits, attnTileKernel, attnTileTokens, attnTokens, moeMaxTiles } from './graph.js';
+import { DELTANET_BLOCK, MV, OpList, moePairs, attnBlock, attnTileFits, attnTileKernel, attnTileTokens, attnTokens, moeMaxTiles } from './graph.js';
 import type { MatvecOpts, VkHost } from './host.js';
 import { KERNELS as K, ROW_KERNELS as KR, dispatch, groups } from './kernels.js';
 import type { LayerTensorKey } from '../../model/schema.js';
-import type { EngineBuffers } from './scratch.js';
 import { INPUT_PROJ } from './weights.js';
+import { recordArgmax, recordTopK } from './outputs.js';
 
 /**
  * The residual update a producer leaves to the next norm: none (mode 0), X += R (mode 1: an
@@ -278,34 +278,6 @@ function outputHead(c: StepContext, p: Pending, from: number, hiddenFrom = c.T):
   // greedy decoding reads ARG instead of the logits row (see forward's deferLast)
   recordArgmax(c.ops, B, s.nVocab, c.rows ? n : 1, c.rows ? 0 : (n - 1) * s.nVocab);
   if (c.topK && !c.rows) recordTopK(c.ops, B, s.nVocab, c.topK, n - 1);
-}
-
-/**
- * The arg-max stages (argmax.comp) over `rows` LOGITS rows from float `offset`, into ARG rows
- * 0…; row 0 under MASK when its flag is set.
- */
-export function recordArgmax(ops: OpList, B: Readonly<EngineBuffers>, nVocab: number, rows: number, offset: number): void {
-  const g = groups(K.argmax, nVocab), bind = { LOGITS: B.LOGITS, TKA: B.TKA, TKB: B.TKB, ARG: B.ARG, MASK: B.MASK };
-  dispatch(ops, K.argmax, bind, { n: nVocab, offset, stage: 0, groups: g }, [g, rows]);
-  dispatch(ops, K.argmax, bind, { n: nVocab, offset: 0, stage: 1, groups: g }, [1, rows]);
-}
-
-/**
- * The top-k stages (topk.comp) over LOGITS row `row`: exact k best (logit, id) pairs, best first,
- * ties to the lower id, ending in TKH. TKA/TKB are the stages' ping-pong buffers (free after the
- * arg-max, which uses them too). k ≤ TOPK_MAX.
- */
-export function recordTopK(ops: OpList, B: Readonly<EngineBuffers>, nVocab: number, k: number, row: number): void {
-  let n = nVocab, stage = 0, src = B.TKB, dst = B.TKA;
-  for (;;) {
-    const groups = Math.ceil(n / TOPK_ITEMS);
-    const out = groups === 1 ? B.TKH : dst;
-    dispatch(ops, K.topk, { LOGITS: B.LOGITS, src, dst: out }, { n, k, offset: stage === 0 ? row * nVocab : 0, stage }, [groups]);
-    if (groups === 1) break;
-    n = groups * k;
-    stage++;
-    [src, dst] = [dst, src];
-  }
 }
 
 /**

@@ -31,7 +31,6 @@ import { MAX_BATCH_ROWS } from '../defaults.js';
 import { BatchSteps } from './batch-step.js';
 import { convCheckpoint, type ScratchBuffer } from './scratch.js';
 import { describePlan, planMemory, planScratch, streamedTensors, type MemoryPlan } from './memory-plan.js';
-import { recordArgmax, recordTopK } from './step.js';
 import { OpList, moePairs, Pipelines, TOPK_MAX, gridBlob } from './graph.js';
 import { MATVEC, VkWeights, readBytes, type InputProjection, type WeightMode } from './weights.js';
 import type { EngineBuffers } from './scratch.js';
