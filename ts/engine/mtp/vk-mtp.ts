@@ -4,7 +4,8 @@
  * rms(hidden)·hnorm] and project them with eh_proj into the residual stream (step.ts, INPUT_PROJ)
  * instead of token embeddings. The two norms run on the host, as the CPU reference computes them
  * (core-as ops.ts rmsnorm: f64 sum, f32 scale): 2·nEmbd values a row, next to the embedding row
- * the host dequantizes anyway. The head's hidden states come back from HID (its output norm).
+ * the host dequantizes anyway. The head's hidden states come back as any engine's do (A2 after its output
+ * norm: step.ts hiddenFrom, VkSessionState.readHidden).
  */
 import * as fs from 'node:fs';
 import { GgmlType, readTensorBytes, type TensorInfo } from '../../gguf/index.js';
