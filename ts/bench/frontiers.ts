@@ -8,10 +8,8 @@ import { Constraint, type Grammar } from '../grammar/constraint.js';
 import type { Tokenizer } from '../tokenizer/tokenizer.js';
 import type { ExpertStats } from '../engine/expert-cache.js';
 import { draftProbe, type DraftBenchKind, type DraftProbe } from './draft-probe.js';
-import { draftOptions } from '../engine/draft/index.js';
+import { draftOptions, lookupThen } from '../engine/draft/index.js';
 import type { MtpDrafter } from '../engine/draft/mtp.js';
-import { ChainDrafter } from '../engine/draft/chain.js';
-import { NgramDrafter } from '../engine/draft/ngram.js';
 
 /** SSD streaming: what one phase's expert cache did (differences of the engine's counters). */
 export interface ExpertPhase { hits: number; misses: number; bytesRead: number; readMs: number; copyMs: number }
@@ -126,7 +124,7 @@ export async function runFrontiers(o: BenchOptions): Promise<void> {
     // MTP drafts: the head follows the session from its first row (the prefills feed its cache),
     // not during the plain probe (whose rate is the one without speculation)
     const mtp = o.draft?.mtp ? draftOptions({ kind: 'mtp', max: o.draft.max, mtp: o.draft.mtp }, { engine: e, session: s }).drafter as MtpDrafter : undefined;
-    const drafter = mtp && o.draft?.kind === 'ngram+mtp' ? new ChainDrafter([{ drafter: new NgramDrafter(), max: o.draft.max }, { drafter: mtp, max: o.draft.mtp?.max ?? o.draft.max }]) : mtp;
+    const drafter = mtp && o.draft?.kind === 'ngram+mtp' ? lookupThen(mtp, o.draft) : mtp;
     let pos = 0;
     for (const f of o.frontiers) {
       const added = f - pos;

@@ -10,7 +10,8 @@ import { ChainDrafter } from './chain.js';
 import { MtpDrafter } from './mtp.js';
 import { NgramDrafter } from './ngram.js';
 
-export type { Drafter } from './drafter.js';
+import type { Drafter } from './drafter.js';
+export type { Drafter };
 export const DRAFTERS = ['ngram'] as const;
 
 /**
@@ -32,5 +33,10 @@ export function draftOptions(spec: DraftSpec, on?: { engine: Engine; session: Se
   const mtp = new MtpDrafter(head, spec.mtp.margin);
   try { mtp.attach(on.session); } catch (e) { head.dispose(); throw e; }
   if (spec.kind === 'mtp') return { drafter: mtp, max: spec.max };
-  return { drafter: new ChainDrafter([{ drafter: new NgramDrafter(), max: spec.max }, { drafter: mtp, max: spec.mtp.max ?? spec.max }]), max: Math.max(spec.max, spec.mtp.max ?? 0) };
+  return { drafter: lookupThen(mtp, spec), max: Math.max(spec.max, spec.mtp.max ?? 0) };
+}
+
+/** ngram+mtp: prompt lookup first (within spec.max), `mtp` where the context has no match (within spec.mtp.max). */
+export function lookupThen(mtp: Drafter, spec: Pick<DraftSpec, 'max' | 'mtp'>): Drafter {
+  return new ChainDrafter([{ drafter: new NgramDrafter(), max: spec.max }, { drafter: mtp, max: spec.mtp?.max ?? spec.max }]);
 }

@@ -12,7 +12,7 @@ import { GgmlType, readTensorBytes, type TensorInfo } from '../../gguf/index.js'
 import type { Tokenizer } from '../../tokenizer/tokenizer.js';
 import { CpuEngine } from '../cpu/cpu-engine.js';
 import type { KvType } from '../types.js';
-import { MtpRunner, checkRun, type MtpHead, type MtpRows } from './head.js';
+import { HeadBase, MtpRunner, type MtpHead, type MtpRows } from './head.js';
 import type { MtpModel } from './mtp-file.js';
 
 interface MtpExports {
@@ -65,31 +65,17 @@ export class CpuMtpRunner extends MtpRunner {
 }
 
 /** One session's head: its KV cache (a session table of the runner's engine). */
-class CpuMtpHead implements MtpHead {
-  private disposed = false;
-
-  constructor(private readonly r: CpuMtpRunner, private readonly tbl: number, private readonly release: () => void) {}
-
-  get nEmbd(): number {
-    return this.r.engine.shape.nEmbd;
-  }
-
-  get maxRows(): number {
-    return Math.min(this.r.engine.chunk, this.r.engine.logitsRows);
-  }
-
-  get maxRowsNoLogits(): number {
-    return this.r.engine.chunk;
+class CpuMtpHead extends HeadBase {
+  constructor(private readonly r: CpuMtpRunner, private readonly tbl: number, release: () => void) {
+    super(r.engine, release);
   }
 
   async run(tokens: number[], hidden: Float32Array, pos: number, logitsFrom = 0): Promise<MtpRows> {
     const r = this.r, e = r.engine, core = e.core, n = e.shape.nEmbd, T = tokens.length;
-    if (this.disposed) throw new Error('MTP head: disposed');
-    checkRun(this, e.options.ctx, T, hidden, pos, logitsFrom);
+    const from = this.start(T, hidden, pos, logitsFrom);
     e.weights.embed(tokens, e.xPtr);
     core.f32(r.hPtr, T * n).set(hidden);
     if (r.x.mtpInput(e.xPtr, r.hPtr, T, r.enorm, r.hnorm, r.eh.type, r.eh.ptr, r.eh.rowBytes, e.xPtr) !== 0) throw new Error('MTP head: input projection failed');
-    const from = Math.min(Math.max(0, logitsFrom), T);
     const rc = r.x.forward(this.tbl, pos, e.xPtr, T, e.logitsPtr, from, 0);
     if (rc !== 0) throw new Error(`MTP head: forward failed (${rc})`);
     const v = e.shape.nVocab;
@@ -97,10 +83,7 @@ class CpuMtpHead implements MtpHead {
     return { logits, hidden: core.f32(r.x.hiddenRows(), T * n).slice() };
   }
 
-  dispose(): void {
-    if (this.disposed) return;
-    this.disposed = true;
+  protected free(): void {
     this.r.engine.releaseSessionTable(this.tbl);
-    this.release();
   }
 }

@@ -23,12 +23,51 @@ export interface MtpHead {
   dispose(): void;
 }
 
-/** The checks every head makes of a run's arguments (its ctx and row limit). */
-export function checkRun(h: MtpHead, ctx: number, T: number, hidden: Float32Array, pos: number, logitsFrom: number): void {
-  const most = logitsFrom >= T ? h.maxRowsNoLogits : h.maxRows;
-  if (!(T >= 1 && T <= most)) throw new RangeError(`MTP head: 1..${most} rows a run (got ${T})`);
-  if (hidden.length !== T * h.nEmbd) throw new RangeError(`MTP head: ${hidden.length} hidden values for ${T} rows of ${h.nEmbd}`);
-  if (pos + T > ctx) throw new Error(`MTP head: positions ${pos}..${pos + T - 1} exceed its ctx ${ctx}`);
+/** What a head needs to know of its runner's engine (CpuEngine and VkEngine alike). */
+interface HeadEngine { shape: { nEmbd: number }; chunk: number; logitsRows: number; options: { ctx: number } }
+
+/**
+ * What every head shares whatever runs it: its limits (from its runner's engine), the checks of
+ * a run's arguments, and disposal (its own state first, then its hold on the runner).
+ */
+export abstract class HeadBase implements MtpHead {
+  private disposed = false;
+
+  constructor(private readonly engine: HeadEngine, private readonly release: () => void) {}
+
+  get nEmbd(): number {
+    return this.engine.shape.nEmbd;
+  }
+
+  get maxRows(): number {
+    return Math.min(this.engine.chunk, this.engine.logitsRows);
+  }
+
+  get maxRowsNoLogits(): number {
+    return this.engine.chunk;
+  }
+
+  abstract run(tokens: number[], hidden: Float32Array, pos: number, logitsFrom?: number): Promise<MtpRows>;
+
+  /** A run's arguments checked (its ctx and row limit); the first row with logits (T: none). */
+  protected start(T: number, hidden: Float32Array, pos: number, logitsFrom: number): number {
+    if (this.disposed) throw new Error('MTP head: disposed');
+    const most = logitsFrom >= T ? this.maxRowsNoLogits : this.maxRows, ctx = this.engine.options.ctx;
+    if (!(T >= 1 && T <= most)) throw new RangeError(`MTP head: 1..${most} rows a run (got ${T})`);
+    if (hidden.length !== T * this.nEmbd) throw new RangeError(`MTP head: ${hidden.length} hidden values for ${T} rows of ${this.nEmbd}`);
+    if (pos + T > ctx) throw new Error(`MTP head: positions ${pos}..${pos + T - 1} exceed its ctx ${ctx}`);
+    return Math.min(Math.max(0, logitsFrom), T);
+  }
+
+  /** frees the head's own state (its KV cache) */
+  protected abstract free(): void;
+
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    this.free();
+    this.release();
+  }
 }
 
 /**

@@ -13,7 +13,7 @@ import type { Tokenizer } from '../../tokenizer/tokenizer.js';
 import type { EngineOptions, KvType } from '../types.js';
 import { VkEngine } from '../vulkan/vk-engine.js';
 import { VkSessionState } from '../vulkan/session-state.js';
-import { MtpRunner, checkRun, type MtpHead, type MtpRows } from './head.js';
+import { HeadBase, MtpRunner, type MtpHead, type MtpRows } from './head.js';
 import type { MtpModel } from './mtp-file.js';
 
 /** The head's weights on a one-layer Vulkan engine; each head a session state (its KV cache) of it. */
@@ -82,27 +82,14 @@ export class VkMtpRunner extends MtpRunner {
 }
 
 /** One session's head: its KV cache (a session state of the runner's engine). */
-class VkMtpHead implements MtpHead {
-  private disposed = false;
-
-  constructor(private readonly r: VkMtpRunner, private readonly state: VkSessionState, private readonly release: () => void) {}
-
-  get nEmbd(): number {
-    return this.r.engine.shape.nEmbd;
-  }
-
-  get maxRows(): number {
-    return Math.min(this.r.engine.chunk, this.r.engine.logitsRows);
-  }
-
-  get maxRowsNoLogits(): number {
-    return this.r.engine.chunk;
+class VkMtpHead extends HeadBase {
+  constructor(private readonly r: VkMtpRunner, private readonly state: VkSessionState, release: () => void) {
+    super(r.engine, release);
   }
 
   run(tokens: number[], hidden: Float32Array, pos: number, logitsFrom = 0): Promise<MtpRows> {
     const r = this.r, e = r.engine, n = e.shape.nEmbd, T = tokens.length, eps = Math.fround(e.shape.eps);
-    if (this.disposed) throw new Error('MTP head: disposed');
-    checkRun(this, e.options.ctx, T, hidden, pos, logitsFrom);
+    const from = this.start(T, hidden, pos, logitsFrom);
     const emb = e.embed(tokens), input = new Float32Array(2 * T * n);
     const rms = (src: Float32Array, at: number, w: Float32Array, out: number) => {
       let ss = 0;
@@ -114,17 +101,13 @@ class VkMtpHead implements MtpHead {
       rms(emb, t * n, r.enorm, 2 * t * n);
       rms(hidden, t * n, r.hnorm, 2 * t * n + n);
     }
-    const from = Math.min(Math.max(0, logitsFrom), T);
     return r.serial(async () => {
       const logits = await this.state.forwardRows(input, T, pos, from, { normFrom: 0 });
       return { logits, hidden: this.state.readHidden() };
     });
   }
 
-  dispose(): void {
-    if (this.disposed) return;
-    this.disposed = true;
+  protected free(): void {
     this.state.release();
-    this.release();
   }
 }

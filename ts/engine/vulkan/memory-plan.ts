@@ -180,10 +180,15 @@ function planStreaming(file: GgufFile, s: ModelShape, o2: EngineOptions, info: D
   return { slots, fullLayers: o.full, layout, budget: o.budget };
 }
 
+/** Everything a plan holds on the device: weights (copied, and imported on unified memory), sessions, scratch, the expert cache. */
+export function plannedBytes(p: MemoryPlan): number {
+  return p.weightBytes + p.importedBytes + p.sessionsBytes + p.scratchBytes + p.cacheBytes;
+}
+
 /** The startup line of a plan: its total against what it may use, by part. */
 export function describePlan(p: MemoryPlan, info: DeviceInfo, sessions: number): string {
   const G = (b: number) => `${(b / 2 ** 30).toFixed(2)} GiB`;
-  const total = p.weightBytes + p.importedBytes + p.sessionsBytes + p.scratchBytes + p.cacheBytes;
+  const total = plannedBytes(p);
   return `memory    plan ${G(total)} of ${G(p.capacityBytes)} (95% of ${p.streaming && p.stream?.budget !== undefined ? 'the driver\'s budget' : `${G(info.deviceLocalBytes)}`}): ` +
     `weights ${G(p.weightBytes)} copied${p.importedBytes ? ` + ${G(p.importedBytes)} mapped from the file (unified memory: counted)` : ''}, ` +
     `KV/state ${G(p.sessionsBytes)}${sessions > 1 ? ` (${sessions} sessions)` : ''}, scratch ${G(p.scratchBytes)}${p.streaming ? `, expert cache ${G(p.cacheBytes)}` : ''}`;

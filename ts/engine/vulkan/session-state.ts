@@ -51,7 +51,7 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
     this.rng = h.core.alloc(8);
   }
 
-  /** Records the forward of T tokens (logits for rows ≥ logitsFrom, normed rows ≥ hiddenFrom into HID): step.ts. */
+  /** Records the forward of T tokens (logits for rows ≥ logitsFrom, normed rows ≥ hiddenFrom into A2): step.ts. */
   private record(T: number, logitsFrom: number, topK: number, hiddenFrom: number): RecordedStep {
     const h = this.h, ops = new OpList(h.pipes);
     recordStep({ h, ops, T, layers: this.layers, kvTypes: this.kvTypes, ctx: this.ctx, paramWords: h.paramWords, topK }, logitsFrom, hiddenFrom);
@@ -176,8 +176,7 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
   /** Row i's logits of the last draft step (LOGITS row i, until the next step). */
   draftRow(i: number): Float32Array {
     if (!(i >= 0 && i < this.draftT)) throw new RangeError(`draftRow: row ${i} of ${this.draftT}`);
-    const n = this.shape.nVocab;
-    return new Float32Array(this.h.dev.read(this.h.buf.LOGITS, i * n * 4, n * 4));
+    return this.readRow(i);
   }
 
   /** Keeps the first n rows of the last draft step: the recurrent state after row n − 1 (copied back unless it is the last), whose logits are ours. */
@@ -223,14 +222,19 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
     this.kept = { row: this.readLast(), arg: this.readArg() };
   }
 
-  /** ARG of the last step: {arg-max index, flags} (argmax.comp) */
-  private readArg(): Uint32Array {
-    return new Uint32Array(this.h.dev.read(this.h.buf.ARG, 8 * this.outRow, 8));
+  /** ARG row `row` of the last step (default: our deferred row's): {arg-max index, flags} (argmax.comp) */
+  private readArg(row = this.outRow): Uint32Array {
+    return new Uint32Array(this.h.dev.read(this.h.buf.ARG, 8 * row, 8));
+  }
+
+  /** LOGITS row `row` of the last step */
+  private readRow(row: number): Float32Array {
+    const n = this.shape.nVocab;
+    return new Float32Array(this.h.dev.read(this.h.buf.LOGITS, row * n * 4, n * 4));
   }
 
   readLast(): Float32Array {
-    const n = this.shape.nVocab;
-    return this.kept?.row ?? new Float32Array(this.h.dev.read(this.h.buf.LOGITS, this.outRow * n * 4, n * 4));
+    return this.kept?.row ?? this.readRow(this.outRow);
   }
 
   lastArgmax(): number | undefined {
@@ -253,7 +257,7 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
   /** Row i of the last draft step: its k best logits with their ids, in ascending id order (undefined: NaN in the row, or k unsupported). */
   draftTopK(i: number, k: number): { ids: number[]; logits: Float32Array } | undefined {
     if (!(i >= 0 && i < this.draftT) || !(k > 0 && k <= TOPK_MAX && k < this.shape.nVocab)) return undefined;
-    if (new Uint32Array(this.h.dev.read(this.h.buf.ARG, 8 * i, 8))[1] !== 0) return undefined;
+    if (this.readArg(i)[1] !== 0) return undefined;
     this.topkReady = 0;
     return topIds(this.h.out.topK(k, i), k);
   }

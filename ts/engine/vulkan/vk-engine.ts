@@ -30,7 +30,7 @@ import { mvqChoice } from './features.js';
 import { MAX_BATCH_ROWS } from '../defaults.js';
 import { BatchSteps } from './batch-step.js';
 import { convCheckpoint, type ScratchBuffer } from './scratch.js';
-import { describePlan, planMemory, planScratch, streamedTensors, type MemoryPlan } from './memory-plan.js';
+import { describePlan, planMemory, planScratch, plannedBytes, streamedTensors, type MemoryPlan } from './memory-plan.js';
 import { OpList, moePairs, Pipelines, TOPK_MAX, gridBlob } from './graph.js';
 import { MATVEC, VkWeights, readBytes, type InputProjection, type WeightMode } from './weights.js';
 import type { EngineBuffers } from './scratch.js';
@@ -134,8 +134,7 @@ export class VkEngine implements Engine, VkHost {
    * the device-local bytes (or vkMemoryLimit) less everything the plan holds.
    */
   get memoryLeft(): number {
-    const p = this.plan;
-    return this.info.deviceLocalBytes - (p.weightBytes + p.importedBytes + p.scratchBytes + p.sessionsBytes + p.cacheBytes);
+    return this.info.deviceLocalBytes - plannedBytes(this.plan);
   }
 
   /** wall milliseconds spent in dev.run (submit to fence) since the engine opened, for benchmarks */
