@@ -58,7 +58,7 @@ describe('q36-bench', () => {
       expect(lines).toHaveLength(3);
       const kind = more.length ? 'ngram\\+mtp' : 'mtp';
       // the step holds a token and the larger of the two limits (--draft-max 4 by default, --mtp-draft 2)
-      expect(r.stderr).toMatch(new RegExp(`drafts at 32: ${kind}, [\\d.]+ t/s .* greedy-exact yes; draft step of 1\\.\\.${more.length ? 5 : 3} rows`));
+      expect(r.stderr).toMatch(new RegExp(`drafts at 32: ${kind}, [\\d.]+ t/s .* greedy-exact yes; drafter [\\d.]+ ms in \\d+ proposals; draft step of 1\\.\\.${more.length ? 5 : 3} rows`));
       expect(r.stderr).toMatch(new RegExp(`drafts at 64: ${kind}, .* greedy-exact yes`));
     }
   }, 600_000);

@@ -24,6 +24,8 @@ export interface DraftProbe {
   exact: boolean;
   /** ms of one draft step of 1..rows rows (a token and rows − 1 drafts, one kept), at this depth */
   stepMs: number[];
+  /** the drafter's own time in the probe (its propose calls: an MTP head's runs), and how many calls */
+  proposeMs: number; proposals: number;
 }
 
 function drafterFor(kind: DraftBenchKind, plain: number[], start: number, vocab: number, given?: Drafter): Drafter {
@@ -61,11 +63,23 @@ export async function draftProbe(s: Session, snap: Snapshot, o: { kind: DraftBen
   s.restore(snap);
   const n = o.plain.length;
   let steps = 0, proposed = 0, accepted = 0;
-  const drafter = drafterFor(o.kind, o.plain, snap.pos, o.vocab, o.drafter);
+  const inner = drafterFor(o.kind, o.plain, snap.pos, o.vocab, o.drafter);
+  // one proposal before the clock starts, as a long generation has made many: an MTP head's first
+  // run with logits records its steps (it does not change what the drafter proposes later: the
+  // drafter follows the session's tokens)
+  await inner.propose(s.tokens, s.sample({ temperature: 0 }), o.max);
+  let proposeMs = 0, proposals = 0;
+  const drafter: Drafter = {
+    name: inner.name,
+    propose: async (context, next, max) => {
+      const t0 = performance.now();
+      try { return await inner.propose(context, next, max); } finally { proposeMs += performance.now() - t0; proposals++; }
+    },
+  };
   const t = performance.now();
   // feed 'all': every token enters the session, as the plain probe's do
   const r = await generate(s, { maxTokens: n, sampling: { temperature: 0 }, feed: 'all', draft: { drafter, max: o.max, onStep: (p, a) => { steps++; proposed += p; accepted += a; } } });
   const tps = n / ((performance.now() - t) / 1000);
   const exact = r.tokens.length === n && r.tokens.every((x, i) => x === o.plain[i]);
-  return { kind: o.kind, tps, steps, proposed, accepted, exact, stepMs };
+  return { kind: o.kind, tps, steps, proposed, accepted, exact, stepMs, proposeMs, proposals };
 }

@@ -182,5 +182,5 @@ export function csvRow(r: FrontierRow): string {
 export function draftLine(r: FrontierRow): string | undefined {
   const d = r.draft;
   if (!d) return undefined;
-  return `drafts at ${r.frontier}: ${d.kind}, ${d.tps.toFixed(2)} t/s against ${r.decodeTps.toFixed(2)} without (×${(d.tps / Math.max(1e-9, r.decodeTps)).toFixed(2)}); ${d.steps} draft steps, ${d.accepted} of ${d.proposed} drafts accepted (${(d.accepted / Math.max(1, d.steps)).toFixed(2)} a step); greedy-exact ${d.exact ? 'yes' : 'NO'}; draft step of 1..${d.stepMs.length} rows: ${d.stepMs.map((x) => x.toFixed(2)).join(' / ')} ms`;
+  return `drafts at ${r.frontier}: ${d.kind}, ${d.tps.toFixed(2)} t/s against ${r.decodeTps.toFixed(2)} without (×${(d.tps / Math.max(1e-9, r.decodeTps)).toFixed(2)}); ${d.steps} draft steps, ${d.accepted} of ${d.proposed} drafts accepted (${(d.accepted / Math.max(1, d.steps)).toFixed(2)} a step); greedy-exact ${d.exact ? 'yes' : 'NO'}; drafter ${d.proposeMs.toFixed(1)} ms in ${d.proposals} proposals; draft step of 1..${d.stepMs.length} rows: ${d.stepMs.map((x) => x.toFixed(2)).join(' / ')} ms`;
 }

@@ -68,8 +68,11 @@ export class MtpDrafter implements Drafter {
    */
   private async runRows(to: number): Promise<void> {
     const N = this.head.nEmbd, zero = new Float32Array(N);
-    for (let p = this.headLen; p < to; p += this.head.maxRowsNoLogits) {
-      const T = Math.min(this.head.maxRowsNoLogits, to - p), inp = new Float32Array(T * N);
+    for (let p = this.headLen, T = 0; p < to; p += T) {
+      // runs of a power of two rows (or the most a run takes): a head records a step for each
+      // row count it meets, and the rows between two proposals vary with every back-off
+      T = Math.min(this.head.maxRowsNoLogits, 2 ** Math.floor(Math.log2(to - p)));
+      const inp = new Float32Array(T * N);
       for (let i = 0; i < T; i++) inp.set((p + i > 0 ? this.hid[p + i - 1] : undefined) ?? zero, i * N);
       // only the head's KV rows are wanted: no logits
       await this.head.run(this.toks.slice(p, p + T), inp, p, T);
@@ -95,9 +98,12 @@ export class MtpDrafter implements Drafter {
       const r = await this.head.run([tok], hidden, n + i);
       const row = r.logits[0], best = firstMax(row);
       if (this.margin > 0) {
+        // the top probability is 1/z, z = Σ e^(l − l_top); the sum only grows, so it stops once
+        // the chain is decided to stop (an unsure head's row is short work)
+        const zMax = 1 / this.margin, top = row[best];
         let z = 0;
-        for (let v = 0; v < row.length; v++) z += Math.exp(row[v] - row[best]);
-        if (1 / z < this.margin) break;
+        for (let v = 0; v < row.length && z <= zMax; v++) z += Math.exp(row[v] - top);
+        if (z > zMax) break;
       }
       out.push(best);
       tok = best;
