@@ -64,10 +64,12 @@ export async function draftProbe(s: Session, snap: Snapshot, o: { kind: DraftBen
   const n = o.plain.length;
   let steps = 0, proposed = 0, accepted = 0;
   const inner = drafterFor(o.kind, o.plain, snap.pos, o.vocab, o.drafter);
-  // one proposal before the clock starts, as a long generation has made many: an MTP head's first
-  // run with logits records its steps (it does not change what the drafter proposes later: the
-  // drafter follows the session's tokens)
-  await inner.propose(s.tokens, s.sample({ temperature: 0 }), o.max);
+  // the drafted probe once before the clock, as a long generation has run many: an MTP head runs
+  // on an engine of its own, which makes its pipelines and records a step for each row count it
+  // meets on first use (what a drafter proposes does not depend on it: the MTP drafter follows the
+  // session's tokens, back over the restore)
+  await generate(s, { maxTokens: n, sampling: { temperature: 0 }, feed: 'all', draft: { drafter: inner, max: o.max } });
+  s.restore(snap);
   let proposeMs = 0, proposals = 0;
   const drafter: Drafter = {
     name: inner.name,
