@@ -16,6 +16,12 @@ import type { Drafter } from './drafter.js';
 
 /** Unconsumed hidden states that make the head catch up while the session evaluates (not at the next draft). */
 const CATCH_UP = 512;
+/**
+ * Proposals skipped after one that the margin stopped before its first draft: doubling, up to
+ * this many (generate's back-off after rejected drafts, for a head that is unsure: each proposal
+ * runs the head, so an unsure head would otherwise cost its runs on every token).
+ */
+const UNSURE_BACKOFF_MAX = 32;
 
 export class MtpDrafter implements Drafter {
   readonly name = 'mtp';
@@ -26,6 +32,9 @@ export class MtpDrafter implements Drafter {
   private headLen = 0;
   /** hidden states before this position have been dropped (consumed by the head) */
   private dropped = 0;
+  /** proposals in a row that the margin stopped before a draft, and proposals still to skip */
+  private unsure = 0;
+  private skip = 0;
 
   /** `margin`: the least top probability that lets a draft chain go on (0: none) */
   constructor(private readonly head: MtpHead, private readonly margin = 0) {}
@@ -85,6 +94,8 @@ export class MtpDrafter implements Drafter {
   async propose(context: readonly number[], next: number, max: number): Promise<number[]> {
     const n = context.length, N = this.head.nEmbd;
     if (max < 1 || n === 0) return [];
+    // an unsure head backs off (its rows catch up at the next proposal)
+    if (this.skip > 0) { this.skip--; return []; }
     // what the drafter knows must be the session's tokens (a rewind or a loaded state: start over there)
     let m = 0;
     while (m < Math.min(n, this.toks.length) && this.toks[m] === context[m]) m++;
@@ -111,6 +122,8 @@ export class MtpDrafter implements Drafter {
     }
     // row n (the token about to enter, with h_{n−1}) is a true row; the deeper ones are overwritten later
     this.headLen = n + 1;
+    if (out.length === 0) this.skip = Math.min(UNSURE_BACKOFF_MAX, 2 ** this.unsure++);
+    else this.unsure = 0;
     return out;
   }
 }
