@@ -12,7 +12,7 @@
  */
 import { parseArgs } from 'node:util';
 import { OpList, Pipelines, attnBlock, attnSpan } from '../../ts/engine/vulkan/graph.js';
-import { KERNELS, bindingCounts, dispatch } from '../../ts/engine/vulkan/kernels.js';
+import { KERNELS, dispatch } from '../../ts/engine/vulkan/kernels.js';
 import { KV_TYPE_IDS } from '../../ts/engine/common.js';
 import type { KvType } from '../../ts/engine/types.js';
 import { rowBytes } from '../../ts/gguf/index.js';
@@ -21,6 +21,7 @@ import { PRESETS } from '../../ts/model/synthetic-model.js';
 import { Rng, fillRandom } from '../../ts/model/synth.js';
 import { loadAddon } from '../../ts/vk/addon.js';
 import { gpuTime } from '../lib/gpu-time.js';
+import { pipelineStats } from '../lib/pipeline-stats.js';
 
 const a = parseArgs({ options: {
   pos: { type: 'string', default: '2048,8192,32768' }, ctx: { type: 'string', default: '32808' }, kv: { type: 'string', default: 'q8_0/q4_0' },
@@ -68,10 +69,7 @@ for (const p of positions) {
 if (a.stats) {
   // the driver's compiler statistics (registers bound occupancy)
   for (const name of [`attn_flash_${variant}`, 'attn_merge']) {
-    const d = KERNELS[name.startsWith('attn_flash') ? 'attn_flash' : 'attn_merge'];
-    try {
-      console.log(`stats ${name}: ${dev.pipelineStats(name, d.bindings.length, 4 * d.push.length, bindingCounts(d)).map(([k, v]) => `${k}=${v}`).join('; ')}`);
-    } catch (e) { console.log(`stats ${name}: ${(e as Error).message}`); }
+    console.log(`stats ${name}: ${pipelineStats(dev, name).text}`);
   }
 }
 dev.dispose();

@@ -13,12 +13,13 @@
  */
 import { parseArgs } from 'node:util';
 import { Core } from '../../ts/core/wasm.js';
-import { MV, OpList, Pipelines, declOf, gridBlob, matvecOp } from '../../ts/engine/vulkan/graph.js';
-import { KERNELS, bindingCounts, dispatch } from '../../ts/engine/vulkan/kernels.js';
+import { MV, OpList, Pipelines, gridBlob, matvecOp } from '../../ts/engine/vulkan/graph.js';
+import { KERNELS, dispatch } from '../../ts/engine/vulkan/kernels.js';
 import { GgmlType, rowBytes, typeName } from '../../ts/gguf/index.js';
 import { Rng, fillRandom } from '../../ts/model/synth.js';
 import { loadAddon } from '../../ts/vk/addon.js';
 import { gpuTime } from '../lib/gpu-time.js';
+import { pipelineStats } from '../lib/pipeline-stats.js';
 
 const a = parseArgs({ options: {
   'vk-device': { type: 'string', default: '-1' }, reps: { type: 'string', default: '20' }, scale: { type: 'string', default: '1' },
@@ -129,13 +130,7 @@ for (const name of a.types!.split(',')) {
 if (a.stats) {
   // the driver's compiler statistics of every kernel timed (registers bound occupancy)
   for (const name of [...used].map((n) => n.split(' ')[0]).filter((n, i, all) => all.indexOf(n) === i)) {
-    try {
-      const d = declOf(name);
-      const st = dev.pipelineStats(name, d.bindings.length, 4 * d.push.length, bindingCounts(d));
-      console.log(`stats ${name}: ${st.map(([k, v]) => `${k}=${v}`).join('; ')}`);
-    } catch (e) {
-      console.log(`stats ${name}: ${(e as Error).message}`);
-    }
+    console.log(`stats ${name}: ${pipelineStats(dev, name).text}`);
   }
 }
 dev.dispose();

@@ -11,11 +11,11 @@
  */
 import { parseArgs } from 'node:util';
 import { Core } from '../../ts/core/wasm.js';
-import { MV, OpList, Pipelines, declOf, gridBlob, matvecOp, MMC_MOE_PAIRS, MM_MOE_PAIRS, type MatvecDispatch } from '../../ts/engine/vulkan/graph.js';
+import { MV, OpList, Pipelines, gridBlob, matvecOp, MMC_MOE_PAIRS, MM_MOE_PAIRS, type MatvecDispatch } from '../../ts/engine/vulkan/graph.js';
 import { tilesFor } from '../../ts/engine/vulkan/expert-stream.js';
-import { bindingCounts } from '../../ts/engine/vulkan/kernels.js';
 import { loadAddon } from '../../ts/vk/addon.js';
 import { Rng } from '../../ts/model/synth.js';
+import { pipelineStats } from '../lib/pipeline-stats.js';
 
 const { values: a } = parseArgs({ options: {
   tokens: { type: 'string', default: '512,2048' }, reps: { type: 'string', default: '10' }, variant: { type: 'string' }, device: { type: 'string', default: '-1' },
@@ -80,8 +80,7 @@ function compare(label: string, d: MatvecDispatch, yLen: number, coopmatTiles?: 
   for (const name of [base.shader, fast.shader]) {
     if (stated.has(name)) continue;
     stated.add(name);
-    const dc = declOf(name);
-    try { console.log(`  stats ${name}: ${dev.pipelineStats(name, dc.bindings.length, 4 * dc.push.length, bindingCounts(dc)).map(([k, v]) => `${k}=${v}`).join('; ')}`); } catch (e) { console.log(`  stats ${name}: ${(e as Error).message}`); }
+    console.log(`  stats ${name}: ${pipelineStats(dev, name).text}`);
   }
   let m = 0, big = 0;
   for (let i = 0; i < yLen; i++) { big = Math.max(big, Math.abs(base.y[i])); m = Math.max(m, Math.abs(base.y[i] - fast.y[i])); }

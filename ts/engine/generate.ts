@@ -6,7 +6,7 @@
  * step by step under the same rules, are taken without steps of their own.
  */
 import { AbortError, maskHas } from './common.js';
-import type { Drafter } from './draft/drafter.js';
+import { backOff, type Drafter } from './draft/drafter.js';
 import type { SampleOptions, Session, TokenLogprob, TokenMask } from './types.js';
 
 /** Speculative decoding (greedy and sampled steps). */
@@ -25,9 +25,6 @@ export interface DraftOptions {
   /** each draft step: drafts proposed, accepted */
   onStep?: (proposed: number, accepted: number) => void;
 }
-
-/** Draft steps skipped after a step whose drafts were all rejected: doubling, up to this many. */
-const DRAFT_BACKOFF_MAX = 32;
 
 export interface GenerateOptions {
   maxTokens: number;
@@ -129,7 +126,7 @@ export async function generate(s: Session, o: GenerateOptions): Promise<Generate
           asked = w.asked;
           ended = w.ended;
           o.draft!.onStep?.(drafts.length, w.taken.length);
-          if (w.taken.length === 0) { misses++; draftFrom = step + 1 + Math.min(DRAFT_BACKOFF_MAX, 2 ** (misses - 1)); } else misses = 0;
+          if (w.taken.length === 0) { misses++; draftFrom = step + 1 + backOff(misses); } else misses = 0;
           await o.onFed?.(id);
           for (const t of w.taken) await o.onFed?.(t);
           // every step emitted one token: the walk's steps are done (the loop goes on after them)

@@ -14,3 +14,12 @@ export interface Drafter {
    */
   propose(context: readonly number[], next: number, max: number): number[] | Promise<number[]>;
 }
+
+/**
+ * Steps (or proposals) to skip after the misses-th fruitless one in a row: 1, 2, 4 … up to 32 —
+ * generate's after draft steps whose drafts were all rejected, the MTP drafter's after proposals
+ * its margin stopped before a draft (each runs its head).
+ */
+export function backOff(misses: number): number {
+  return Math.min(32, 2 ** (misses - 1));
+}

@@ -12,16 +12,10 @@
 import { firstMax } from '../common.js';
 import type { MtpHead } from '../mtp/head.js';
 import type { Session } from '../types.js';
-import type { Drafter } from './drafter.js';
+import { backOff, type Drafter } from './drafter.js';
 
 /** Unconsumed hidden states that make the head catch up while the session evaluates (not at the next draft). */
 const CATCH_UP = 512;
-/**
- * Proposals skipped after one that the margin stopped before its first draft: doubling, up to
- * this many (generate's back-off after rejected drafts, for a head that is unsure: each proposal
- * runs the head, so an unsure head would otherwise cost its runs on every token).
- */
-const UNSURE_BACKOFF_MAX = 32;
 
 export class MtpDrafter implements Drafter {
   readonly name = 'mtp';
@@ -32,7 +26,10 @@ export class MtpDrafter implements Drafter {
   private headLen = 0;
   /** hidden states before this position have been dropped (consumed by the head) */
   private dropped = 0;
-  /** proposals in a row that the margin stopped before a draft, and proposals still to skip */
+  /**
+   * proposals in a row that the margin stopped before a draft, and proposals still to skip (each
+   * proposal runs the head, so an unsure head would otherwise cost its runs on every token)
+   */
   private unsure = 0;
   private skip = 0;
 
@@ -122,7 +119,7 @@ export class MtpDrafter implements Drafter {
     }
     // row n (the token about to enter, with h_{n−1}) is a true row; the deeper ones are overwritten later
     this.headLen = n + 1;
-    if (out.length === 0) this.skip = Math.min(UNSURE_BACKOFF_MAX, 2 ** this.unsure++);
+    if (out.length === 0) this.skip = backOff(++this.unsure);
     else this.unsure = 0;
     return out;
   }
