@@ -23,6 +23,10 @@ fi
 # the matrix-core kernels need a glslc newer than Debian 12's (a private copy in .tools/ if so)
 bash scripts/build/glslc-coopmat.sh >/dev/null
 
+# Mesa 26's lavapipe (cooperative matrices on the CPU) for the matrix-unit kernels' check, in
+# .tools/mesa-trixie; without it that one test says what is missing
+bash scripts/check/lavapipe-coopmat.sh --fetch || echo "setup: Mesa 26's lavapipe could not be fetched (test/mmc-lavapipe.test.ts will fail)"
+
 npm ci --no-audit --no-fund
 npm run build
 echo "setup: done. Run the tests with: npm test"

@@ -58,8 +58,11 @@ void decode(uint o, uint g, out float w[8]) {
 #elif defined(TYPE_Q8_0)
 // 34-byte blocks: f16 d, 32 × int8; group = a quarter block
 // decodeq: the group's quant values and its scale (decode() at the end gives the weights): the
-// matvecs form a group's row · x as d · Σ q·x, one multiply per group instead of per weight
+// matvecs form a group's row · x as d · Σ q·x, one multiply per group instead of per weight.
+// DECODE_SCALE32: the integer values are exact in f16 and the scale is one per aligned 32 values
+// (mmc.glsl's SCALED products)
 #define DECODE_Q
+#define DECODE_SCALE32
 void decodeq(uint o, uint g, out float q[8], out vec2 sc) {
   uint bo = o + 34u * (g >> 2), qo = bo + 2u + 8u * (g & 3u);
   sc = vec2(WHALF(W, bo), 0.0);
@@ -144,8 +147,10 @@ void decode(uint o, uint g, out float w[8]) {
 // 7-bit sign fields and a 4-bit scale. A group of 8 values = one grid entry. (A copy of the grid in
 // shared memory, filled by each workgroup, made the decode step's IQ2_XXS experts slower on the
 // H200: 0.688 → 0.919 ms per step; the fill and its barrier sit on each short workgroup's path.)
-// decodeq: the group's signed grid magnitudes and its scale (row · x = db · Σ (±mag)·x)
+// decodeq: the group's signed grid magnitudes and its scale (row · x = db · Σ (±mag)·x), one
+// scale per 32 values, the magnitudes ≤ 43
 #define DECODE_Q
+#define DECODE_SCALE32
 void decodeq(uint o, uint g, out float q[8], out vec2 sc) {
   uint bo = o + 66u * (g >> 5), ib = (g & 31u) >> 2, l = g & 3u;
   uint p = bo + 2u + 8u * ib;

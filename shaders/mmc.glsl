@@ -1,24 +1,31 @@
 // Body of mmc.comp and mmc_moe.comp: mm.glsl's tiled matmul on the device's matrix units
-// (GL_KHR_cooperative_matrix, 16 × 16 × 16 f16 products with f32 accumulation). Same push block
-// and bindings as mm.comp / mm_moe.comp, so the engine swaps one for the other where the device
-// has the matrix units (graph.ts matvecOp); mm stays the fallback and the reference the parity runs
-// compare against.
+// (GL_KHR_cooperative_matrix, CM × CM × CM f16 products with f32 accumulation; CM = 16, the shape
+// the engine checks for). Same push block and bindings as mm.comp / mm_moe.comp, so the engine
+// swaps one for the other where the device has the matrix units (graph.ts matvecOp); mm stays the
+// fallback and the reference the parity runs compare against.
 // Per BK = 32-value step the threads decode the weight tile into shared memory (WS) and stage the
-// activation tile (XS). With SPLIT (both kernels define it) each value is held as two f16, hi (its
-// first 11 significant bits) in WS/XS and lo (the rest, times LO) in WSL/XSL, and a product is
-// hi·hi + (hi·lo + lo·hi) / LO: ~22 significant bits an operand, f32 sums, results within f32's
-// tolerances of mm's (one f16 an operand, without SPLIT, moved the tiny random models' logits by
-// up to ~1: docs/vulkan.md). The next step's values are decoded into registers while the current
-// step multiplies. Subgroup s (32 lanes) owns the 16-row block s % 4 of the 64-row tile and CB
-// 16-token blocks of the tile's tokens; its accumulators go through shared memory (CS) to the
-// stores.
+// activation tile (XS). With SPLIT (every module defines it) each activation is held as two f16, hi
+// (its first 11 significant bits) in XS and lo (the rest, times LO) in XSL, so products keep ~22
+// significant bits an operand with f32 sums, within f32's tolerances of mm's (one f16 an operand,
+// without SPLIT, moved the tiny random models' logits by up to ~1: docs/vulkan.md). The weights:
+// - SCALED (types whose decodeq gives integer values and one scale per aligned 32 values: Q8_0,
+//   IQ2_XXS): WS holds the integers, exact in f16; a step's products go to a fresh accumulator P
+//   as q·hi + (q/LO)·(LO·lo), and P times the rows' scales (a CM × CM matrix of them, each row's
+//   scale in every column) is added to the sums: two products a pair of fragments, one weight array.
+// - otherwise the weights are split as the activations are (WSL: their lo parts), a product is
+//   hi·hi + (hi·lo + lo·hi) / LO, the cross terms in accumulators of their own.
+// The next step's values are decoded into registers while the current step multiplies. Subgroup s
+// owns the CM-row block s % (BM / CM) of the 64-row tile and CB CM-token blocks of the
+// tile's tokens; each of its accumulators goes through its own CM × CM scratch (CS) to the stores.
 // GLU (the _glu modules, graph.ts picks them by the flag): the up rows (pc.upBytes on) decode into
-// US and multiply into accumulators of their own; the stores apply silu(gate)·up as mm.glsl does.
+// US and multiply into accumulators of their own; the stores write silu(gate)·up as mm.glsl does.
 // The GLU is a module of its own, not a branch on the flag: the plain kernels then need few enough
 // registers for two workgroups a multiprocessor (with the branch every kernel held one:
 // docs/vulkan.md).
-// Needs a 32-lane subgroup, 16 × 16 × 16 f16 → f32 subgroup-scope products (the engine checks the
-// device's list) and n % 32 == 0; shared memory under 48 KiB (NVIDIA's Vulkan limit).
+// Needs SG-lane subgroups and CM × CM × CM f16 → f32 subgroup-scope products (the engine's
+// modules: 32 and 16, which the engine checks the device for; builds with CM = 8 and SG = 8 serve
+// checks on a device that lists only that shape, Mesa's lavapipe: mmc-check --fragment 8) and n % 32 == 0; shared memory under 48 KiB (NVIDIA's Vulkan
+// limit; the SCALED and plain modules stay under lavapipe's 32 KiB).
 #extension GL_GOOGLE_include_directive : enable
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -26,14 +33,21 @@
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #include "common.glsl"
 
+// the fragment edge and the subgroup size (the engine's: 16 and 32; checks build others)
+#ifndef CM
+#define CM 16u
+#endif
+#ifndef SG
+#define SG 32u
+#endif
 const uint BM = 64u, BK = 32u, XL = BN * BK / NT, DJ = 256u / NT;
-// 16 × 16 output blocks per subgroup (32 lanes: NT / 32 subgroups share the BM × BN tile)
-const uint CB = (BM / 16u) * (BN / 16u) / (NT / 32u);
+// subgroups, CM-row blocks of the tile, and each subgroup's CM × CM output blocks
+const uint NSG = NT / SG, RB = BM / CM, CB = RB * (BN / CM) / NSG;
+// a CM × CM f32 matrix's elements a lane handles when it goes through shared memory
+const uint PE = CM * CM / SG;
 // shared rows as f16vec4: BK values + 8 of padding (80 bytes: every row 16-byte aligned, and
 // neighbouring rows start on other banks)
 const uint SK = (BK + 8u) / 4u;
-// the accumulators' staging, token-major: BM f32 + 4 of padding per token
-const uint SC = BM + 4u;
 layout(local_size_x = NT) in;
 layout(std430, binding = 0) readonly buffer WB { uint W[]; };
 layout(std430, binding = 1) readonly buffer XB { float X[]; };
@@ -46,6 +60,13 @@ layout(std430, binding = 5) readonly buffer TB { uvec4 TILES[]; };
 #include "matvec_push.glsl"
 
 #include "decode.glsl"
+#if defined(SPLIT) && defined(DECODE_SCALE32)
+#define SCALED
+#endif
+
+#define ACC coopmat<float, gl_ScopeSubgroup, CM, CM, gl_MatrixUseAccumulator>
+#define MA coopmat<float16_t, gl_ScopeSubgroup, CM, CM, gl_MatrixUseA>
+#define MB coopmat<float16_t, gl_ScopeSubgroup, CM, CM, gl_MatrixUseB>
 
 shared f16vec4 WS[BM * SK];
 shared f16vec4 XS[BN * SK];
@@ -55,27 +76,48 @@ shared f16vec4 US[BM * SK];
 #ifdef SPLIT
 // the parts f16 leaves out, times LO (2^11: kept clear of f16's subnormals)
 const float LO = 2048.0;
-shared f16vec4 WSL[BM * SK];
 shared f16vec4 XSL[BN * SK];
+#ifdef SCALED
+// the step's scale of each row (and of its up row)
+shared float SW[BM];
+#ifdef GLU
+shared float SU[BM];
+#endif
+#else
+shared f16vec4 WSL[BM * SK];
 #ifdef GLU
 shared f16vec4 USL[BM * SK];
 #endif
 #endif
-shared float CS[BN * SC];
+#endif
+// each subgroup's CM × CM scratch: its accumulators on their way to Y, the rows' scales
+shared float CS[NSG * CM * CM];
 #define MM_TILE_DECL
 #include "mm_tile.glsl"
 #undef MM_TILE_DECL
 
 // the weight groups this thread decodes at step k0 (group dg of its DJ rows; the up rows too for a
-// GLU) and its XL activations
-void fetch(uint k0, uint wo[DJ], uint dg, uint xo, out float wr[DJ][8], out float ur[DJ][8], out float xr[XL]) {
+// GLU; SCALED: their integer values and scales) and its XL activations
+void fetch(uint k0, uint wo[DJ], uint dg, uint xo, out float wr[DJ][8], out float ur[DJ][8], out float ws[DJ], out float us[DJ], out float xr[XL]) {
   uint g = k0 / 8u + dg;
   [[unroll]] for (uint q = 0u; q < DJ; q++) {
     float w[8];
+#ifdef SCALED
+    vec2 sc;
+    decodeq(wo[q], g, w, sc);
+    ws[q] = sc.x;
+#else
     decode(wo[q], g, w);
+    ws[q] = 1.0;
+#endif
     wr[q] = w;
 #ifdef GLU
+#ifdef SCALED
+    decodeq(wo[q] + pc.upBytes, g, w, sc);
+    us[q] = sc.x;
+#else
     decode(wo[q] + pc.upBytes, g, w);
+#endif
 #endif
     ur[q] = w;
   }
@@ -90,102 +132,146 @@ void fetch(uint k0, uint wo[DJ], uint dg, uint xo, out float wr[DJ][8], out floa
 #else
 #define PUT(A, i, v) A[i] = f16vec4(v)
 #endif
+// the weights: SCALED, integers (exact in f16); else as the activations
+#ifdef SCALED
+#define PUTW(A, i, v) A[i] = f16vec4(v)
+#else
+#define PUTW(A, i, v) PUT(A, i, v)
+#endif
+
+// token block j's products of one weight fragment A_ (and its lo part or scaled copy AL_) into
+// the sums S_ and the step's or cross-term sums SL_
+#ifdef SCALED
+#define PRODUCTS(A_, AL_, S_, SL_) { SL_[j] = coopMatMulAdd(A_, b, SL_[j]); SL_[j] = coopMatMulAdd(AL_, bl, SL_[j]); }
+#elif defined(SPLIT)
+#define PRODUCTS(A_, AL_, S_, SL_) { S_[j] = coopMatMulAdd(A_, b, S_[j]); SL_[j] = coopMatMulAdd(AL_, b, SL_[j]); SL_[j] = coopMatMulAdd(A_, bl, SL_[j]); }
+#else
+#define PRODUCTS(A_, AL_, S_, SL_) S_[j] = coopMatMulAdd(A_, b, S_[j]);
+#endif
+
+#ifdef SCALED
+// sums += P ⊙ (the subgroup's rows' scales in every column), through the subgroup's scratch
+#define APPLY_SCALES(S_, P_, ACC_) { \
+  [[unroll]] for (uint e = 0u; e < PE; e++) { uint i_ = lane + SG * e; CS[cs + i_] = S_[rb * CM + i_ / CM]; } \
+  subgroupMemoryBarrierShared(); subgroupBarrier(); \
+  ACC sm_; \
+  coopMatLoad(sm_, CS, cs, CM, gl_CooperativeMatrixLayoutRowMajor); \
+  [[unroll]] for (uint j = 0u; j < CB; j++) ACC_[j] = ACC_[j] + P_[j] * sm_; \
+  subgroupBarrier(); }
+#endif
 
 void main() {
   uint tid = gl_LocalInvocationID.x;
   uint r0 = gl_WorkGroupID.x * BM;
 #include "mm_tile.glsl"
-  // this subgroup's blocks: rows 16·rb …, tokens 16·(cb + j) … for j < CB
-  uint sg = gl_SubgroupID, rb = sg % (BM / 16u), cb = (sg / (BM / 16u)) * CB;
-  coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> acc[CB];
-  [[unroll]] for (uint j = 0u; j < CB; j++) acc[j] = coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>(0.0);
-  coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> a;
-  coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> b;
+  // this subgroup's blocks: rows CM·rb …, tokens CM·(cb + j) … for j < CB; its scratch at cs
+  uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID, rb = sg % RB, cb = (sg / RB) * CB, cs = sg * CM * CM;
+  ACC acc[CB];
+  [[unroll]] for (uint j = 0u; j < CB; j++) acc[j] = ACC(0.0);
+  MA a;
+  MB b;
 #ifdef SPLIT
-  // the cross terms hi·lo + lo·hi, times LO, summed apart (and the lo·lo term, ~2^-22 of a product, left out)
-  coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> accL[CB];
+  // SCALED: a step's products before the rows' scales; else the cross terms hi·lo + lo·hi, times
+  // LO, summed apart (and the lo·lo term, ~2^-22 of a product, left out)
+  ACC accL[CB];
   [[unroll]] for (uint j = 0u; j < CB; j++) accL[j] = acc[j];
-  coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> al;
-  coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> bl;
+  MA al;
+  MB bl;
 #endif
 #ifdef GLU
-  coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> accU[CB], accUL[CB];
+  ACC accU[CB], accUL[CB];
   [[unroll]] for (uint j = 0u; j < CB; j++) { accU[j] = acc[j]; accUL[j] = acc[j]; }
-  coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> au, aul;
+  MA au, aul;
 #endif
   // step k0's weight values and activations, decoded into registers: the next step's are fetched
   // while the current one multiplies (its global loads in flight during the matrix products)
-  float wr[DJ][8], ur[DJ][8], xr[XL];
-  fetch(0u, wo, dg, xo, wr, ur, xr);
+  float wr[DJ][8], ur[DJ][8], ws[DJ], us[DJ], xr[XL];
+  fetch(0u, wo, dg, xo, wr, ur, ws, us, xr);
   for (uint k0 = 0u; k0 < pc.n; k0 += BK) {
     barrier();
     [[unroll]] for (uint q = 0u; q < DJ; q++) {
       uint r = dr + (NT / 4u) * q;
-      PUT(WS, r * SK + 2u * dg, vec4(wr[q][0], wr[q][1], wr[q][2], wr[q][3]));
-      PUT(WS, r * SK + 2u * dg + 1u, vec4(wr[q][4], wr[q][5], wr[q][6], wr[q][7]));
+      PUTW(WS, r * SK + 2u * dg, vec4(wr[q][0], wr[q][1], wr[q][2], wr[q][3]));
+      PUTW(WS, r * SK + 2u * dg + 1u, vec4(wr[q][4], wr[q][5], wr[q][6], wr[q][7]));
 #ifdef GLU
-      PUT(US, r * SK + 2u * dg, vec4(ur[q][0], ur[q][1], ur[q][2], ur[q][3]));
-      PUT(US, r * SK + 2u * dg + 1u, vec4(ur[q][4], ur[q][5], ur[q][6], ur[q][7]));
+      PUTW(US, r * SK + 2u * dg, vec4(ur[q][0], ur[q][1], ur[q][2], ur[q][3]));
+      PUTW(US, r * SK + 2u * dg + 1u, vec4(ur[q][4], ur[q][5], ur[q][6], ur[q][7]));
+#endif
+#ifdef SCALED
+      // the row's four groups share the scale: one thread writes it
+      if (dg == 0u) {
+        SW[r] = ws[q];
+#ifdef GLU
+        SU[r] = us[q];
+#endif
+      }
 #endif
     }
     [[unroll]] for (uint i = 0u; i < XL; i += 4u) PUT(XS, xs * SK + (xk + i) / 4u, vec4(xr[i], xr[i + 1u], xr[i + 2u], xr[i + 3u]));
     barrier();
-    if (k0 + BK < pc.n) fetch(k0 + BK, wo, dg, xo, wr, ur, xr);
-    [[unroll]] for (uint kk = 0u; kk < BK / 4u; kk += 4u) {
+    if (k0 + BK < pc.n) fetch(k0 + BK, wo, dg, xo, wr, ur, ws, us, xr);
+#ifdef SCALED
+    [[unroll]] for (uint j = 0u; j < CB; j++) {
+      accL[j] = ACC(0.0);
+#ifdef GLU
+      accUL[j] = ACC(0.0);
+#endif
+    }
+#endif
+    [[unroll]] for (uint kk = 0u; kk < BK / 4u; kk += CM / 4u) {
       // A: rows of W (row-major); B: the tokens' values (token-major = column-major K × N)
-      coopMatLoad(a, WS, rb * 16u * SK + kk, SK, gl_CooperativeMatrixLayoutRowMajor);
-#ifdef SPLIT
-      coopMatLoad(al, WSL, rb * 16u * SK + kk, SK, gl_CooperativeMatrixLayoutRowMajor);
+      coopMatLoad(a, WS, rb * CM * SK + kk, SK, gl_CooperativeMatrixLayoutRowMajor);
+#ifdef SCALED
+      al = a * float16_t(1.0 / LO);
+#elif defined(SPLIT)
+      coopMatLoad(al, WSL, rb * CM * SK + kk, SK, gl_CooperativeMatrixLayoutRowMajor);
 #endif
 #ifdef GLU
-      coopMatLoad(au, US, rb * 16u * SK + kk, SK, gl_CooperativeMatrixLayoutRowMajor);
-      coopMatLoad(aul, USL, rb * 16u * SK + kk, SK, gl_CooperativeMatrixLayoutRowMajor);
+      coopMatLoad(au, US, rb * CM * SK + kk, SK, gl_CooperativeMatrixLayoutRowMajor);
+#ifdef SCALED
+      aul = au * float16_t(1.0 / LO);
+#else
+      coopMatLoad(aul, USL, rb * CM * SK + kk, SK, gl_CooperativeMatrixLayoutRowMajor);
+#endif
 #endif
       [[unroll]] for (uint j = 0u; j < CB; j++) {
-        coopMatLoad(b, XS, (cb + j) * 16u * SK + kk, SK, gl_CooperativeMatrixLayoutColumnMajor);
-        acc[j] = coopMatMulAdd(a, b, acc[j]);
-#ifdef GLU
-        accU[j] = coopMatMulAdd(au, b, accU[j]);
-#endif
+        coopMatLoad(b, XS, (cb + j) * CM * SK + kk, SK, gl_CooperativeMatrixLayoutColumnMajor);
 #ifdef SPLIT
-        coopMatLoad(bl, XSL, (cb + j) * 16u * SK + kk, SK, gl_CooperativeMatrixLayoutColumnMajor);
-        accL[j] = coopMatMulAdd(al, b, accL[j]);
-        accL[j] = coopMatMulAdd(a, bl, accL[j]);
-#ifdef GLU
-        accUL[j] = coopMatMulAdd(aul, b, accUL[j]);
-        accUL[j] = coopMatMulAdd(au, bl, accUL[j]);
+        coopMatLoad(bl, XSL, (cb + j) * CM * SK + kk, SK, gl_CooperativeMatrixLayoutColumnMajor);
 #endif
+        PRODUCTS(a, al, acc, accL)
+#ifdef GLU
+        PRODUCTS(au, aul, accU, accUL)
 #endif
       }
     }
+#ifdef SCALED
+    APPLY_SCALES(SW, accL, acc)
+#ifdef GLU
+    APPLY_SCALES(SU, accUL, accU)
+#endif
+#endif
   }
-  barrier();
-#ifdef SPLIT
+#if defined(SPLIT) && !defined(SCALED)
   [[unroll]] for (uint j = 0u; j < CB; j++) acc[j] = acc[j] + accL[j] * (1.0 / LO);
 #ifdef GLU
   [[unroll]] for (uint j = 0u; j < CB; j++) accU[j] = accU[j] + accUL[j] * (1.0 / LO);
 #endif
 #endif
-  // outputs: each thread stores BM·BN/NT of them, consecutive threads consecutive rows of a token
-  const uint PER = BM * BN / NT;
-  float g[PER];
-  [[unroll]] for (uint j = 0u; j < CB; j++) coopMatStore(acc[j], CS, (cb + j) * 16u * SC + rb * 16u, SC, gl_CooperativeMatrixLayoutColumnMajor);
-  barrier();
-  [[unroll]] for (uint i = 0u; i < PER; i++) {
-    uint idx = tid + NT * i;
-    g[i] = CS[(idx / BM) * SC + idx % BM];
-  }
+  // outputs, one accumulator at a time through the subgroup's scratch (column-major: token t's
+  // CM rows at t·CM), each lane PE of them, consecutive lanes consecutive rows of a token
+  [[unroll]] for (uint j = 0u; j < CB; j++) {
 #ifdef GLU
-  barrier();
-  [[unroll]] for (uint j = 0u; j < CB; j++) coopMatStore(accU[j], CS, (cb + j) * 16u * SC + rb * 16u, SC, gl_CooperativeMatrixLayoutColumnMajor);
-  barrier();
-  [[unroll]] for (uint i = 0u; i < PER; i++) {
-    uint idx = tid + NT * i;
-    g[i] = siluf(g[i]) * CS[(idx / BM) * SC + idx % BM];
-  }
+    // gate and up share the layout, so silu(gate)·up is elementwise on each lane's elements
+    for (int i = 0; i < acc[j].length(); i++) acc[j][i] = siluf(acc[j][i]) * accU[j][i];
 #endif
-  [[unroll]] for (uint i = 0u; i < PER; i++) {
-    uint idx = tid + NT * i, s = idx / BM, r = r0 + idx % BM;
-    if (s < count && r < pc.rows) Y[pc.yOffset + yRow[s] * pc.yStride + r] = g[i];
+    coopMatStore(acc[j], CS, cs, CM, gl_CooperativeMatrixLayoutColumnMajor);
+    subgroupMemoryBarrierShared();
+    subgroupBarrier();
+    [[unroll]] for (uint e = 0u; e < PE; e++) {
+      uint i = lane + SG * e, s = (cb + j) * CM + i / CM, r = r0 + rb * CM + i % CM;
+      if (s < count && r < pc.rows) Y[pc.yOffset + yRow[s] * pc.yStride + r] = CS[cs + i];
+    }
+    subgroupBarrier();
   }
 }

@@ -150,13 +150,15 @@ DeviceInfo describe(VkInstance inst, VkPhysicalDevice pd, uint32_t index) {
     vkGetPhysicalDeviceProperties2(pd, &pi);
     d.integerDotAccelerated = idp.integerDotProduct4x8BitPackedSignedAccelerated;
   }
-  d.coopmat = false;
-  if (hasExtension(pd, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME) && f12.shaderFloat16 && d.subgroupSize == 32) {
+  d.coopmat = d.cooperativeMatrix = false;
+  if (hasExtension(pd, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME) && f12.shaderFloat16) {
     VkPhysicalDeviceCooperativeMatrixFeaturesKHR cm{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
     VkPhysicalDeviceFeatures2 fc{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
     fc.pNext = &cm;
     vkGetPhysicalDeviceFeatures2(pd, &fc);
-    d.coopmat = cm.cooperativeMatrix && coopmatShapes(inst, pd, d.coopmatShapes);
+    d.cooperativeMatrix = cm.cooperativeMatrix;
+    bool engineShape = d.cooperativeMatrix && coopmatShapes(inst, pd, d.coopmatShapes);
+    d.coopmat = engineShape && d.subgroupSize == 32;
   }
 
   VkPhysicalDeviceMemoryProperties mem;
@@ -275,7 +277,7 @@ Context::Context(int deviceIndex) {
     // cooperative matrices (the mmc kernels: f16 tiles in shared memory, f16 arithmetic)
     VkPhysicalDeviceCooperativeMatrixFeaturesKHR cm{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
     VkPhysicalDeviceShaderFloat16Int8Features f16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
-    if (info_.coopmat) {
+    if (info_.cooperativeMatrix) {
       ext.push_back(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
       cm.cooperativeMatrix = VK_TRUE;
       f16.shaderFloat16 = VK_TRUE;

@@ -33,9 +33,12 @@ struct DeviceInfo {
   bool storage8bit, storage16bit, float16, int8;
   bool integerDot;             // VK_KHR_shader_integer_dot_product (mvq.comp's packed 4×8-bit dot products)
   bool integerDotAccelerated;  // integerDotProduct4x8BitPackedSignedAccelerated: the packed dot runs in hardware, not emulated
-  // VK_KHR_cooperative_matrix with subgroup-scope 16 × 16 × 16 f16 × f16 → f32 products and
-  // shaderFloat16 (the mmc kernels); the device's matrix-unit shapes are in coopmatShapes
+  // VK_KHR_cooperative_matrix with subgroup-scope 16 × 16 × 16 f16 × f16 → f32 products,
+  // shaderFloat16 and 32-lane subgroups (the engine's mmc kernels); the device's matrix-unit shapes
+  // are in coopmatShapes. cooperativeMatrix: the feature at any shape (enabled on the device, so
+  // checks can run other shapes' modules: scripts/check/mmc-lavapipe.ts)
   bool coopmat;
+  bool cooperativeMatrix;
   std::string coopmatShapes;   // "MxNxK A,B->C" of every subgroup-scope shape the driver lists
   bool bufferArrays;           // shaderStorageBufferArrayDynamicIndexing (the batched step's per-row binding arrays)
   uint32_t maxStageStorageBuffers;  // storage-buffer descriptors one compute pipeline may bind (per stage and per set, the lower)

@@ -16,6 +16,7 @@ import { tilesFor } from '../../ts/engine/vulkan/expert-stream.js';
 import { loadAddon } from '../../ts/vk/addon.js';
 import { Rng } from '../../ts/model/synth.js';
 import { pipelineStats } from '../lib/pipeline-stats.js';
+import { randomFloats, randomWeights } from '../lib/random-weights.js';
 
 const { values: a } = parseArgs({ options: {
   tokens: { type: 'string', default: '512,2048' }, reps: { type: 'string', default: '10' }, variant: { type: 'string' }, device: { type: 'string', default: '-1' },
@@ -43,18 +44,8 @@ const g = gridBlob(new Core());
 const grid = dev.createBuffer(g.byteLength, false);
 dev.write(grid, 0, g);
 
-/** block bytes, values a block, and where its f16 scales sit (set to small finite values) */
-const LAYOUT: Record<string, { bytes: number; n: number; halves: number[] }> = {
-  q8_0: { bytes: 34, n: 32, halves: [0] }, iq2_xxs: { bytes: 66, n: 256, halves: [0] }, q2_k: { bytes: 84, n: 256, halves: [80, 82] },
-};
-function weights(type: string, rows: number, n: number): { bytes: Uint8Array; rowBytes: number } {
-  const L = LAYOUT[type], rowBytes = (n / L.n) * L.bytes, out = new Uint8Array(rows * rowBytes);
-  for (let i = 0; i < out.length; i++) out[i] = rng.int(0, 255);
-  // f16 scales 2^-8 … 2^-6 (exponent 7..9): finite, no NaN or infinity from random bytes
-  for (let b = 0; b < out.length; b += L.bytes) for (const h of L.halves) { out[b + h] = rng.int(0, 255); out[b + h + 1] = (7 + rng.int(0, 2)) << 2; }
-  return { bytes: out, rowBytes };
-}
-const floats = (n: number) => { const x = new Float32Array(n); for (let i = 0; i < n; i++) x[i] = rng.float() * 2 - 1; return new Uint8Array(x.buffer); };
+const weights = (type: string, rows: number, n: number) => randomWeights(rng, type, rows, n);
+const floats = (n: number) => randomFloats(rng, n);
 
 function run(p: Pipelines, d: MatvecDispatch, yLen: number): { ms: number; y: Float32Array; shader: string } {
   // the dispatch 8 times back to back in one command (the clocks up, as in a prefill step), the

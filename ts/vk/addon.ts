@@ -48,6 +48,8 @@ export interface VkDevice {
      * and 32-lane subgroups (the mmc kernels); every subgroup-scope shape the driver lists
      */
     coopmat: boolean; coopmatShapes: string;
+    /** VK_KHR_cooperative_matrix at any shape, enabled on the device (checks run other shapes' modules: scripts/check/mmc-lavapipe.ts) */
+    cooperativeMatrix: boolean;
     /** arrays of storage buffers indexed by a workgroup's row (the batched step's _rows kernels), and the storage buffers one pipeline may bind */
     bufferArrays: boolean; maxStageStorageBuffers: number;
   };
