@@ -9,7 +9,8 @@
 // XL floats of the X tile into XS; after a barrier each thread accumulates a 4 × TN block (rows
 // 4·(t % 16)…, activation rows TN·(t / 16)…): per 32-value step 32·(4 + TN) shared loads feed
 // 32·4·TN FMAs (TN = 4 in both variants: a warp's shared loads then keep up with its FMAs).
-// Shared arrays are [k][row] so the 4 rows / TN tokens a thread reads are adjacent.
+// Shared arrays are [k][row] so the 4 rows / TN tokens a thread reads are adjacent: one vec4 load
+// each (the compiler is not left to prove the alignment that would merge four scalar loads).
 // The reduction order of one output (k ascending, one FMA chain per output) does not depend on
 // which tile slot its activation row occupies: grouping tokens by expert changes no bits.
 // Dense (mm.comp, BN = 64, 256 threads): dispatch (⌈rows / 64⌉, ⌈nRows / 64⌉); activation rows j0 + slot.
@@ -25,6 +26,7 @@
 // NT threads: 16 row groups of 4 rows × NT/16 token groups of TN; each thread decodes DJ of the
 // tile's 256 weight groups per step and loads XL floats of its X tile
 const uint BM = 64u, BK = 32u, TN = BN * 16u / NT, XL = BN * BK / NT, DJ = 256u / NT;
+// (the vec4 reads below take a thread's 4 rows and TN = 4 tokens: both modules' BN / NT)
 layout(local_size_x = NT) in;
 layout(std430, binding = 0) readonly buffer WB { uint W[]; };
 layout(std430, binding = 1) readonly buffer XB { float X[]; };
@@ -38,9 +40,9 @@ layout(std430, binding = 5) readonly buffer TB { uvec4 TILES[]; };
 
 #include "decode.glsl"
 
-shared float WS[BK * BM];
-shared float US[BK * BM];
-shared float XS[BK * BN];
+shared vec4 WS[BK * BM / 4u];
+shared vec4 US[BK * BM / 4u];
+shared vec4 XS[BK * BN / 4u];
 #define MM_TILE_DECL
 #include "mm_tile.glsl"
 #undef MM_TILE_DECL
@@ -59,21 +61,19 @@ void main() {
       float w[8];
       uint r = dr + (NT / 4u) * q;
       decode(wo[q], g, w);
-      [[unroll]] for (uint i = 0u; i < 8u; i++) WS[(dg * 8u + i) * BM + r] = w[i];
+      [[unroll]] for (uint i = 0u; i < 8u; i++) WS[((dg * 8u + i) * BM + r) >> 2][r & 3u] = w[i];
       if (glu) {
         decode(wo[q] + pc.upBytes, g, w);
-        [[unroll]] for (uint i = 0u; i < 8u; i++) US[(dg * 8u + i) * BM + r] = w[i];
+        [[unroll]] for (uint i = 0u; i < 8u; i++) US[((dg * 8u + i) * BM + r) >> 2][r & 3u] = w[i];
       }
     }
-    [[unroll]] for (uint i = 0u; i < XL; i++) XS[(xk + i) * BN + xs] = X[xo + k0 + i];
+    [[unroll]] for (uint i = 0u; i < XL; i++) XS[((xk + i) * BN + xs) >> 2][xs & 3u] = X[xo + k0 + i];
     barrier();
     [[unroll]] for (uint kk = 0u; kk < BK; kk++) {
-      float a[4], b[TN];
-      [[unroll]] for (uint i = 0u; i < 4u; i++) a[i] = WS[kk * BM + 4u * tr + i];
-      [[unroll]] for (uint j = 0u; j < TN; j++) b[j] = XS[kk * BN + TN * tc + j];
+      vec4 a = WS[kk * (BM / 4u) + tr], b = XS[kk * (BN / 4u) + tc];
       [[unroll]] for (uint i = 0u; i < 4u; i++) [[unroll]] for (uint j = 0u; j < TN; j++) acc[i][j] = fma(a[i], b[j], acc[i][j]);
       if (glu) {
-        [[unroll]] for (uint i = 0u; i < 4u; i++) a[i] = US[kk * BM + 4u * tr + i];
+        a = US[kk * (BM / 4u) + tr];
         [[unroll]] for (uint i = 0u; i < 4u; i++) [[unroll]] for (uint j = 0u; j < TN; j++) accU[i][j] = fma(a[i], b[j], accU[i][j]);
       }
     }

@@ -97,8 +97,8 @@ shared float CS[NSG * CM * CM];
 #undef MM_TILE_DECL
 
 // the weight groups this thread decodes at step k0 (group dg of its DJ rows; the up rows too for a
-// GLU; SCALED: their integer values and scales) and its XL activations
-void fetch(uint k0, uint wo[DJ], uint dg, uint xo, out float wr[DJ][8], out float ur[DJ][8], out float ws[DJ], out float us[DJ], out float xr[XL]) {
+// GLU; SCALED: their integer values and scales) and its XL activations (where its slot is in use)
+void fetch(uint k0, uint wo[DJ], uint dg, uint xo, bool xlive, out float wr[DJ][8], out float ur[DJ][8], out float ws[DJ], out float us[DJ], out float xr[XL]) {
   uint g = k0 / 8u + dg;
   [[unroll]] for (uint q = 0u; q < DJ; q++) {
     float w[8];
@@ -121,7 +121,7 @@ void fetch(uint k0, uint wo[DJ], uint dg, uint xo, out float wr[DJ][8], out floa
 #endif
     ur[q] = w;
   }
-  [[unroll]] for (uint i = 0u; i < XL; i++) xr[i] = X[xo + k0 + i];
+  [[unroll]] for (uint i = 0u; i < XL; i++) xr[i] = xlive ? X[xo + k0 + i] : 0.0;
 }
 
 // v as f16 in hi (and, SPLIT, the rest times LO in lo[i]) at element i of a shared array
@@ -156,7 +156,7 @@ void fetch(uint k0, uint wo[DJ], uint dg, uint xo, out float wr[DJ][8], out floa
   subgroupMemoryBarrierShared(); subgroupBarrier(); \
   ACC sm_; \
   coopMatLoad(sm_, CS, cs, CM, gl_CooperativeMatrixLayoutRowMajor); \
-  [[unroll]] for (uint j = 0u; j < CB; j++) ACC_[j] = ACC_[j] + P_[j] * sm_; \
+  [[unroll]] for (uint j = 0u; j < CB; j++) if (cb + j < nb) ACC_[j] = ACC_[j] + P_[j] * sm_; \
   subgroupBarrier(); }
 #endif
 
@@ -166,6 +166,13 @@ void main() {
 #include "mm_tile.glsl"
   // this subgroup's blocks: rows CM·rb …, tokens CM·(cb + j) … for j < CB; its scratch at cs
   uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID, rb = sg % RB, cb = (sg / RB) * CB, cs = sg * CM * CM;
+  // token blocks holding the tile's count slots: a block past them is not multiplied, nor are
+  // the slots past count staged (a routed tile of a short prefill holds a few pairs of its BN; a
+  // product's column depends on its own slot only, so what those slots hold stays in columns no
+  // store reads). Uniform in each subgroup, as the matrix operations need. The subgroup barriers
+  // stay outside such branches: lavapipe (Mesa 26.1) gave wrong sums with them inside.
+  uint nb = (count + CM - 1u) / CM;
+  bool xlive = xs < count;
   ACC acc[CB];
   [[unroll]] for (uint j = 0u; j < CB; j++) acc[j] = ACC(0.0);
   MA a;
@@ -186,7 +193,7 @@ void main() {
   // step k0's weight values and activations, decoded into registers: the next step's are fetched
   // while the current one multiplies (its global loads in flight during the matrix products)
   float wr[DJ][8], ur[DJ][8], ws[DJ], us[DJ], xr[XL];
-  fetch(0u, wo, dg, xo, wr, ur, ws, us, xr);
+  fetch(0u, wo, dg, xo, xlive, wr, ur, ws, us, xr);
   for (uint k0 = 0u; k0 < pc.n; k0 += BK) {
     barrier();
     [[unroll]] for (uint q = 0u; q < DJ; q++) {
@@ -207,9 +214,9 @@ void main() {
       }
 #endif
     }
-    [[unroll]] for (uint i = 0u; i < XL; i += 4u) PUT(XS, xs * SK + (xk + i) / 4u, vec4(xr[i], xr[i + 1u], xr[i + 2u], xr[i + 3u]));
+    if (xlive) [[unroll]] for (uint i = 0u; i < XL; i += 4u) PUT(XS, xs * SK + (xk + i) / 4u, vec4(xr[i], xr[i + 1u], xr[i + 2u], xr[i + 3u]));
     barrier();
-    if (k0 + BK < pc.n) fetch(k0 + BK, wo, dg, xo, wr, ur, ws, us, xr);
+    if (k0 + BK < pc.n) fetch(k0 + BK, wo, dg, xo, xlive, wr, ur, ws, us, xr);
 #ifdef SCALED
     [[unroll]] for (uint j = 0u; j < CB; j++) {
       accL[j] = ACC(0.0);
@@ -218,7 +225,7 @@ void main() {
 #endif
     }
 #endif
-    [[unroll]] for (uint kk = 0u; kk < BK / 4u; kk += CM / 4u) {
+    if (cb < nb) [[unroll]] for (uint kk = 0u; kk < BK / 4u; kk += CM / 4u) {
       // A: rows of W (row-major); B: the tokens' values (token-major = column-major K × N)
       coopMatLoad(a, WS, rb * CM * SK + kk, SK, gl_CooperativeMatrixLayoutRowMajor);
 #ifdef SCALED
@@ -234,7 +241,7 @@ void main() {
       coopMatLoad(aul, USL, rb * CM * SK + kk, SK, gl_CooperativeMatrixLayoutRowMajor);
 #endif
 #endif
-      [[unroll]] for (uint j = 0u; j < CB; j++) {
+      [[unroll]] for (uint j = 0u; j < CB; j++) if (cb + j < nb) {
         coopMatLoad(b, XS, (cb + j) * CM * SK + kk, SK, gl_CooperativeMatrixLayoutColumnMajor);
 #ifdef SPLIT
         coopMatLoad(bl, XSL, (cb + j) * CM * SK + kk, SK, gl_CooperativeMatrixLayoutColumnMajor);
@@ -246,10 +253,12 @@ void main() {
       }
     }
 #ifdef SCALED
-    APPLY_SCALES(SW, accL, acc)
+    {
+      APPLY_SCALES(SW, accL, acc)
 #ifdef GLU
-    APPLY_SCALES(SU, accUL, accU)
+      APPLY_SCALES(SU, accUL, accU)
 #endif
+    }
 #endif
   }
 #if defined(SPLIT) && !defined(SCALED)

@@ -9,7 +9,7 @@
  * with --fragment 8, mmc.glsl built at run time with 8 × 8 × 8 products and the device's subgroup
  * size, for a device that lists only that shape (Mesa 26's lavapipe: scripts/check/lavapipe-coopmat.sh).
  *
- *   node dist/scripts/check/mmc-check.js [--tokens 63,100] [--fragment 16|8] [--tol 1e-5] [--device N]
+ *   node dist/scripts/check/mmc-check.js [--tokens 5,63,100] [--fragment 16|8] [--tol 1e-5] [--device N]
  */
 import { parseArgs } from 'node:util';
 import { execFileSync } from 'node:child_process';
@@ -23,7 +23,7 @@ import { addModules } from '../lib/runtime-shaders.js';
 import { randomFloats, randomWeights } from '../lib/random-weights.js';
 
 const { values: a } = parseArgs({ options: {
-  tokens: { type: 'string', default: '63,100' }, fragment: { type: 'string', default: '16' }, tol: { type: 'string', default: '1e-5' },
+  tokens: { type: 'string', default: '5,63,100' }, fragment: { type: 'string', default: '16' }, tol: { type: 'string', default: '1e-5' },
   types: { type: 'string', default: 'f32,q8_0,iq2_xxs,q2_k' }, device: { type: 'string', default: '-1' },
 } });
 const dev = new (loadAddon().Device)(Number(a.device));
@@ -90,7 +90,7 @@ function compare(label: string, d: MatvecDispatch, yLen: number): void {
   }
   const rel = big > 0 ? m / big : Infinity;
   worst = Math.max(worst, Number.isNaN(rel) ? Infinity : rel);
-  const shader = fragment === 16 ? ys[1].shader : `${ys[1].shader}@${fragment}`;
+  const shader = fragment === 16 || !ys[1].shader.startsWith('mmc') ? ys[1].shader : `${ys[1].shader}@${fragment}`;
   console.log(`${rel <= tol ? 'ok  ' : 'FAIL'} ${label.padEnd(34)} ${ys[0].shader} vs ${shader}: max |Δ| ${m.toExponential(2)} of |y| ≤ ${big.toExponential(2)} (${rel.toExponential(2)}) at ${at}`);
 }
 
