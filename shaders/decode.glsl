@@ -59,10 +59,11 @@ void decode(uint o, uint g, out float w[8]) {
 // 34-byte blocks: f16 d, 32 × int8; group = a quarter block
 // decodeq: the group's quant values and its scale (decode() at the end gives the weights): the
 // matvecs form a group's row · x as d · Σ q·x, one multiply per group instead of per weight.
-// DECODE_SCALE32: the integer values are exact in f16 and the scale is one per aligned 32 values
-// (mmc.glsl's SCALED products)
+// DECODE_SCALED (mmc.glsl's SCALED products): decodeqs gives integer values exact in f16 and a
+// scale shared by the aligned DECODE_SCALED values around them (here decodeq's, per block)
 #define DECODE_Q
-#define DECODE_SCALE32
+#define DECODE_SCALED 32u
+#define decodeqs decodeq
 void decodeq(uint o, uint g, out float q[8], out vec2 sc) {
   uint bo = o + 34u * (g >> 2), qo = bo + 2u + 8u * (g & 3u);
   sc = vec2(WHALF(W, bo), 0.0);
@@ -147,10 +148,11 @@ void decode(uint o, uint g, out float w[8]) {
 // 7-bit sign fields and a 4-bit scale. A group of 8 values = one grid entry. (A copy of the grid in
 // shared memory, filled by each workgroup, made the decode step's IQ2_XXS experts slower on the
 // H200: 0.688 → 0.919 ms per step; the fill and its barrier sit on each short workgroup's path.)
-// decodeq: the group's signed grid magnitudes and its scale (row · x = db · Σ (±mag)·x), one
-// scale per 32 values, the magnitudes ≤ 43
+// decodeq: the group's signed grid magnitudes and its scale (row · x = db · Σ (±mag)·x).
+// decodeqs: the magnitudes times the sub-block's 2·ls + 1 (≤ 31 · 43 = 1333, exact in f16) and
+// the block's d / 8, one scale per 256 values (mmc.glsl's SCALED products)
 #define DECODE_Q
-#define DECODE_SCALE32
+#define DECODE_SCALED 256u
 void decodeq(uint o, uint g, out float q[8], out vec2 sc) {
   uint bo = o + 66u * (g >> 5), ib = (g & 31u) >> 2, l = g & 3u;
   uint p = bo + 2u + 8u * ib;
@@ -160,6 +162,19 @@ void decodeq(uint o, uint g, out float q[8], out vec2 sc) {
   uvec2 gr = GRID[IQ2XXS_GRID_AT + WBYTE(W, p + l)];
   [[unroll]] for (uint k = 0u; k < 8u; k++) {
     float mag = float(((k < 4u ? gr.x : gr.y) >> (8u * (k & 3u))) & 0xFFu);
+    q[k] = ((signs >> k) & 1u) != 0u ? -mag : mag;
+  }
+}
+void decodeqs(uint o, uint g, out float q[8], out vec2 sc) {
+  uint bo = o + 66u * (g >> 5), ib = (g & 31u) >> 2, l = g & 3u;
+  uint p = bo + 2u + 8u * ib;
+  uint aux = wu32e(p + 4u);
+  sc = vec2(WHALF(W, bo) * 0.125, 0.0);
+  float ls = float(2u * (aux >> 28) + 1u);
+  uint signs = ksigns((aux >> (7u * l)) & 127u);
+  uvec2 gr = GRID[IQ2XXS_GRID_AT + WBYTE(W, p + l)];
+  [[unroll]] for (uint k = 0u; k < 8u; k++) {
+    float mag = ls * float(((k < 4u ? gr.x : gr.y) >> (8u * (k & 3u))) & 0xFFu);
     q[k] = ((signs >> k) & 1u) != 0u ? -mag : mag;
   }
 }

@@ -8,10 +8,11 @@
 // (its first 11 significant bits) in XS and lo (the rest, times LO) in XSL, so products keep ~22
 // significant bits an operand with f32 sums, within f32's tolerances of mm's (one f16 an operand,
 // without SPLIT, moved the tiny random models' logits by up to ~1: docs/vulkan.md). The weights:
-// - SCALED (types whose decodeq gives integer values and one scale per aligned 32 values: Q8_0,
-//   IQ2_XXS): WS holds the integers, exact in f16; a step's products go to a fresh accumulator P
-//   as q·hi + (q/LO)·(LO·lo), and P times the rows' scales (a CM × CM matrix of them, each row's
-//   scale in every column) is added to the sums: two products a pair of fragments, one weight array.
+// - SCALED (types whose decodeqs gives integer values exact in f16 and one scale per aligned
+//   DECODE_SCALED values: Q8_0's 32, IQ2_XXS's 256): WS holds the integers; a scale span's products
+//   go to a fresh accumulator P as q·hi + (q/LO)·(LO·lo), and P times the rows' scales (a CM × CM
+//   matrix of them, each row's scale in every column) is added to the sums at the span's end: two
+//   products a pair of fragments, one weight array.
 // - otherwise the weights are split as the activations are (WSL: their lo parts), a product is
 //   hi·hi + (hi·lo + lo·hi) / LO, the cross terms in accumulators of their own.
 // The next step's values are decoded into registers while the current step multiplies. Subgroup s
@@ -60,7 +61,7 @@ layout(std430, binding = 5) readonly buffer TB { uvec4 TILES[]; };
 #include "matvec_push.glsl"
 
 #include "decode.glsl"
-#if defined(SPLIT) && defined(DECODE_SCALE32)
+#if defined(SPLIT) && defined(DECODE_SCALED)
 #define SCALED
 #endif
 
@@ -104,7 +105,7 @@ void fetch(uint k0, uint wo[DJ], uint dg, uint xo, bool xlive, out float wr[DJ][
     float w[8];
 #ifdef SCALED
     vec2 sc;
-    decodeq(wo[q], g, w, sc);
+    decodeqs(wo[q], g, w, sc);
     ws[q] = sc.x;
 #else
     decode(wo[q], g, w);
@@ -113,7 +114,7 @@ void fetch(uint k0, uint wo[DJ], uint dg, uint xo, bool xlive, out float wr[DJ][
     wr[q] = w;
 #ifdef GLU
 #ifdef SCALED
-    decodeq(wo[q] + pc.upBytes, g, w, sc);
+    decodeqs(wo[q] + pc.upBytes, g, w, sc);
     us[q] = sc.x;
 #else
     decode(wo[q] + pc.upBytes, g, w);
@@ -205,7 +206,8 @@ void main() {
       PUTW(US, r * SK + 2u * dg + 1u, vec4(ur[q][4], ur[q][5], ur[q][6], ur[q][7]));
 #endif
 #ifdef SCALED
-      // the row's four groups share the scale: one thread writes it
+      // the row's four groups share the scale: one thread writes it (the same value each step
+      // of a span)
       if (dg == 0u) {
         SW[r] = ws[q];
 #ifdef GLU
@@ -218,7 +220,8 @@ void main() {
     barrier();
     if (k0 + BK < pc.n) fetch(k0 + BK, wo, dg, xo, xlive, wr, ur, ws, us, xr);
 #ifdef SCALED
-    [[unroll]] for (uint j = 0u; j < CB; j++) {
+    // a scale span starts: its products go to fresh accumulators
+    if (k0 % DECODE_SCALED == 0u) [[unroll]] for (uint j = 0u; j < CB; j++) {
       accL[j] = ACC(0.0);
 #ifdef GLU
       accUL[j] = ACC(0.0);
@@ -253,7 +256,9 @@ void main() {
       }
     }
 #ifdef SCALED
-    {
+    // the span's last step: its sums times the rows' scales (uniform in the workgroup: n is a
+    // multiple of the span, the blocks' size)
+    if ((k0 + BK) % DECODE_SCALED == 0u) {
       APPLY_SCALES(SW, accL, acc)
 #ifdef GLU
       APPLY_SCALES(SU, accUL, accU)

@@ -94,7 +94,8 @@ function compare(label: string, d: MatvecDispatch, yLen: number): void {
   console.log(`${rel <= tol ? 'ok  ' : 'FAIL'} ${label.padEnd(34)} ${ys[0].shader} vs ${shader}: max |Δ| ${m.toExponential(2)} of |y| ≤ ${big.toExponential(2)} (${rel.toExponential(2)}) at ${at}`);
 }
 
-const n = 256, rows = 192;
+// two 256-value blocks a row: IQ2_XXS and Q2_K scale spans end inside it
+const n = 512, rows = 192;
 for (const T of a.tokens!.split(',').map(Number)) {
   const X = buf(randomFloats(rng, T * 2 * n));
   const ids = dev.createBuffer(16, false);

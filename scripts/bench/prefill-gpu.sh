@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The prefill measurement of issue #44 in one device call (run on the device machine from the
+# repository root, after `bash ../shared/device/prep.sh` and `npm run build` here; carry .device,
+# dist, build and native-vk/build/Release):
+#   source .device/setup.sh && bash scripts/bench/prefill-gpu.sh [BASE_ADDON]
+# Parity first (mmc-check on the engine's 16 × 16 × 16 modules; vk-parity of the fixtures that
+# came along, prefill vs token-by-token decode among its checks), then bench-mmc, bench-vk on every
+# fast path and on the BC-250's arithmetic (Q36_VK_COOPMAT=0 Q36_VK_MVQ=0), and a profile of the 2048-token step. BASE_ADDON (an
+# older build's q36vk.node, e.g. unpacked from a carried .xz) runs bench-mmc and both bench-vk
+# lines again in the same lease, so before and after share one machine. Everything is printed
+# and, where $OUT is set, written to $OUT/prefill-gpu.txt.
+set -uo pipefail
+BASE=${1:-}
+MODEL=/tmp/full-q2.gguf
+LOG=${OUT:-/tmp}/prefill-gpu.txt
+ADDON=native-vk/build/Release/q36vk.node
+say() { echo "$*" | tee -a "$LOG"; }
+run() { say "## $*"; "$@" 2>&1 | tee -a "$LOG"; }
+say "# prefill-gpu $(git rev-parse --short HEAD 2>/dev/null || echo '?'); $(date -u +%FT%TZ); $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null)"
+[ -s "$MODEL" ] || node dist/scripts/models/make-model.js --preset full --recipe q2 --out "$MODEL" --quiet
+run node dist/scripts/check/mmc-check.js
+run node dist/scripts/check/vk-parity.js fixtures
+benches() {
+  run node dist/scripts/bench/bench-mmc.js --tokens 512,2048
+  run node dist/scripts/bench/bench-vk.js -m "$MODEL" --frontiers 8192,10240,30720,32768 --gen 8 --prefill 512,2048
+  say "## the BC-250's arithmetic: Q36_VK_COOPMAT=0 Q36_VK_MVQ=0"
+  Q36_VK_COOPMAT=0 Q36_VK_MVQ=0 run node dist/scripts/bench/bench-vk.js -m "$MODEL" --frontiers 8192,10240 --gen 8 --prefill 512,2048
+}
+benches
+run node dist/scripts/bench/profile-vk.js -m "$MODEL" --ctx 4096 --prefill 2048
+if [ -n "$BASE" ]; then
+  say "# the base build ($BASE), same lease"
+  cp "$ADDON" /tmp/q36vk-head.node && cp "$BASE" "$ADDON"
+  benches
+  cp /tmp/q36vk-head.node "$ADDON"
+fi
+say "# done $(date -u +%FT%TZ)"
