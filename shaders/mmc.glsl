@@ -9,10 +9,12 @@
 // significant bits an operand with f32 sums, within f32's tolerances of mm's (one f16 an operand,
 // without SPLIT, moved the tiny random models' logits by up to ~1: docs/vulkan.md). The weights:
 // - SCALED (types whose decodeqs gives integer values exact in f16 and one scale per aligned
-//   DECODE_SCALED values: Q8_0's 32, IQ2_XXS's 256): WS holds the integers; a scale span's products
-//   go to a fresh accumulator P as q·hi + (q/LO)·(LO·lo), and P times the rows' scales (a CM × CM
-//   matrix of them, each row's scale in every column) is added to the sums at the span's end: two
-//   products a pair of fragments, one weight array.
+//   DECODE_SCALED values: Q8_0's 32, IQ2_XXS's and Q2_K's 256): WS holds the integers; a scale
+//   span's products go to a fresh accumulator P as q·hi + (q/LO)·(LO·lo), and P times the rows'
+//   scales (a CM × CM matrix of them, each row's scale in every column) is added to the sums at
+//   the span's end: two products a pair of fragments, one weight array. Q2_K's mins (one per 16
+//   values, SCALED_MIN) come off at the span's end as Σ_b min_b · Σ_{k∈b} x_k in f32, from the
+//   activations' sums of 8 taken as they are staged.
 // - otherwise the weights are split as the activations are (WSL: their lo parts), a product is
 //   hi·hi + (hi·lo + lo·hi) / LO, the cross terms in accumulators of their own.
 // The next step's values are decoded into registers while the current step multiplies. Subgroup s
@@ -63,6 +65,9 @@ layout(std430, binding = 5) readonly buffer TB { uvec4 TILES[]; };
 #include "decode.glsl"
 #if defined(SPLIT) && defined(DECODE_SCALED)
 #define SCALED
+#ifdef DECODE_SCALED_MIN
+#define SCALED_MIN
+#endif
 #endif
 
 #define ACC coopmat<float, gl_ScopeSubgroup, CM, CM, gl_MatrixUseAccumulator>
@@ -84,6 +89,15 @@ shared float SW[BM];
 #ifdef GLU
 shared float SU[BM];
 #endif
+#ifdef SCALED_MIN
+// a 256-value block's mins of each row's 16 sub-blocks (and of its up row's), and each slot's
+// sums of its 32 runs of 8 activations (XL = 8: a thread stages one run a step)
+shared float ML[BM * 16u];
+#ifdef GLU
+shared float MLU[BM * 16u];
+#endif
+shared float XSUM[BN * 32u];
+#endif
 #else
 shared f16vec4 WSL[BM * SK];
 #ifdef GLU
@@ -99,23 +113,23 @@ shared float CS[NSG * CM * CM];
 
 // the weight groups this thread decodes at step k0 (group dg of its DJ rows; the up rows too for a
 // GLU; SCALED: their integer values and scales) and its XL activations (where its slot is in use)
-void fetch(uint k0, uint wo[DJ], uint dg, uint xo, bool xlive, out float wr[DJ][8], out float ur[DJ][8], out float ws[DJ], out float us[DJ], out float xr[XL]) {
+void fetch(uint k0, uint wo[DJ], uint dg, uint xo, bool xlive, out float wr[DJ][8], out float ur[DJ][8], out vec2 ws[DJ], out vec2 us[DJ], out float xr[XL]) {
   uint g = k0 / 8u + dg;
   [[unroll]] for (uint q = 0u; q < DJ; q++) {
     float w[8];
 #ifdef SCALED
     vec2 sc;
     decodeqs(wo[q], g, w, sc);
-    ws[q] = sc.x;
+    ws[q] = sc;
 #else
     decode(wo[q], g, w);
-    ws[q] = 1.0;
+    ws[q] = vec2(1.0, 0.0);
 #endif
     wr[q] = w;
 #ifdef GLU
 #ifdef SCALED
     decodeqs(wo[q] + pc.upBytes, g, w, sc);
-    us[q] = sc.x;
+    us[q] = sc;
 #else
     decode(wo[q] + pc.upBytes, g, w);
 #endif
@@ -160,6 +174,21 @@ void fetch(uint k0, uint wo[DJ], uint dg, uint xo, bool xlive, out float wr[DJ][
   [[unroll]] for (uint j = 0u; j < CB; j++) if (cb + j < nb) ACC_[j] = ACC_[j] + P_[j] * sm_; \
   subgroupBarrier(); }
 #endif
+#ifdef SCALED_MIN
+// sums −= Σ over the block's 16 sub-blocks of the row's min · the slot's sum of the sub-block's
+// activations (f32 throughout), one token block at a time through the subgroup's scratch
+#define APPLY_MINS(M_, ACC_) [[unroll]] for (uint j = 0u; j < CB; j++) { \
+  [[unroll]] for (uint e = 0u; e < PE; e++) { \
+    uint i_ = lane + SG * e, r_ = rb * CM + i_ / CM, t_ = (cb + j) * CM + i_ % CM; \
+    float m_ = 0.0; \
+    [[unroll]] for (uint b_ = 0u; b_ < 16u; b_++) m_ += M_[r_ * 16u + b_] * (XSUM[t_ * 32u + 2u * b_] + XSUM[t_ * 32u + 2u * b_ + 1u]); \
+    CS[cs + i_] = m_; } \
+  subgroupMemoryBarrierShared(); subgroupBarrier(); \
+  ACC mn_; \
+  coopMatLoad(mn_, CS, cs, CM, gl_CooperativeMatrixLayoutRowMajor); \
+  if (cb + j < nb) ACC_[j] = ACC_[j] - mn_; \
+  subgroupBarrier(); }
+#endif
 
 void main() {
   uint tid = gl_LocalInvocationID.x;
@@ -193,7 +222,8 @@ void main() {
 #endif
   // step k0's weight values and activations, decoded into registers: the next step's are fetched
   // while the current one multiplies (its global loads in flight during the matrix products)
-  float wr[DJ][8], ur[DJ][8], ws[DJ], us[DJ], xr[XL];
+  float wr[DJ][8], ur[DJ][8], xr[XL];
+  vec2 ws[DJ], us[DJ];
   fetch(0u, wo, dg, xo, xlive, wr, ur, ws, us, xr);
   for (uint k0 = 0u; k0 < pc.n; k0 += BK) {
     barrier();
@@ -209,14 +239,29 @@ void main() {
       // the row's four groups share the scale: one thread writes it (the same value each step
       // of a span)
       if (dg == 0u) {
-        SW[r] = ws[q];
+        SW[r] = ws[q].x;
 #ifdef GLU
-        SU[r] = us[q];
+        SU[r] = us[q].x;
+#endif
+      }
+#ifdef SCALED_MIN
+      // a sub-block's min: its first group's thread writes it
+      if ((dg & 1u) == 0u) {
+        uint mb = r * 16u + ((k0 % 256u) + 8u * dg) / 16u;
+        ML[mb] = ws[q].y;
+#ifdef GLU
+        MLU[mb] = us[q].y;
 #endif
       }
 #endif
+#endif
     }
-    if (xlive) [[unroll]] for (uint i = 0u; i < XL; i += 4u) PUT(XS, xs * SK + (xk + i) / 4u, vec4(xr[i], xr[i + 1u], xr[i + 2u], xr[i + 3u]));
+    if (xlive) {
+      [[unroll]] for (uint i = 0u; i < XL; i += 4u) PUT(XS, xs * SK + (xk + i) / 4u, vec4(xr[i], xr[i + 1u], xr[i + 2u], xr[i + 3u]));
+#ifdef SCALED_MIN
+      XSUM[xs * 32u + ((k0 % 256u) + xk) / 8u] = ((xr[0] + xr[1]) + (xr[2] + xr[3])) + ((xr[4] + xr[5]) + (xr[6] + xr[7]));
+#endif
+    }
     barrier();
     if (k0 + BK < pc.n) fetch(k0 + BK, wo, dg, xo, xlive, wr, ur, ws, us, xr);
 #ifdef SCALED
@@ -262,6 +307,12 @@ void main() {
       APPLY_SCALES(SW, accL, acc)
 #ifdef GLU
       APPLY_SCALES(SU, accUL, accU)
+#endif
+#ifdef SCALED_MIN
+      APPLY_MINS(ML, acc)
+#ifdef GLU
+      APPLY_MINS(MLU, accU)
+#endif
 #endif
     }
 #endif
