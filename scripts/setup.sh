@@ -25,7 +25,7 @@ bash scripts/build/glslc-coopmat.sh >/dev/null
 
 # Mesa 26's lavapipe (cooperative matrices on the CPU) for the matrix-unit kernels' check, in
 # .tools/mesa-trixie; without it that one test says what is missing
-bash scripts/check/lavapipe-coopmat.sh --fetch || echo "setup: Mesa 26's lavapipe could not be fetched (test/mmc-lavapipe.test.ts will fail)"
+bash scripts/check/lavapipe-coopmat.sh --fetch || echo "setup: Mesa 26's lavapipe could not be fetched (test/coopmat-lavapipe.test.ts will fail)"
 
 npm ci --no-audit --no-fund
 npm run build

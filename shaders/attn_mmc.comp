@@ -16,10 +16,11 @@
 // rows' maximum grew (a subgroup vote; a workgroup-shared 'grew' flag in its place turned the
 // first query row's scores into NaN on the H200's driver, cause not found: docs/vulkan.md).
 // Tiles past the first mostly keep every row's maximum.
-// Subgroup s (32 lanes, 8 a workgroup) owns the 16 query rows 16·(s % 4) …; of S the key blocks
-// 2·(s / 4) and +1; of O the dim blocks 2j + s / 4 of each 128-dim pass (hd ≤ 256: 8 blocks).
-// Needs 32-lane subgroups and 16 × 16 × 16 f16 → f32 subgroup products (the engine's matrix-unit
-// check), hd a multiple of 32, ≤ 256. Shared memory 48128 bytes.
+// Subgroup s (the engine's modules: 32 lanes, 8 a workgroup) owns the CM query rows CM·(s % RBN) …;
+// of S the key blocks SKB·(s / RBN) …; of O the dim blocks NQ·j + s / RBN of each 128-dim pass
+// (hd ≤ 256). Needs SG-lane subgroups and CM × CM × CM f16 → f32 subgroup products (the engine's:
+// 32 and 16, its matrix-unit check; 8 and 8 for checks on lavapipe, docs/toolchain.md), hd a
+// multiple of 32, ≤ 256. Shared memory 44032 bytes at CM = 16.
 #extension GL_GOOGLE_include_directive : enable
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -51,12 +52,27 @@ layout(push_constant) uniform PC {
 #define KV_T VT
 #include "kv.glsl"
 
+// the fragment edge and the subgroup size (the engine's: 16 and 32; checks build 8 and 8 for a
+// device that lists only that shape: attn-mmc-check --fragment 8, docs/toolchain.md)
+#ifndef CM
+#define CM 16u
+#endif
+#ifndef SG
+#define SG 32u
+#endif
+#define ACC coopmat<float, gl_ScopeSubgroup, CM, CM, gl_MatrixUseAccumulator>
+#define MA coopmat<float16_t, gl_ScopeSubgroup, CM, CM, gl_MatrixUseA>
+#define MB coopmat<float16_t, gl_ScopeSubgroup, CM, CM, gl_MatrixUseB>
 const uint R = 64u;    // query rows per workgroup
 const uint BC = 64u;   // keys per tile
 const uint DS = 32u;   // dims per staging step of S
 const uint VD = 128u;  // dims per staging pass of V
 const uint PS = BC + 4u;
 const float LO = 2048.0;
+// subgroups, CM-row blocks of the R rows, and the subgroups sharing a row block (NQ): each takes
+// SKB of S's key blocks and ODB of O's dim blocks of each VD-dim pass; PE: a CM × CM f32 matrix's
+// elements a lane handles through shared memory
+const uint NSG = 256u / SG, RBN = R / CM, NQ = NSG / RBN, SKB = (BC / CM) / NQ, ODB = (VD / CM) / NQ, PE = CM * CM / SG;
 // shared rows as f16vec4 with 8 values of padding (16-byte aligned rows on other banks)
 const uint SQ = (DS + 8u) / 4u;    // a Q or K row of a dim slice
 const uint SP = (16u + 8u) / 4u;   // a P row of a 16-key slice
@@ -68,7 +84,7 @@ const uint PH = 0u, PL = R * SP, VH = 2u * R * SP, VL = 2u * R * SP + 16u * SV;
 const uint ST_LEN = max(4u * R * SQ, 2u * R * SP + 32u * SV);
 shared f16vec4 ST[ST_LEN];
 shared float ps[R * PS];          // scores, then probabilities; at the end each subgroup's 16 × 16 output scratch
-shared float AM[8u * 256u];       // per subgroup, its rows' alphas in all 16 columns (O's rescale as a product)
+shared float AM[R * CM];          // each row's alpha in all CM columns (O's rescale as a product)
 shared float red[256];            // softmax partial max / sum, 4 threads per row
 shared float rowM[R];
 shared float rowL[R];
@@ -96,19 +112,21 @@ void put(uint i, uint lo, vec4 v) {
     [[unroll]] for (uint e = 0u; e < 2u; e++) put(VH + vk * SV + vd / 4u + e, VL - VH, ok ? v_get4((kt + j0 + vk) * pc.vRowBytes, kd + d + 4u * e) : vec4(0.0)); \
   } \
   barrier(); \
-  coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> pa, pal, pa1; \
-  coopMatLoad(pa, ST, PH + rb * 16u * SP, SP, gl_CooperativeMatrixLayoutRowMajor); \
-  coopMatLoad(pal, ST, PL + rb * 16u * SP, SP, gl_CooperativeMatrixLayoutRowMajor); \
-  pa1 = pa * float16_t(LO); \
-  [[unroll]] for (uint j = 0u; j < 4u; j++) { \
-    uint db = 2u * j + hf; \
-    if (p * VD + db * 16u < hd) { \
-      coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> vb, vbl; \
-      coopMatLoad(vb, ST, VH + db * 4u, SV, gl_CooperativeMatrixLayoutRowMajor); \
-      coopMatLoad(vbl, ST, VL + db * 4u, SV, gl_CooperativeMatrixLayoutRowMajor); \
-      o[p * 4u + j] = coopMatMulAdd(pa1, vb, o[p * 4u + j]); \
-      o[p * 4u + j] = coopMatMulAdd(pa, vbl, o[p * 4u + j]); \
-      o[p * 4u + j] = coopMatMulAdd(pal, vb, o[p * 4u + j]); \
+  [[unroll]] for (uint kq = 0u; kq < 16u; kq += CM) { \
+    MA pa, pal, pa1; \
+    coopMatLoad(pa, ST, PH + rb * CM * SP + kq / 4u, SP, gl_CooperativeMatrixLayoutRowMajor); \
+    coopMatLoad(pal, ST, PL + rb * CM * SP + kq / 4u, SP, gl_CooperativeMatrixLayoutRowMajor); \
+    pa1 = pa * float16_t(LO); \
+    [[unroll]] for (uint j = 0u; j < ODB; j++) { \
+      uint db = NQ * j + hf; \
+      if (p * VD + db * CM < hd) { \
+        MB vb, vbl; \
+        coopMatLoad(vb, ST, VH + kq * SV + db * (CM / 4u), SV, gl_CooperativeMatrixLayoutRowMajor); \
+        coopMatLoad(vbl, ST, VL + kq * SV + db * (CM / 4u), SV, gl_CooperativeMatrixLayoutRowMajor); \
+        o[p * ODB + j] = coopMatMulAdd(pa1, vb, o[p * ODB + j]); \
+        o[p * ODB + j] = coopMatMulAdd(pa, vbl, o[p * ODB + j]); \
+        o[p * ODB + j] = coopMatMulAdd(pal, vb, o[p * ODB + j]); \
+      } \
     } \
   } \
 }
@@ -116,14 +134,14 @@ void put(uint i, uint lo, vec4 v) {
 // accumulator oi's 16 × 16 values (dims p·128 + 16·db …) into the partials P, divided by LO,
 // through the subgroup's 256 floats of ps (free once the last tile's P·V is done)
 #define O_OUT(oi) { \
-  uint d = (oi / 4u) * VD + (2u * (oi % 4u) + hf) * 16u; \
+  uint d = (oi / ODB) * VD + (NQ * (oi % ODB) + hf) * CM; \
   if (d < hd) { \
-    coopMatStore(o[oi] * (1.0 / LO), ps, sg * 256u, 16u, gl_CooperativeMatrixLayoutRowMajor); \
+    coopMatStore(o[oi] * (1.0 / LO), ps, sg * CM * CM, CM, gl_CooperativeMatrixLayoutRowMajor); \
     subgroupMemoryBarrierShared(); \
     subgroupBarrier(); \
-    [[unroll]] for (uint i = 0u; i < 8u; i++) { \
-      uint e = lane + 32u * i, r = rb * 16u + (e >> 4u); \
-      if (r < rows) P[(((tok0 + r / G) * pc.nHead + kvh * G + r % G) * pc.nBlk + b) * hd + d + (e & 15u)] = ps[sg * 256u + e]; \
+    [[unroll]] for (uint i = 0u; i < PE; i++) { \
+      uint e = lane + SG * i, r = rb * CM + e / CM; \
+      if (r < rows) P[(((tok0 + r / G) * pc.nHead + kvh * G + r % G) * pc.nBlk + b) * hd + d + e % CM] = ps[sg * CM * CM + e]; \
     } \
     subgroupBarrier(); \
   } \
@@ -145,10 +163,10 @@ void main() {
     rowL[tid] = 0.0;
     rowPos[tid] = tid < rows ? base + tok0 + tid / G : 0u;
   }
-  uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID, rb = sg & 3u, hf = sg >> 2u;
+  uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID, rb = sg % RBN, hf = sg / RBN;
   uint passes = (hd + VD - 1u) / VD;
-  coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> o[8];
-  [[unroll]] for (uint j = 0u; j < 8u; j++) o[j] = coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>(0.0);
+  ACC o[2u * ODB];
+  [[unroll]] for (uint j = 0u; j < 2u * ODB; j++) o[j] = ACC(0.0);
   // what this thread stages: Q row / key sr, dims sd … sd + 7 of each dim slice; P row sr, keys
   // 4·(tid % 4) … of each key slice; V key vk, dims vd … vd + 7 of each pass
   uint sr = tid >> 2u, sd = (tid & 3u) * 8u, vk = tid >> 4u, vd = (tid & 15u) * 8u;
@@ -156,8 +174,8 @@ void main() {
   uint kd = kvh * hd;
   for (uint kt = u0; kt < uEnd; kt += BC) {
     uint nk = min(BC, uEnd - kt);
-    coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> s[2], sl[2];
-    [[unroll]] for (uint c = 0u; c < 2u; c++) { s[c] = coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>(0.0); sl[c] = s[c]; }
+    ACC s[SKB], sl[SKB];
+    [[unroll]] for (uint c = 0u; c < SKB; c++) { s[c] = ACC(0.0); sl[c] = s[c]; }
     // the next dim slice's Q and K values load into registers while the current one multiplies
     vec4 qn[2], kn[2];
     [[unroll]] for (uint e = 0u; e < 2u; e++) {
@@ -178,13 +196,13 @@ void main() {
           kn[e] = sr < nk ? k_get4((kt + sr) * pc.kRowBytes, kd + d + sd + 4u * e) : vec4(0.0);
         }
       }
-      [[unroll]] for (uint kk = 0u; kk < DS / 4u; kk += 4u) {
-        coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> qa, qal;
-        coopMatLoad(qa, ST, QH + rb * 16u * SQ + kk, SQ, gl_CooperativeMatrixLayoutRowMajor);
-        coopMatLoad(qal, ST, QL + rb * 16u * SQ + kk, SQ, gl_CooperativeMatrixLayoutRowMajor);
-        [[unroll]] for (uint c = 0u; c < 2u; c++) {
-          coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> kb, kbl;
-          uint kr = (2u * hf + c) * 16u;
+      [[unroll]] for (uint kk = 0u; kk < DS / 4u; kk += CM / 4u) {
+        MA qa, qal;
+        coopMatLoad(qa, ST, QH + rb * CM * SQ + kk, SQ, gl_CooperativeMatrixLayoutRowMajor);
+        coopMatLoad(qal, ST, QL + rb * CM * SQ + kk, SQ, gl_CooperativeMatrixLayoutRowMajor);
+        [[unroll]] for (uint c = 0u; c < SKB; c++) {
+          MB kb, kbl;
+          uint kr = (SKB * hf + c) * CM;
           coopMatLoad(kb, ST, KH + kr * SQ + kk, SQ, gl_CooperativeMatrixLayoutColumnMajor);
           coopMatLoad(kbl, ST, KL + kr * SQ + kk, SQ, gl_CooperativeMatrixLayoutColumnMajor);
           s[c] = coopMatMulAdd(qa, kb, s[c]);
@@ -193,9 +211,9 @@ void main() {
         }
       }
     }
-    [[unroll]] for (uint c = 0u; c < 2u; c++) {
+    [[unroll]] for (uint c = 0u; c < SKB; c++) {
       s[c] = (s[c] + sl[c] * (1.0 / LO)) * pc.scale;
-      coopMatStore(s[c], ps, rb * 16u * PS + (2u * hf + c) * 16u, PS, gl_CooperativeMatrixLayoutRowMajor);
+      coopMatStore(s[c], ps, rb * CM * PS + (SKB * hf + c) * CM, PS, gl_CooperativeMatrixLayoutRowMajor);
     }
     barrier();
     // online softmax (attn_tile's), 4 threads per row (16 keys each): keys past the row's position
@@ -217,6 +235,9 @@ void main() {
       barrier();
       red[tid] = l;
       barrier();
+      // the row's alpha CM times, a quarter a thread, for O's rescale below (written before the
+      // barrier: the subgroups read it without one of their own)
+      [[unroll]] for (uint i = 0u; i < CM / 4u; i++) AM[r * CM + (tid & 3u) * (CM / 4u) + i] = exp(mOld - m);
       if ((tid & 3u) == 0u) {
         float alpha = exp(mOld - m);
         rowL[r] = rowL[r] * alpha + (red[tid] + red[tid + 1u]) + (red[tid + 2u] + red[tid + 3u]);
@@ -226,20 +247,13 @@ void main() {
       barrier();
     }
     // O's rows times their alpha where one of the subgroup's rows' maximum grew (the first
-    // tile's O is still 0): a cooperative matrix's rows cannot be scaled one by one, so the
-    // subgroup writes its rows' alphas as a 16 × 16 matrix (the row's alpha in every column) and
-    // multiplies O by it elementwise
-    if (kt != u0 && subgroupAny(rowA[rb * 16u + (lane & 15u)] != 1.0)) {
-      [[unroll]] for (uint i = 0u; i < 8u; i++) {
-        uint e = lane + 32u * i;
-        AM[sg * 256u + e] = rowA[rb * 16u + (e >> 4u)];
-      }
-      subgroupMemoryBarrierShared();
-      subgroupBarrier();
-      coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> am;
-      coopMatLoad(am, AM, sg * 256u, 16u, gl_CooperativeMatrixLayoutRowMajor);
-      [[unroll]] for (uint j = 0u; j < 8u; j++) o[j] = o[j] * am;
-      subgroupBarrier();
+    // tile's O is still 0): a cooperative matrix's rows cannot be scaled one by one, so O is
+    // multiplied elementwise by the CM × CM matrix of its rows' alphas the softmax wrote (no
+    // subgroup barrier inside this branch: lavapipe summed wrong with them there, docs/toolchain.md)
+    if (kt != u0 && subgroupAny(rowA[rb * CM + lane % CM] != 1.0)) {
+      ACC am;
+      coopMatLoad(am, AM, rb * CM * CM, CM, gl_CooperativeMatrixLayoutRowMajor);
+      [[unroll]] for (uint j = 0u; j < 2u * ODB; j++) o[j] = o[j] * am;
     }
     // O += P·V, 16 keys at a time (keys past the tile: P = 0 and V staged as 0, never garbage);
     // the two passes written out (PV_PASS), so every accumulator has a constant index (an array

@@ -2,13 +2,20 @@
  * attn-mmc-check: prefill attention on the matrix units (attn_mmc) against the f32 tiles
  * (attn_tile) on random data, each followed by attn_merge: the largest |Δ| of the outputs relative
  * to their largest |value|, and the GPU time of each kernel (median of --reps, timestamps) for a
- * dispatch pair's tokens at each depth. Needs a device with matrix units (the H200).
+ * dispatch pair's tokens at each depth. Needs a device with matrix units: the engine's modules
+ * (16 × 16 × 16 products, the H200), or, with --fragment 8, attn_mmc built at run time with
+ * 8 × 8 × 8 products and the device's subgroup size (Mesa 26's lavapipe:
+ * scripts/check/lavapipe-coopmat.sh; its times mean nothing).
  *
- *   node dist/scripts/check/attn-mmc-check.js [--pos 0,130,2500,8192,30720] [--tokens 33,256] [--kv q8_0/q4_0] [--reps 10]
+ *   node dist/scripts/check/attn-mmc-check.js [--pos 0,130,2500,8192,30720] [--tokens 33,256] [--kv q8_0/q4_0] [--reps 10] [--fragment 16|8]
  *
  * Shapes: the full model's (16 query heads, 2 KV heads of 256) and a small one (8 / 2 of 64).
  */
 import { parseArgs } from 'node:util';
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import { ROOT } from '../../ts/paths.js';
+import { addModules } from '../lib/runtime-shaders.js';
 import { OpList, Pipelines, attnBlock, attnTileTokens } from '../../ts/engine/vulkan/graph.js';
 import { KERNELS, dispatch } from '../../ts/engine/vulkan/kernels.js';
 import { KV_TYPE_IDS } from '../../ts/engine/common.js';
@@ -22,13 +29,36 @@ import { gpuTime } from '../lib/gpu-time.js';
 const { values: a } = parseArgs({ options: {
   pos: { type: 'string', default: '0,130,2500,8192,30720' }, tokens: { type: 'string', default: '33,256' },
   kv: { type: 'string', default: 'q8_0/q4_0' }, reps: { type: 'string', default: '10' }, device: { type: 'string', default: '-1' },
+  fragment: { type: 'string', default: '16' },
 } });
 const [kType, vType] = a.kv!.split('/') as [KvType, KvType];
 for (const t of [kType, vType]) if (!(t in KV_TYPE_IDS)) { console.error(`attn-mmc-check: unknown cache type "${t}" (${Object.keys(KV_TYPE_IDS).join(', ')})`); process.exit(2); }
 const addon = loadAddon();
 const dev = new addon.Device(Number(a.device));
-if (!dev.info().coopmat || !addon.shaderNames().includes(`attn_mmc_${kType}_${vType}`)) { console.error(`attn-mmc-check: ${dev.info().name} has no usable matrix units, or this build lacks attn_mmc`); process.exit(2); }
-const pipes = new Pipelines(dev);
+const info = dev.info(), fragment = Number(a.fragment);
+/** the matrix-unit kernel: the engine's attn_mmc, or its 8 × 8 × 8 build added at run time */
+let mmc: typeof KERNELS.attn_mmc = KERNELS.attn_mmc;
+let pipes: Pipelines;
+if (fragment === 16) {
+  if (!info.coopmat || !addon.shaderNames().includes(`attn_mmc_${kType}_${vType}`)) { console.error(`attn-mmc-check: ${info.name} has no usable matrix units, or this build lacks attn_mmc`); process.exit(2); }
+  pipes = new Pipelines(dev);
+} else if (fragment === 8) {
+  if (!info.cooperativeMatrix || ![8, 16, 32].includes(info.subgroupSize) || !info.coopmatShapes.includes('8x8x8 f16,f16->f32')) {
+    console.error(`attn-mmc-check: ${info.name} lists no 8x8x8 f16->f32 products at 8-, 16- or 32-lane subgroups (${info.coopmatShapes || 'no shapes'}; subgroup ${info.subgroupSize})`);
+    process.exit(2);
+  }
+  const glslc = execFileSync('bash', ['scripts/build/glslc-coopmat.sh'], { cwd: ROOT, encoding: 'utf8' }).trim();
+  if (!glslc) { console.error('attn-mmc-check: no glslc here compiles GL_KHR_cooperative_matrix (scripts/build/glslc-coopmat.sh)'); process.exit(2); }
+  // the cache types' defines, as the build gives them (shaders/variants.json)
+  const defs = (JSON.parse(fs.readFileSync(`${ROOT}/shaders/variants.json`, 'utf8')) as Record<string, Record<string, string[]>>)['attn_mmc.comp'][`${kType}_${vType}`];
+  mmc = { ...KERNELS.attn_mmc, name: `attn_mmc${fragment}` };
+  const name = `${mmc.name}_${kType}_${vType}`;
+  await addModules([{ name, source: 'shaders/attn_mmc.comp', defines: [...defs.map((d) => d.replace(/^-D/, '')), `CM=${fragment}u`, `SG=${info.subgroupSize}u`] }], glslc);
+  pipes = new Pipelines(dev, [{ ...mmc, name }]);
+} else {
+  console.error(`attn-mmc-check: --fragment ${a.fragment}: 16 (the engine's modules) or 8`);
+  process.exit(2);
+}
 const rng = new Rng(5);
 const reps = Number(a.reps);
 let worst = 0;
@@ -53,7 +83,7 @@ for (const [nHead, nHeadKv, hd] of [[16, 2, 256], [8, 2, 64]] as const) {
       const O = dev.createBuffer(T * nHead * hd * 4, true), PARAMS = dev.createBuffer(16, false);
       dev.write(PARAMS, 0, new Uint8Array(Uint32Array.of(pos, T, 0, 0).buffer));
       const push = { nHead, nHeadKv, hd, kRowBytes: kRow, vRowBytes: vRow, qStride, scale: 1 / Math.sqrt(hd), nBlk, blk, t0: 0, grow: 0, nTok: T, tq };
-      const attn = (ops: OpList, kernel: 'attn_tile' | 'attn_mmc') => dispatch(ops, KERNELS[kernel], { QG, Kc, Vc, P, ML, PARAMS }, push, [Math.ceil(T / tq), nHeadKv, nBlk], { variant: `${kType}_${vType}` });
+      const attn = (ops: OpList, kernel: 'attn_tile' | 'attn_mmc') => dispatch(ops, kernel === 'attn_mmc' ? mmc : KERNELS.attn_tile, { QG, Kc, Vc, P, ML, PARAMS }, push, [Math.ceil(T / tq), nHeadKv, nBlk], { variant: `${kType}_${vType}` });
       const runs = (['attn_tile', 'attn_mmc'] as const).map((kernel) => {
         // slots a kernel leaves unwritten (blocks past a token) read as 0 in both runs, not as garbage
         dev.write(ML, 0, new Uint8Array(T * nHead * nBlk * 8));

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs a node script under Mesa 26's lavapipe, whose cooperative matrices (8 × 8 × 8 f16 → f32 at
 # its default 8-lane subgroups) let a machine without a GPU check the matrix-unit kernels' logic
-# (mmc-check --fragment 8; test/mmc-lavapipe.test.ts). Debian 12's Mesa 22.3 and
+# (mmc-check --fragment 8; test/coopmat-lavapipe.test.ts). Debian 12's Mesa 22.3 and
 # bookworm-backports' 25.0 have none. Nothing is installed system-wide: Debian 13's
 # mesa-vulkan-drivers from trixie-backports and the libraries it needs (Debian 13's glibc among
 # them) are downloaded with a private apt state and unpacked into .tools/mesa-trixie, and node runs

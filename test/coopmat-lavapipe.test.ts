@@ -1,0 +1,35 @@
+/**
+ * The matrix-unit kernels' logic without a GPU: mmc.glsl and attn_mmc.comp built with 8 × 8 × 8
+ * products and lavapipe's 8-lane subgroups (Mesa 26 from Debian 13's backports, fetched by
+ * setup.sh into .tools/mesa-trixie) against the f32 kernels they stand in for: mm / mm_moe in
+ * every form (dense plain and GLU, routed gate+up and down, full and partial tiles) for f32, q8_0
+ * and iq2_xxs and q2_k (the SCALED products), and attn_tile (one and several key tiles, two head
+ * shapes, two cache type pairs). The engine's own 16 × 16 × 16 modules run on the H200
+ * (docs/vulkan.md).
+ */
+import { spawnSync } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+import { ROOT } from '../ts/paths.js';
+
+const underLavapipe = (...args: string[]) => spawnSync('bash', ['scripts/check/lavapipe-coopmat.sh', ...args], { cwd: ROOT, encoding: 'utf8', timeout: 1_500_000 });
+
+describe('matrix-unit kernels on lavapipe matrix units', () => {
+  it('mmc equals the f32 tiles within 1e-5 of the largest output, every form and type', () => {
+    const r = underLavapipe('dist/scripts/check/mmc-check.js', '--fragment', '8', '--tokens', '5,63,100');
+    expect(r.status, `${r.stdout}\n${r.stderr}`).toBe(0);
+    expect(r.stdout.match(/^ok /gm)?.length, r.stdout).toBe(48);
+    expect(r.stdout).not.toMatch(/^FAIL/m);
+  }, 1_600_000);
+
+  for (const kv of ['q8_0/q4_0', 'f16/f16']) {
+    it(`attn_mmc equals attn_tile within 1e-5 of the largest output (${kv} cache, 1 to 12 key tiles)`, () => {
+      const r = underLavapipe('dist/scripts/check/attn-mmc-check.js', '--fragment', '8', '--kv', kv, '--pos', '0,130,700', '--tokens', '33,100', '--reps', '1');
+      expect(r.status, `${r.stdout}\n${r.stderr}`).toBe(0);
+      // 2 head shapes × 2 token counts × 3 depths, each with no NaN
+      const rows = r.stdout.split('\n').filter((l) => /^\d+\/\d+,/.test(l));
+      expect(rows.length, r.stdout).toBe(12);
+      for (const l of rows) expect(Number(l.split(',')[6]), l).toBe(0);
+      expect(r.stdout).toMatch(/^ok: every output within/m);
+    }, 1_600_000);
+  }
+});
