@@ -9,7 +9,10 @@
 // bits; lo: the rest, times LO), so products keep ~22 significant bits: one f16 an operand moved
 // the tiny random models' logits by up to ~1 (docs/vulkan.md).
 // S's cross terms go to accumulators of their own (Q and K may be too large to scale by LO in
-// f16). P lies in [0, 1], so P·V goes into one accumulator as (LO·Ph)·Vh + Ph·(LO·Vl) +
+// f16). K is held exactly where the cache allows: a f16 cache's values are f16 (KEXACT: Q's hi
+// and lo times K, two products), a q8_0 or q4_0 cache's are integers with one scale per key and
+// 32 dims (KSCALED: a dim slice's q·Qhi + (q/LO)·(LO·Qlo) in one fresh accumulator, then times
+// the matrix of its keys' scales and added to S: two products, no K lo array). P lies in [0, 1], so P·V goes into one accumulator as (LO·Ph)·Vh + Ph·(LO·Vl) +
 // (LO·Pl)·Vh, divided by LO at the end: half the accumulator registers.
 // The online softmax's per-row rescale of O cannot touch a cooperative matrix's rows directly:
 // O is multiplied elementwise by a matrix of the rows' alphas, only where one of the subgroup's
@@ -40,11 +43,21 @@ layout(push_constant) uniform PC {
   uint vRowBytes; uint qStride; float scale; uint nBlk;
   uint blk; uint t0; uint nTok; uint tq;
 } pc;
+// K held exactly: a 16-bit cache's values are f16 already (KEXACT); a quantized cache's are
+// integers exact in f16 with one scale per key and 32 dims (KSCALED, the q8_0 and q4_0 caches)
+#if KT >= 1
+#define KEXACT
+#define KV_FN4Q k_get4q
+#endif
+#if KT >= 2
+#define KSCALED
+#endif
 #define KV_FN4 k_get4
 #define KVBUF KC
 #define KV_T KT
 #include "kv.glsl"
 #undef KV_FN4
+#undef KV_FN4Q
 #undef KVBUF
 #undef KV_T
 #define KV_FN4 v_get4
@@ -90,6 +103,9 @@ shared float rowM[R];
 shared float rowL[R];
 shared float rowA[R];
 shared uint rowPos[R];            // the row's token position (its last visible key); 0 for padding
+#ifdef KSCALED
+shared float DKM[CM * BC];        // the dim slice's scale of each key, in all CM rows (S's columns' scales as a product)
+#endif
 
 // v as hi (11 significant bits, by mask: exact in f16 across its normal range) at element i of the
 // staging array and the rest times LO at element i + lo
@@ -98,6 +114,14 @@ void put(uint i, uint lo, vec4 v) {
   ST[i] = f16vec4(h);
   ST[i + lo] = f16vec4((v - h) * LO);
 }
+
+#ifdef KEXACT
+// elements d … d + 3 of key row `key` as exact f16 values and their scale (0 for keys past the tile)
+vec4 kExact(uint key, uint d, bool on, out float sc) {
+  sc = 0.0;
+  return on ? k_get4q(key * pc.kRowBytes, d, sc) : vec4(0.0);
+}
+#endif
 
 // one 128-dim pass p of O += P·V for the keys j0 … j0 + 15 (P staged in pass 0)
 #define PV_PASS(p) { \
@@ -178,24 +202,45 @@ void main() {
     [[unroll]] for (uint c = 0u; c < SKB; c++) { s[c] = ACC(0.0); sl[c] = s[c]; }
     // the next dim slice's Q and K values load into registers while the current one multiplies
     vec4 qn[2], kn[2];
+    float ksn;
     [[unroll]] for (uint e = 0u; e < 2u; e++) {
       qn[e] = qOff != 0xffffffffu ? vec4(QG[qOff + 4u * e], QG[qOff + 4u * e + 1u], QG[qOff + 4u * e + 2u], QG[qOff + 4u * e + 3u]) : vec4(0.0);
+#ifdef KEXACT
+      kn[e] = kExact(kt + sr, kd + sd + 4u * e, sr < nk, ksn);
+#else
       kn[e] = sr < nk ? k_get4((kt + sr) * pc.kRowBytes, kd + sd + 4u * e) : vec4(0.0);
+#endif
     }
     for (uint d0 = 0u; d0 < hd; d0 += DS) {
       barrier();
       [[unroll]] for (uint e = 0u; e < 2u; e++) {
         put(QH + sr * SQ + sd / 4u + e, QL - QH, qn[e]);
+#ifdef KEXACT
+        ST[KH + sr * SQ + sd / 4u + e] = f16vec4(kn[e]);
+#else
         put(KH + sr * SQ + sd / 4u + e, KL - KH, kn[e]);
+#endif
       }
+#ifdef KSCALED
+      // the key's scale in CM / 4 of the CM rows (its four staging threads share it)
+      [[unroll]] for (uint i = 0u; i < CM / 4u; i++) DKM[((tid & 3u) * (CM / 4u) + i) * BC + sr] = ksn;
+#endif
       barrier();
       if (d0 + DS < hd) {
         uint d = d0 + DS;
         [[unroll]] for (uint e = 0u; e < 2u; e++) {
           qn[e] = qOff != 0xffffffffu ? vec4(QG[qOff + d + 4u * e], QG[qOff + d + 4u * e + 1u], QG[qOff + d + 4u * e + 2u], QG[qOff + d + 4u * e + 3u]) : vec4(0.0);
+#ifdef KEXACT
+          kn[e] = kExact(kt + sr, kd + d + sd + 4u * e, sr < nk, ksn);
+#else
           kn[e] = sr < nk ? k_get4((kt + sr) * pc.kRowBytes, kd + d + sd + 4u * e) : vec4(0.0);
+#endif
         }
       }
+#ifdef KSCALED
+      // the slice's products before its keys' scales
+      [[unroll]] for (uint c = 0u; c < SKB; c++) sl[c] = ACC(0.0);
+#endif
       [[unroll]] for (uint kk = 0u; kk < DS / 4u; kk += CM / 4u) {
         MA qa, qal;
         coopMatLoad(qa, ST, QH + rb * CM * SQ + kk, SQ, gl_CooperativeMatrixLayoutRowMajor);
@@ -204,15 +249,36 @@ void main() {
           MB kb, kbl;
           uint kr = (SKB * hf + c) * CM;
           coopMatLoad(kb, ST, KH + kr * SQ + kk, SQ, gl_CooperativeMatrixLayoutColumnMajor);
+#if defined(KSCALED)
+          // integers / LO stay exact in f16, so Q's lo part shares the accumulator
+          kbl = kb * float16_t(1.0 / LO);
+          sl[c] = coopMatMulAdd(qa, kb, sl[c]);
+          sl[c] = coopMatMulAdd(qal, kbl, sl[c]);
+#elif defined(KEXACT)
+          s[c] = coopMatMulAdd(qa, kb, s[c]);
+          sl[c] = coopMatMulAdd(qal, kb, sl[c]);
+#else
           coopMatLoad(kbl, ST, KL + kr * SQ + kk, SQ, gl_CooperativeMatrixLayoutColumnMajor);
           s[c] = coopMatMulAdd(qa, kb, s[c]);
           sl[c] = coopMatMulAdd(qal, kb, sl[c]);
           sl[c] = coopMatMulAdd(qa, kbl, sl[c]);
+#endif
         }
       }
+#ifdef KSCALED
+      [[unroll]] for (uint c = 0u; c < SKB; c++) {
+        ACC dm;
+        coopMatLoad(dm, DKM, (SKB * hf + c) * CM, BC, gl_CooperativeMatrixLayoutRowMajor);
+        s[c] = s[c] + sl[c] * dm;
+      }
+#endif
     }
     [[unroll]] for (uint c = 0u; c < SKB; c++) {
+#ifdef KSCALED
+      s[c] = s[c] * pc.scale;
+#else
       s[c] = (s[c] + sl[c] * (1.0 / LO)) * pc.scale;
+#endif
       coopMatStore(s[c], ps, rb * CM * PS + (SKB * hf + c) * CM, PS, gl_CooperativeMatrixLayoutRowMajor);
     }
     barrier();

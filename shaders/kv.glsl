@@ -44,6 +44,27 @@ vec4 KV_FN4(uint ro, uint d) {
 }
 #endif
 #endif
+#ifdef KV_FN4Q
+// KV_FN4's values as the integers of their quant block and its scale s (value = s · integer):
+// exact in f16 (q8_0's −128…127, q4_0's −8…7; f16 rows: the values themselves, s = 1)
+#if KV_T == 1
+vec4 KV_FN4Q(uint ro, uint d, out float s) { s = 1.0; uint w = (ro >> 2) + (d >> 1); return vec4(unpackHalf2x16(KVBUF[w]), unpackHalf2x16(KVBUF[w + 1u])); }
+#elif KV_T == 2
+vec4 KV_FN4Q(uint ro, uint d, out float s) {
+  uint o = ro + (d >> 5) * 34u;
+  uint q = WU32(KVBUF, o + 2u + (d & 31u));
+  s = WHALF(KVBUF, o);
+  return vec4(ivec4(q << 24, q << 16, q << 8, q) >> 24);
+}
+#elif KV_T == 3
+vec4 KV_FN4Q(uint ro, uint d, out float s) {
+  uint o = ro + (d >> 5) * 18u, e = d & 31u;
+  uint q = WU32(KVBUF, o + 2u + (e & 15u)) >> (e < 16u ? 0u : 4u);
+  s = WHALF(KVBUF, o);
+  return vec4(ivec4(uvec4(q, q >> 8, q >> 16, q >> 24) & 15u) - 8);
+}
+#endif
+#endif
 #ifdef KV_FN2
 #if KV_T == 0
 vec2 KV_FN2(uint ro, uint d) { uint w = (ro >> 2) + d; return uintBitsToFloat(uvec2(KVBUF[w], KVBUF[w + 1u])); }

@@ -4,7 +4,7 @@
  * setup.sh into .tools/mesa-trixie) against the f32 kernels they stand in for: mm / mm_moe in
  * every form (dense plain and GLU, routed gate+up and down, full and partial tiles) for f32, q8_0
  * and iq2_xxs and q2_k (the SCALED products), and attn_tile (one and several key tiles, two head
- * shapes, two cache type pairs). The engine's own 16 × 16 × 16 modules run on the H200
+ * shapes; K held as scaled integers, as f16, and split). The engine's own 16 × 16 × 16 modules run on the H200
  * (docs/vulkan.md).
  */
 import { spawnSync } from 'node:child_process';
@@ -21,7 +21,7 @@ describe('matrix-unit kernels on lavapipe matrix units', () => {
     expect(r.stdout).not.toMatch(/^FAIL/m);
   }, 1_600_000);
 
-  for (const kv of ['q8_0/q4_0', 'f16/f16']) {
+  for (const kv of ['q8_0/q4_0', 'f16/f16', 'f32/f32']) {
     it(`attn_mmc equals attn_tile within 1e-5 of the largest output (${kv} cache, 1 to 12 key tiles)`, () => {
       const r = underLavapipe('dist/scripts/check/attn-mmc-check.js', '--fragment', '8', '--kv', kv, '--pos', '0,130,700', '--tokens', '33,100', '--reps', '1');
       expect(r.status, `${r.stdout}\n${r.stderr}`).toBe(0);
