@@ -171,11 +171,13 @@ void decode(uint o, uint g, out float w[8]) {
 // the block's d / 8, one scale per 256 values (mmc.glsl's SCALED products)
 #define DECODE_Q
 #define DECODE_SCALED 256u
-void decodeq(uint o, uint g, out float q[8], out vec2 sc) {
+// the group's signed grid magnitudes, its sub-block's 4-bit scale and the block's d
+void iq2xxsGroup(uint o, uint g, out float q[8], out uint ls, out float d) {
   uint bo = o + 66u * (g >> 5), ib = (g & 31u) >> 2, l = g & 3u;
   uint p = bo + 2u + 8u * ib;
   uint aux = wu32e(p + 4u);
-  sc = vec2(WHALF(W, bo) * (0.5 + float(aux >> 28)) * 0.25, 0.0);
+  d = WHALF(W, bo);
+  ls = aux >> 28;
   uint signs = ksigns((aux >> (7u * l)) & 127u);
   uvec2 gr = GRID[IQ2XXS_GRID_AT + WBYTE(W, p + l)];
   [[unroll]] for (uint k = 0u; k < 8u; k++) {
@@ -183,18 +185,19 @@ void decodeq(uint o, uint g, out float q[8], out vec2 sc) {
     q[k] = ((signs >> k) & 1u) != 0u ? -mag : mag;
   }
 }
+void decodeq(uint o, uint g, out float q[8], out vec2 sc) {
+  uint ls;
+  float d;
+  iq2xxsGroup(o, g, q, ls, d);
+  sc = vec2(d * (0.5 + float(ls)) * 0.25, 0.0);
+}
 void decodeqs(uint o, uint g, out float q[8], out vec2 sc) {
-  uint bo = o + 66u * (g >> 5), ib = (g & 31u) >> 2, l = g & 3u;
-  uint p = bo + 2u + 8u * ib;
-  uint aux = wu32e(p + 4u);
-  sc = vec2(WHALF(W, bo) * 0.125, 0.0);
-  float ls = float(2u * (aux >> 28) + 1u);
-  uint signs = ksigns((aux >> (7u * l)) & 127u);
-  uvec2 gr = GRID[IQ2XXS_GRID_AT + WBYTE(W, p + l)];
-  [[unroll]] for (uint k = 0u; k < 8u; k++) {
-    float mag = ls * float(((k < 4u ? gr.x : gr.y) >> (8u * (k & 3u))) & 0xFFu);
-    q[k] = ((signs >> k) & 1u) != 0u ? -mag : mag;
-  }
+  uint ls;
+  float d;
+  iq2xxsGroup(o, g, q, ls, d);
+  float m = float(2u * ls + 1u);
+  [[unroll]] for (uint k = 0u; k < 8u; k++) q[k] *= m;
+  sc = vec2(d * 0.125, 0.0);
 }
 #elif defined(TYPE_Q4_0) || defined(TYPE_IQ4_NL)
 // 18-byte blocks: f16 d, 16 bytes of nibbles; Q4_0: d·(q − 8), IQ4_NL: d·kvalues_iq4nl[q]

@@ -36,7 +36,7 @@ struct DeviceInfo {
   // VK_KHR_cooperative_matrix with subgroup-scope 16 × 16 × 16 f16 × f16 → f32 products,
   // shaderFloat16 and 32-lane subgroups (the engine's mmc kernels); the device's matrix-unit shapes
   // are in coopmatShapes. cooperativeMatrix: the feature at any shape (enabled on the device, so
-  // checks can run other shapes' modules: scripts/check/mmc-lavapipe.ts)
+  // checks can run other shapes' modules: mmc-check, attn-mmc-check --fragment 8)
   bool coopmat;
   bool cooperativeMatrix;
   std::string coopmatShapes;   // "MxNxK A,B->C" of every subgroup-scope shape the driver lists

@@ -12,10 +12,9 @@
  * Shapes: the full model's (16 query heads, 2 KV heads of 256) and a small one (8 / 2 of 64).
  */
 import { parseArgs } from 'node:util';
-import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import { ROOT } from '../../ts/paths.js';
-import { addModules } from '../lib/runtime-shaders.js';
+import { addModules, smallFragmentCompiler } from '../lib/runtime-shaders.js';
 import { OpList, Pipelines, attnBlock, attnTileTokens } from '../../ts/engine/vulkan/graph.js';
 import { KERNELS, dispatch } from '../../ts/engine/vulkan/kernels.js';
 import { KV_TYPE_IDS } from '../../ts/engine/common.js';
@@ -43,12 +42,7 @@ if (fragment === 16) {
   if (!info.coopmat || !addon.shaderNames().includes(`attn_mmc_${kType}_${vType}`)) { console.error(`attn-mmc-check: ${info.name} has no usable matrix units, or this build lacks attn_mmc`); process.exit(2); }
   pipes = new Pipelines(dev);
 } else if (fragment === 8) {
-  if (!info.cooperativeMatrix || ![8, 16, 32].includes(info.subgroupSize) || !info.coopmatShapes.includes('8x8x8 f16,f16->f32')) {
-    console.error(`attn-mmc-check: ${info.name} lists no 8x8x8 f16->f32 products at 8-, 16- or 32-lane subgroups (${info.coopmatShapes || 'no shapes'}; subgroup ${info.subgroupSize})`);
-    process.exit(2);
-  }
-  const glslc = execFileSync('bash', ['scripts/build/glslc-coopmat.sh'], { cwd: ROOT, encoding: 'utf8' }).trim();
-  if (!glslc) { console.error('attn-mmc-check: no glslc here compiles GL_KHR_cooperative_matrix (scripts/build/glslc-coopmat.sh)'); process.exit(2); }
+  const glslc = smallFragmentCompiler('attn-mmc-check', info);
   // the cache types' defines, as the build gives them (shaders/variants.json)
   const defs = (JSON.parse(fs.readFileSync(`${ROOT}/shaders/variants.json`, 'utf8')) as Record<string, Record<string, string[]>>)['attn_mmc.comp'][`${kType}_${vType}`];
   mmc = { ...KERNELS.attn_mmc, name: `attn_mmc${fragment}` };

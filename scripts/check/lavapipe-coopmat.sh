@@ -8,7 +8,7 @@
 # through that glibc's own loader with a Vulkan driver list naming only that lavapipe. For checks
 # only: the engine never takes this lavapipe's matrix units (its modules need 16 × 16 × 16 at 32
 # lanes), and lavapipe crashed compiling any cooperative-matrix module at other subgroup sizes
-# (LP_NATIVE_VECTOR_WIDTH 512, 1024, 2048: Mesa 26.1 and 26.2).
+# (LP_NATIVE_VECTOR_WIDTH 512, 1024, 2048: seen with Mesa 26.2.6).
 #
 #   bash scripts/check/lavapipe-coopmat.sh --fetch          (download only; setup.sh runs this)
 #   bash scripts/check/lavapipe-coopmat.sh [SCRIPT ARGS…]   (default: dist/scripts/check/mmc-check.js --fragment 8)

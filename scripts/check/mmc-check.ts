@@ -2,8 +2,8 @@
  * mmc-check: the matrix-unit matmuls (mmc, mmc_moe and their GLU modules) against the f32 tiles
  * (mm, mm_moe) on random data, in every form the prefill step uses them: dense plain and GLU,
  * routed experts' gate+up (GLU, X row = token) and down (X row = pair), full and partial tiles,
- * for f32 weights and the q2 recipe's block types (q8_0 and iq2_xxs take mmc's SCALED products,
- * q2_k the split ones). Prints, per form, the largest |Δ| relative to the largest |output|, and
+ * for f32 weights (mmc's split products) and the q2 recipe's block types q8_0, iq2_xxs and q2_k
+ * (its SCALED products). Prints, per form, the largest |Δ| relative to the largest |output|, and
  * exits 1 where one is over --tol.
  * Needs a device with matrix units: the engine's modules (16 × 16 × 16 products, the H200), or,
  * with --fragment 8, mmc.glsl built at run time with 8 × 8 × 8 products and the device's subgroup
@@ -12,14 +12,12 @@
  *   node dist/scripts/check/mmc-check.js [--tokens 5,63,100] [--fragment 16|8] [--tol 1e-5] [--device N]
  */
 import { parseArgs } from 'node:util';
-import { execFileSync } from 'node:child_process';
 import { Core } from '../../ts/core/wasm.js';
 import { MV, OpList, Pipelines, gridBlob, matvecOp, type MatvecDispatch } from '../../ts/engine/vulkan/graph.js';
 import { KERNELS, type KernelDecl } from '../../ts/engine/vulkan/kernels.js';
-import { ROOT } from '../../ts/paths.js';
 import { loadAddon } from '../../ts/vk/addon.js';
 import { Rng } from '../../ts/model/synth.js';
-import { addModules } from '../lib/runtime-shaders.js';
+import { addModules, smallFragmentCompiler } from '../lib/runtime-shaders.js';
 import { randomFloats, randomWeights } from '../lib/random-weights.js';
 
 const { values: a } = parseArgs({ options: {
@@ -43,12 +41,7 @@ if (fragment === 16) {
   if (!info.coopmat) { console.error(`mmc-check: ${info.name} has no usable matrix units`); process.exit(2); }
   pipes = new Pipelines(dev);
 } else if (fragment === 8) {
-  if (!info.cooperativeMatrix || ![8, 16, 32].includes(info.subgroupSize) || !info.coopmatShapes.includes('8x8x8 f16,f16->f32')) {
-    console.error(`mmc-check: ${info.name} lists no 8x8x8 f16->f32 products at 8-, 16- or 32-lane subgroups (${info.coopmatShapes || 'no shapes'}; subgroup ${info.subgroupSize})`);
-    process.exit(2);
-  }
-  const glslc = execFileSync('bash', ['scripts/build/glslc-coopmat.sh'], { cwd: ROOT, encoding: 'utf8' }).trim();
-  if (!glslc) { console.error('mmc-check: no glslc here compiles GL_KHR_cooperative_matrix (scripts/build/glslc-coopmat.sh)'); process.exit(2); }
+  const glslc = smallFragmentCompiler('mmc-check', info);
   const decls: KernelDecl[] = [];
   const mods = MODULES.flatMap((m) => TYPES.map((t) => {
     const name = `mmc${fragment}${m.slice(3)}_${t}`;

@@ -9,7 +9,6 @@ import type { Rng } from '../../ts/model/synth.js';
 const LAYOUT: Record<string, { bytes: number; n: number; halves: number[] }> = {
   q8_0: { bytes: 34, n: 32, halves: [0] }, iq2_xxs: { bytes: 66, n: 256, halves: [0] }, q2_k: { bytes: 84, n: 256, halves: [80, 82] },
 };
-export const RANDOM_WEIGHT_TYPES = ['f32', ...Object.keys(LAYOUT)] as const;
 
 /** rows × n weights of `type` (f32: uniform in ±scale; the block types: scales 2^-8 … 2^-6) */
 export function randomWeights(rng: Rng, type: string, rows: number, n: number, scale = 0.1): { bytes: Uint8Array; rowBytes: number } {

@@ -11,7 +11,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ROOT } from '../../ts/paths.js';
-import { loadAddon } from '../../ts/vk/addon.js';
+import { loadAddon, type VkDevice } from '../../ts/vk/addon.js';
 
 type Reflect = (words: Uint32Array) => { bindings: number; push: number; local: [number, number, number]; counts: number[] };
 
@@ -22,6 +22,21 @@ export interface RuntimeModule {
   source: string;
   /** -D definitions (NAME or NAME=VALUE) */
   defines?: readonly string[];
+}
+
+/**
+ * For the checks that build the matrix-unit kernels at 8 × 8 × 8 (mmc-check, attn-mmc-check
+ * --fragment 8): the glslc that compiles GL_KHR_cooperative_matrix, once the device is seen to
+ * list that shape at 8-, 16- or 32-lane subgroups; otherwise `tool` exits 2 saying which is missing.
+ */
+export function smallFragmentCompiler(tool: string, info: ReturnType<VkDevice['info']>): string {
+  if (!info.cooperativeMatrix || ![8, 16, 32].includes(info.subgroupSize) || !info.coopmatShapes.includes('8x8x8 f16,f16->f32')) {
+    console.error(`${tool}: ${info.name} lists no 8x8x8 f16->f32 products at 8-, 16- or 32-lane subgroups (${info.coopmatShapes || 'no shapes'}; subgroup ${info.subgroupSize})`);
+    process.exit(2);
+  }
+  const glslc = execFileSync('bash', ['scripts/build/glslc-coopmat.sh'], { cwd: ROOT, encoding: 'utf8' }).trim();
+  if (!glslc) { console.error(`${tool}: no glslc here compiles GL_KHR_cooperative_matrix (scripts/build/glslc-coopmat.sh)`); process.exit(2); }
+  return glslc;
 }
 
 /** Compiles each module with `glslc` (a path or a command; default the system's) and adds it to the addon. */
