@@ -78,39 +78,21 @@ void decodeq(uint o, uint g, out float q[8], out vec2 sc) {
 // Value i of the block: qs[32·(i/128) + i%32] >> 2·((i%128)/32) & 3, scale byte i/16.
 // Blocks stay 4-byte aligned (rows and offsets are multiples of 4; matvecOp checks), so every
 // field is read with plain word loads: d and dmin are one word.
-// decodeq: the group's 2-bit values, its scale and min (row · x = dl · Σ q·x − ml · Σ x).
-// decodeqs: the values times the sub-block's 4-bit scale (≤ 45, exact in f16), the block's d (one
-// per 256 values) and the sub-block's min dmin·m (one per 16: DECODE_SCALED_MIN; mmc.glsl)
+// decodeq: the group's 2-bit values, its scale and min (row · x = dl · Σ q·x − ml · Σ x)
 #define DECODE_Q
 #define DECODE_MIN
-#define DECODE_SCALED 256u
-#define DECODE_SCALED_MIN
-// the group's 2-bit values, its scale byte and the block's (d, dmin)
-void q2kGroup(uint o, uint g, out float q[8], out uint scb, out vec2 dm) {
+void decodeq(uint o, uint g, out float q[8], out vec2 sc) {
   uint bo = o + 84u * (g >> 5), s = g & 31u;
   uint i0 = 8u * s, h = i0 >> 7, k = (i0 & 127u) >> 5, l0 = i0 & 31u;
-  scb = WBYTE(W, bo + (i0 >> 4));
-  dm = unpackHalf2x16(W[(bo + 80u) >> 2]);
+  uint scb = WBYTE(W, bo + (i0 >> 4));
+  vec2 dm = unpackHalf2x16(W[(bo + 80u) >> 2]);
+  sc = vec2(dm.x * float(scb & 15u), dm.y * float(scb >> 4));
   uint qo = (bo + 16u + 32u * h + l0) >> 2, sh = 2u * k;
   uint a = W[qo], c = W[qo + 1u];
   [[unroll]] for (uint i = 0u; i < 4u; i++) {
     q[i] = float((a >> (8u * i + sh)) & 3u);
     q[i + 4u] = float((c >> (8u * i + sh)) & 3u);
   }
-}
-void decodeq(uint o, uint g, out float q[8], out vec2 sc) {
-  uint scb;
-  vec2 dm;
-  q2kGroup(o, g, q, scb, dm);
-  sc = vec2(dm.x * float(scb & 15u), dm.y * float(scb >> 4));
-}
-void decodeqs(uint o, uint g, out float q[8], out vec2 sc) {
-  uint scb;
-  vec2 dm;
-  q2kGroup(o, g, q, scb, dm);
-  float ls = float(scb & 15u);
-  [[unroll]] for (uint i = 0u; i < 8u; i++) q[i] *= ls;
-  sc = vec2(dm.x, dm.y * float(scb >> 4));
 }
 #elif defined(TYPE_Q4_K) || defined(TYPE_Q5_K)
 // 144 (Q4_K) / 176 (Q5_K) bytes: f16 d, f16 dmin, 12 bytes of 6-bit scales/mins, [Q5_K: qh[32]],

@@ -9,12 +9,12 @@
 // significant bits an operand with f32 sums, within f32's tolerances of mm's (one f16 an operand,
 // without SPLIT, moved the tiny random models' logits by up to ~1: docs/vulkan.md). The weights:
 // - SCALED (types whose decodeqs gives integer values exact in f16 and one scale per aligned
-//   DECODE_SCALED values: Q8_0's 32, IQ2_XXS's and Q2_K's 256): WS holds the integers; a scale
+//   DECODE_SCALED values: Q8_0's 32, IQ2_XXS's 256): WS holds the integers; a scale
 //   span's products go to a fresh accumulator P as q·hi + (q/LO)·(LO·lo), and P times the rows'
 //   scales (a CM × CM matrix of them, each row's scale in every column) is added to the sums at
-//   the span's end: two products a pair of fragments, one weight array. Q2_K's mins (one per 16
-//   values, SCALED_MIN) come off at the span's end as Σ_b min_b · Σ_{k∈b} x_k in f32, from the
-//   activations' sums of 8 taken as they are staged.
+//   the span's end: two products a pair of fragments, one weight array. (Q2_K's mins made its
+//   scaled form 3.5× slower than the split one on the H200, the mins taken off at each span's end
+//   in f32: docs/vulkan.md; it stays split.)
 // - otherwise the weights are split as the activations are (WSL: their lo parts), a product is
 //   hi·hi + (hi·lo + lo·hi) / LO, the cross terms in accumulators of their own.
 // The next step's values are decoded into registers while the current step multiplies. Subgroup s
@@ -65,9 +65,6 @@ layout(std430, binding = 5) readonly buffer TB { uvec4 TILES[]; };
 #include "decode.glsl"
 #if defined(SPLIT) && defined(DECODE_SCALED)
 #define SCALED
-#ifdef DECODE_SCALED_MIN
-#define SCALED_MIN
-#endif
 #endif
 
 #define ACC coopmat<float, gl_ScopeSubgroup, CM, CM, gl_MatrixUseAccumulator>
@@ -88,15 +85,6 @@ shared f16vec4 XSL[BN * SK];
 shared float SW[BM];
 #ifdef GLU
 shared float SU[BM];
-#endif
-#ifdef SCALED_MIN
-// a 256-value block's mins of each row's 16 sub-blocks (and of its up row's), and each slot's
-// sums of its 32 runs of 8 activations (XL = 8: a thread stages one run a step)
-shared float ML[BM * 16u];
-#ifdef GLU
-shared float MLU[BM * 16u];
-#endif
-shared float XSUM[BN * 32u];
 #endif
 #else
 shared f16vec4 WSL[BM * SK];
@@ -174,21 +162,6 @@ void fetch(uint k0, uint wo[DJ], uint dg, uint xo, bool xlive, out float wr[DJ][
   [[unroll]] for (uint j = 0u; j < CB; j++) if (cb + j < nb) ACC_[j] = ACC_[j] + P_[j] * sm_; \
   subgroupBarrier(); }
 #endif
-#ifdef SCALED_MIN
-// sums −= Σ over the block's 16 sub-blocks of the row's min · the slot's sum of the sub-block's
-// activations (f32 throughout), one token block at a time through the subgroup's scratch
-#define APPLY_MINS(M_, ACC_) [[unroll]] for (uint j = 0u; j < CB; j++) { \
-  [[unroll]] for (uint e = 0u; e < PE; e++) { \
-    uint i_ = lane + SG * e, r_ = rb * CM + i_ / CM, t_ = (cb + j) * CM + i_ % CM; \
-    float m_ = 0.0; \
-    [[unroll]] for (uint b_ = 0u; b_ < 16u; b_++) m_ += M_[r_ * 16u + b_] * (XSUM[t_ * 32u + 2u * b_] + XSUM[t_ * 32u + 2u * b_ + 1u]); \
-    CS[cs + i_] = m_; } \
-  subgroupMemoryBarrierShared(); subgroupBarrier(); \
-  ACC mn_; \
-  coopMatLoad(mn_, CS, cs, CM, gl_CooperativeMatrixLayoutRowMajor); \
-  if (cb + j < nb) ACC_[j] = ACC_[j] - mn_; \
-  subgroupBarrier(); }
-#endif
 
 void main() {
   uint tid = gl_LocalInvocationID.x;
@@ -244,23 +217,10 @@ void main() {
         SU[r] = us[q].x;
 #endif
       }
-#ifdef SCALED_MIN
-      // a sub-block's min: its first group's thread writes it
-      if ((dg & 1u) == 0u) {
-        uint mb = r * 16u + ((k0 % 256u) + 8u * dg) / 16u;
-        ML[mb] = ws[q].y;
-#ifdef GLU
-        MLU[mb] = us[q].y;
-#endif
-      }
-#endif
 #endif
     }
     if (xlive) {
       [[unroll]] for (uint i = 0u; i < XL; i += 4u) PUT(XS, xs * SK + (xk + i) / 4u, vec4(xr[i], xr[i + 1u], xr[i + 2u], xr[i + 3u]));
-#ifdef SCALED_MIN
-      XSUM[xs * 32u + ((k0 % 256u) + xk) / 8u] = ((xr[0] + xr[1]) + (xr[2] + xr[3])) + ((xr[4] + xr[5]) + (xr[6] + xr[7]));
-#endif
     }
     barrier();
     if (k0 + BK < pc.n) fetch(k0 + BK, wo, dg, xo, xlive, wr, ur, ws, us, xr);
@@ -307,12 +267,6 @@ void main() {
       APPLY_SCALES(SW, accL, acc)
 #ifdef GLU
       APPLY_SCALES(SU, accUL, accU)
-#endif
-#ifdef SCALED_MIN
-      APPLY_MINS(ML, acc)
-#ifdef GLU
-      APPLY_MINS(MLU, accU)
-#endif
 #endif
     }
 #endif

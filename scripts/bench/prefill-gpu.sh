@@ -15,23 +15,24 @@ MODEL=/tmp/full-q2.gguf
 LOG=${OUT:-/tmp}/prefill-gpu.txt
 ADDON=native-vk/build/Release/q36vk.node
 say() { echo "$*" | tee -a "$LOG"; }
-run() { say "## $*"; "$@" 2>&1 | tee -a "$LOG"; }
+run() { say "## $*"; local t=$SECONDS; "$@" 2>&1 | tee -a "$LOG"; say "# ($((SECONDS - t)) s)"; }
 say "# prefill-gpu $(git rev-parse --short HEAD 2>/dev/null || echo '?'); $(date -u +%FT%TZ); $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null)"
-[ -s "$MODEL" ] || node dist/scripts/models/make-model.js --preset full --recipe q2 --out "$MODEL" --quiet
+[ -s "$MODEL" ] || run node dist/scripts/models/make-model.js --preset full --recipe q2 --out "$MODEL" --quiet
 run node dist/scripts/check/mmc-check.js
 run node dist/scripts/check/vk-parity.js fixtures
+# $1: bench-vk's frontiers (the base build's run leaves out depth 30K: one call stays in 10 minutes)
 benches() {
   run node dist/scripts/bench/bench-mmc.js --tokens 512,2048
-  run node dist/scripts/bench/bench-vk.js -m "$MODEL" --frontiers 8192,10240,30720,32768 --gen 8 --prefill 512,2048
+  run node dist/scripts/bench/bench-vk.js -m "$MODEL" --frontiers "$1" --gen 8 --prefill 512,2048
   say "## the BC-250's arithmetic: Q36_VK_COOPMAT=0 Q36_VK_MVQ=0"
   Q36_VK_COOPMAT=0 Q36_VK_MVQ=0 run node dist/scripts/bench/bench-vk.js -m "$MODEL" --frontiers 8192,10240 --gen 8 --prefill 512,2048
 }
-benches
+benches 8192,10240,30720,32768
 run node dist/scripts/bench/profile-vk.js -m "$MODEL" --ctx 4096 --prefill 2048
 if [ -n "$BASE" ]; then
   say "# the base build ($BASE), same lease"
   cp "$ADDON" /tmp/q36vk-head.node && cp "$BASE" "$ADDON"
-  benches
+  benches 8192,10240
   cp /tmp/q36vk-head.node "$ADDON"
 fi
 say "# done $(date -u +%FT%TZ)"

@@ -87,10 +87,10 @@ function compare(label: string, d: MatvecDispatch, yLen: number): void {
   console.log(`${rel <= tol ? 'ok  ' : 'FAIL'} ${label.padEnd(34)} ${ys[0].shader} vs ${shader}: max |Δ| ${m.toExponential(2)} of |y| ≤ ${big.toExponential(2)} (${rel.toExponential(2)}) at ${at}`);
 }
 
-// two 256-value blocks a row: IQ2_XXS and Q2_K scale spans end inside it
-const n = 512, rows = 192;
+// two 256-value blocks a row: IQ2_XXS scale spans end inside it
+const N = 512, rows = 192;
 for (const T of a.tokens!.split(',').map(Number)) {
-  const X = buf(randomFloats(rng, T * 2 * n));
+  const X = buf(randomFloats(rng, T * 2 * N));
   const ids = dev.createBuffer(16, false);
   // routed experts: E experts, K of them a token; pairs grouped by expert as moe_tiles groups them
   const E = 6, K = 2, BN = 32;
@@ -103,15 +103,17 @@ for (const T of a.tokens!.split(',').map(Number)) {
   }
   const LIST = buf(new Uint8Array(Uint32Array.from(list).buffer)), TILES = buf(new Uint8Array(Uint32Array.from([tiles.length / 4, 0, 0, 0, ...tiles]).buffer));
   const maxTiles = tiles.length / 4;
-  for (const type of TYPES) {
+  // and, for the 32-value blocks, an odd count of 32-value steps (the routed modules' two
+  // register sets: the last step has no partner)
+  for (const [type, n] of TYPES.flatMap((t) => (t === 'f32' || t === 'q8_0' ? [[t, N], [t, N - 32]] : [[t, N]]) as [string, number][])) {
     for (const glu of [false, true]) {
       const w = randomWeights(rng, type, rows * 2, n);
-      compare(`${type} dense ${glu ? 'GLU ' : ''}T=${T}`, { type, buffers: [buf(w.bytes), X, 0, ids, grid], rows, n, rowBytes: w.rowBytes, nRows: T, flags: glu ? MV.glu : 0, upBytes: glu ? rows * w.rowBytes : 0 }, T * rows);
+      compare(`${type} dense ${glu ? 'GLU ' : ''}T=${T}${n !== N ? ` n=${n}` : ''}`, { type, buffers: [buf(w.bytes), X, 0, ids, grid], rows, n, rowBytes: w.rowBytes, nRows: T, flags: glu ? MV.glu : 0, upBytes: glu ? rows * w.rowBytes : 0 }, T * rows);
     }
     for (const [label, flags] of [['experts gate+up GLU', MV.glu], ['experts down (X row = pair)', MV.ownRow]] as const) {
       const glu = (flags & MV.glu) !== 0;
       const w = randomWeights(rng, type, rows * (glu ? 2 : 1) * E, n), eb = rows * (glu ? 2 : 1) * w.rowBytes;
-      compare(`${type} ${label} T=${T}`, { type, buffers: [buf(w.bytes), X, 0, LIST, grid], rows, n, rowBytes: w.rowBytes, nRows: T * K, flags, K, expertBytes: eb, upBytes: glu ? rows * w.rowBytes : 0, yStride: rows, moe: { tiles: TILES, maxTiles, ids } }, T * K * rows);
+      compare(`${type} ${label} T=${T}${n !== N ? ` n=${n}` : ''}`, { type, buffers: [buf(w.bytes), X, 0, LIST, grid], rows, n, rowBytes: w.rowBytes, nRows: T * K, flags, K, expertBytes: eb, upBytes: glu ? rows * w.rowBytes : 0, yStride: rows, moe: { tiles: TILES, maxTiles, ids } }, T * K * rows);
     }
   }
 }

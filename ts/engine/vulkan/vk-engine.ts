@@ -180,7 +180,7 @@ export class VkEngine implements Engine, VkHost {
     this.mvqDense = mvq === 'all';
     const mmc = addon.shaderNames().includes('mmc_q8_0');
     this.coopmat = info.coopmat && mmc && options.vkCoopmat !== false;
-    this.coopmatWhy = this.coopmat ? `matrix units (mmc, attn_mmc: Q and activations as two f16; Q8_0, IQ2_XXS, Q2_K weights and a q8_0, q4_0 or f16 K exact in f16, others as two f16; f32 sums; ${info.coopmatShapes.split('; ').length} subgroup shapes listed)`
+    this.coopmatWhy = this.coopmat ? `matrix units (mmc, attn_mmc: Q and activations as two f16; Q8_0, IQ2_XXS weights and a q8_0, q4_0 or f16 K exact in f16, others as two f16; f32 sums; ${info.coopmatShapes.split('; ').length} subgroup shapes listed)`
       : `f32 tiles (mm): ${!info.coopmat ? (info.coopmatShapes ? `the device's matrix shapes lack 16x16x16 f16->f32 (${info.coopmatShapes})` : 'the device has no usable matrix units (VK_KHR_cooperative_matrix, 32-lane subgroups)') : !mmc ? 'this build has no matrix-core kernels (bash scripts/build/glslc-coopmat.sh, then npm run build)' : 'Q36_VK_COOPMAT=0'}`;
     let fd = -1;
     try {
