@@ -6,8 +6,9 @@
 # Parity first (mmc-check on the engine's 16 × 16 × 16 modules; vk-parity of the fixtures that
 # came along, prefill vs token-by-token decode among its checks), then bench-mmc, bench-vk on every
 # fast path and on the BC-250's arithmetic (Q36_VK_COOPMAT=0 Q36_VK_MVQ=0), and a profile of the
-# 2048-token step. BASE_ADDON (an older build's q36vk.node, e.g. unpacked from a carried .xz) runs bench-mmc and both bench-vk
-# lines again in the same lease, so before and after share one machine. Everything is printed
+# 2048-token step. BASE_ADDON (an older build's q36vk.node, e.g. unpacked from a carried .xz) runs
+# bench-mmc and both bench-vk lines again in the same lease (to depth 10K), so before and after
+# share one machine. Everything is printed
 # and, where $OUT is set, written to $OUT/prefill-gpu.txt.
 set -uo pipefail
 BASE=${1:-}

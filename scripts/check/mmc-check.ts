@@ -2,8 +2,8 @@
  * mmc-check: the matrix-unit matmuls (mmc, mmc_moe and their GLU modules) against the f32 tiles
  * (mm, mm_moe) on random data, in every form the prefill step uses them: dense plain and GLU,
  * routed experts' gate+up (GLU, X row = token) and down (X row = pair), full and partial tiles,
- * for f32 weights (mmc's split products) and the q2 recipe's block types q8_0, iq2_xxs and q2_k
- * (its SCALED products). Prints, per form, the largest |Δ| relative to the largest |output|, and
+ * for f32 weights and the q2 recipe's block types (q8_0 and iq2_xxs take mmc's SCALED products,
+ * f32 and q2_k the split ones). Prints, per form, the largest |Δ| relative to the largest |output|, and
  * exits 1 where one is over --tol.
  * Needs a device with matrix units: the engine's modules (16 × 16 × 16 products, the H200), or,
  * with --fragment 8, mmc.glsl built at run time with 8 × 8 × 8 products and the device's subgroup
@@ -103,8 +103,7 @@ for (const T of a.tokens!.split(',').map(Number)) {
   }
   const LIST = buf(new Uint8Array(Uint32Array.from(list).buffer)), TILES = buf(new Uint8Array(Uint32Array.from([tiles.length / 4, 0, 0, 0, ...tiles]).buffer));
   const maxTiles = tiles.length / 4;
-  // and, for the 32-value blocks, an odd count of 32-value steps (the routed modules' two
-  // register sets: the last step has no partner)
+  // and, for the 32-value blocks, rows of an odd count of 32-value steps (n not a multiple of 64)
   for (const [type, n] of TYPES.flatMap((t) => (t === 'f32' || t === 'q8_0' ? [[t, N], [t, N - 32]] : [[t, N]]) as [string, number][])) {
     for (const glu of [false, true]) {
       const w = randomWeights(rng, type, rows * 2, n);
