@@ -64,10 +64,19 @@ void decode(uint o, uint g, out float w[8]) {
 #define DECODE_Q
 #define DECODE_SCALED 32u
 #define decodeqs decodeq
-void decodeq(uint o, uint g, out float q[8], out vec2 sc) {
+#define decodeqsr decodeqr
+// DECODE_RAW: rawq loads the words a group's decode reads (here the word holding d and the three
+// under its 8 bytes) and decodeqr decodes them: mmc.glsl issues a later step's loads and decodes
+// them when it stages that step, so their latency passes while other steps multiply
+#define DECODE_RAW
+void rawq(uint o, uint g, out uvec4 r) {
+  uint bo = o + 34u * (g >> 2), i = (bo + 2u + 8u * (g & 3u)) >> 2;
+  r = uvec4(W[bo >> 2], W[i], wword(i + 1u), wword(i + 2u));
+}
+void decodeqr(uvec4 r, uint o, uint g, out float q[8], out vec2 sc) {
   uint bo = o + 34u * (g >> 2), qo = bo + 2u + 8u * (g & 3u);
-  sc = vec2(WHALF(W, bo), 0.0);
-  uvec2 v = wu64e(qo);
+  sc = vec2(unpackHalf2x16((bo & 2u) != 0u ? r.x >> 16 : r.x & 0xFFFFu).x, 0.0);
+  uvec2 v = (qo & 2u) != 0u ? uvec2((r.y >> 16) | (r.z << 16), (r.z >> 16) | (r.w << 16)) : r.yz;
   [[unroll]] for (uint i = 0u; i < 4u; i++) {
     q[i] = float(int(v.x << (24u - 8u * i)) >> 24);
     q[i + 4u] = float(int(v.y << (24u - 8u * i)) >> 24);
@@ -81,17 +90,21 @@ void decodeq(uint o, uint g, out float q[8], out vec2 sc) {
 // decodeq: the group's 2-bit values, its scale and min (row · x = dl · Σ q·x − ml · Σ x)
 #define DECODE_Q
 #define DECODE_MIN
-void decodeq(uint o, uint g, out float q[8], out vec2 sc) {
-  uint bo = o + 84u * (g >> 5), s = g & 31u;
-  uint i0 = 8u * s, h = i0 >> 7, k = (i0 & 127u) >> 5, l0 = i0 & 31u;
-  uint scb = WBYTE(W, bo + (i0 >> 4));
-  vec2 dm = unpackHalf2x16(W[(bo + 80u) >> 2]);
+#define DECODE_RAW
+// rawq: the words of the group's scale byte, of d and dmin, and its 8 two-bit values
+void rawq(uint o, uint g, out uvec4 r) {
+  uint bo = o + 84u * (g >> 5), i0 = 8u * (g & 31u);
+  uint qo = (bo + 16u + 32u * (i0 >> 7) + (i0 & 31u)) >> 2;
+  r = uvec4(W[(bo + (i0 >> 4)) >> 2], W[(bo + 80u) >> 2], W[qo], W[qo + 1u]);
+}
+void decodeqr(uvec4 r, uint o, uint g, out float q[8], out vec2 sc) {
+  uint bo = o + 84u * (g >> 5), i0 = 8u * (g & 31u), sh = 2u * ((i0 & 127u) >> 5);
+  uint scb = (r.x >> (((bo + (i0 >> 4)) & 3u) * 8u)) & 0xFFu;
+  vec2 dm = unpackHalf2x16(r.y);
   sc = vec2(dm.x * float(scb & 15u), dm.y * float(scb >> 4));
-  uint qo = (bo + 16u + 32u * h + l0) >> 2, sh = 2u * k;
-  uint a = W[qo], c = W[qo + 1u];
   [[unroll]] for (uint i = 0u; i < 4u; i++) {
-    q[i] = float((a >> (8u * i + sh)) & 3u);
-    q[i + 4u] = float((c >> (8u * i + sh)) & 3u);
+    q[i] = float((r.z >> (8u * i + sh)) & 3u);
+    q[i + 4u] = float((r.w >> (8u * i + sh)) & 3u);
   }
 }
 #elif defined(TYPE_Q4_K) || defined(TYPE_Q5_K)
@@ -153,34 +166,40 @@ void decode(uint o, uint g, out float w[8]) {
 // the block's d / 8, one scale per 256 values (mmc.glsl's SCALED products)
 #define DECODE_Q
 #define DECODE_SCALED 256u
+#define DECODE_RAW
+// rawq: the words of d, of the sub-block's signs-and-scale u32 and of the group's grid index
+void rawq(uint o, uint g, out uvec4 r) {
+  uint bo = o + 66u * (g >> 5), p = bo + 2u + 8u * ((g & 31u) >> 2), i = (p + 4u) >> 2;
+  r = uvec4(W[bo >> 2], W[i], wword(i + 1u), W[(p + (g & 3u)) >> 2]);
+}
 // the group's signed grid magnitudes, its sub-block's 4-bit scale and the block's d
-void iq2xxsGroup(uint o, uint g, out float q[8], out uint ls, out float d) {
-  uint bo = o + 66u * (g >> 5), ib = (g & 31u) >> 2, l = g & 3u;
-  uint p = bo + 2u + 8u * ib;
-  uint aux = wu32e(p + 4u);
-  d = WHALF(W, bo);
+void iq2xxsGroup(uvec4 r, uint o, uint g, out float q[8], out uint ls, out float d) {
+  uint bo = o + 66u * (g >> 5), l = g & 3u, p = bo + 2u + 8u * ((g & 31u) >> 2);
+  uint aux = ((p + 4u) & 2u) != 0u ? (r.y >> 16) | (r.z << 16) : r.y;
+  d = unpackHalf2x16((bo & 2u) != 0u ? r.x >> 16 : r.x & 0xFFFFu).x;
   ls = aux >> 28;
   uint signs = ksigns((aux >> (7u * l)) & 127u);
-  uvec2 gr = GRID[IQ2XXS_GRID_AT + WBYTE(W, p + l)];
+  uvec2 gr = GRID[IQ2XXS_GRID_AT + ((r.w >> (((p + l) & 3u) * 8u)) & 0xFFu)];
   [[unroll]] for (uint k = 0u; k < 8u; k++) {
     float mag = float(((k < 4u ? gr.x : gr.y) >> (8u * (k & 3u))) & 0xFFu);
     q[k] = ((signs >> k) & 1u) != 0u ? -mag : mag;
   }
 }
-void decodeq(uint o, uint g, out float q[8], out vec2 sc) {
+void decodeqr(uvec4 r, uint o, uint g, out float q[8], out vec2 sc) {
   uint ls;
   float d;
-  iq2xxsGroup(o, g, q, ls, d);
+  iq2xxsGroup(r, o, g, q, ls, d);
   sc = vec2(d * (0.5 + float(ls)) * 0.25, 0.0);
 }
-void decodeqs(uint o, uint g, out float q[8], out vec2 sc) {
+void decodeqsr(uvec4 r, uint o, uint g, out float q[8], out vec2 sc) {
   uint ls;
   float d;
-  iq2xxsGroup(o, g, q, ls, d);
+  iq2xxsGroup(r, o, g, q, ls, d);
   float m = float(2u * ls + 1u);
   [[unroll]] for (uint k = 0u; k < 8u; k++) q[k] *= m;
   sc = vec2(d * 0.125, 0.0);
 }
+void decodeqs(uint o, uint g, out float q[8], out vec2 sc) { uvec4 r; rawq(o, g, r); decodeqsr(r, o, g, q, sc); }
 #elif defined(TYPE_Q4_0) || defined(TYPE_IQ4_NL)
 // 18-byte blocks: f16 d, 16 bytes of nibbles; Q4_0: d·(q − 8), IQ4_NL: d·kvalues_iq4nl[q]
 void decode(uint o, uint g, out float w[8]) {
@@ -327,17 +346,32 @@ void decode(uint o, uint g, out float w[8]) {
 #else
 #error "decode.glsl: no TYPE_ define"
 #endif
+#if defined(DECODE_RAW)
+// the group's quant values and scale straight from memory
+void decodeq(uint o, uint g, out float q[8], out vec2 sc) { uvec4 r; rawq(o, g, r); decodeqr(r, o, g, q, sc); }
+#endif
 #if defined(DECODE_Q)
 // the weights of a type that decodes as quant values and a scale (and a min): w = d·q (− m), the
-// expression the decoders had before decodeq (the tiled mm and the decoder tests read these)
+// expression the decoders had before decodeq (the tiled mm and the decoder tests read these);
+// DECODE_RAW: decoder gives them from rawq's words
+#if defined(DECODE_RAW)
+void decoder(uvec4 r, uint o, uint g, out float w[8]) {
+  float q[8];
+  vec2 sc;
+  decodeqr(r, o, g, q, sc);
+#else
 void decode(uint o, uint g, out float w[8]) {
   float q[8];
   vec2 sc;
   decodeq(o, g, q, sc);
+#endif
 #if defined(DECODE_MIN)
   [[unroll]] for (uint i = 0u; i < 8u; i++) w[i] = sc.x * q[i] - sc.y;
 #else
   [[unroll]] for (uint i = 0u; i < 8u; i++) w[i] = sc.x * q[i];
 #endif
 }
+#endif
+#if defined(DECODE_RAW)
+void decode(uint o, uint g, out float w[8]) { uvec4 r; rawq(o, g, r); decoder(r, o, g, w); }
 #endif

@@ -17,7 +17,8 @@
 //   in f32: docs/vulkan.md; it stays split.)
 // - otherwise the weights are split as the activations are (WSL: their lo parts), a product is
 //   hi·hi + (hi·lo + lo·hi) / LO, the cross terms in accumulators of their own.
-// The next step's values are decoded into registers while the current step multiplies. Subgroup s
+// A step's loads are issued two steps ahead, into one of two sets of registers, and decoded when the
+// step is staged (mmc_step.glsl is one step). Subgroup s
 // owns the CM-row block s % (BM / CM) of the 64-row tile and CB CM-token blocks of the
 // tile's tokens; each of its accumulators goes through its own CM × CM scratch (CS) to the stores.
 // GLU (the _glu modules, graph.ts picks them by the flag): the up rows (pc.upBytes on) decode into
@@ -99,33 +100,53 @@ shared float CS[NSG * CM * CM];
 #include "mm_tile.glsl"
 #undef MM_TILE_DECL
 
-// the weight groups this thread decodes at step k0 (group dg of its DJ rows; the up rows too for a
-// GLU; SCALED: their integer values and scales) and its XL activations (where its slot is in use)
-void fetch(uint k0, uint wo[DJ], uint dg, uint xo, bool xlive, out float wr[DJ][8], out float ur[DJ][8], out vec2 ws[DJ], out vec2 us[DJ], out float xr[XL]) {
+// one step's loads for a thread: its weight groups (and their up rows for a GLU) as the words
+// decode.glsl's rawq reads (DECODE_RAW: Q8_0, Q2_K, IQ2_XXS; decoded only when the step is staged,
+// so the loads stay in flight until then), or decoded at once (the other types), and its XL
+// activations (where its slot is in use)
+#if defined(SCALED) && !defined(DECODE_RAW)
+#error "mmc.glsl: SCALED products need a DECODE_RAW type"
+#endif
+struct Fetch {
+#ifdef DECODE_RAW
+  uvec4 w[DJ], u[DJ];
+#else
+  float w[DJ][8], u[DJ][8];
+#endif
+  float x[XL];
+};
+void load(uint k0, uint wo[DJ], uint dg, uint xo, bool xlive, out Fetch f) {
   uint g = k0 / 8u + dg;
   [[unroll]] for (uint q = 0u; q < DJ; q++) {
-    float w[8];
-#ifdef SCALED
-    vec2 sc;
-    decodeqs(wo[q], g, w, sc);
-    ws[q] = sc;
-#else
-    decode(wo[q], g, w);
-    ws[q] = vec2(1.0, 0.0);
-#endif
-    wr[q] = w;
+#ifdef DECODE_RAW
+    rawq(wo[q], g, f.w[q]);
 #ifdef GLU
-#ifdef SCALED
-    decodeqs(wo[q] + pc.upBytes, g, w, sc);
-    us[q] = sc;
+    rawq(wo[q] + pc.upBytes, g, f.u[q]);
+#endif
 #else
-    decode(wo[q] + pc.upBytes, g, w);
+    decode(wo[q], g, f.w[q]);
+#ifdef GLU
+    decode(wo[q] + pc.upBytes, g, f.u[q]);
 #endif
 #endif
-    ur[q] = w;
   }
-  [[unroll]] for (uint i = 0u; i < XL; i++) xr[i] = xlive ? X[xo + k0 + i] : 0.0;
+  [[unroll]] for (uint i = 0u; i < XL; i++) f.x[i] = xlive ? X[xo + k0 + i] : 0.0;
 }
+// the values group g of the row at o stages (SCALED: the integers, and the span's scale in s)
+#ifdef DECODE_RAW
+void stageValues(uvec4 r, uint o, uint g, out float w[8], out float s) {
+#ifdef SCALED
+  vec2 sc;
+  decodeqsr(r, o, g, w, sc);
+  s = sc.x;
+#else
+  decoder(r, o, g, w);
+  s = 1.0;
+#endif
+}
+#else
+void stageValues(float v[8], uint o, uint g, out float w[8], out float s) { w = v; s = 1.0; }
+#endif
 
 // v as f16 in hi (and, SPLIT, the rest times LO in lo[i]) at element i of a shared array
 #ifdef SPLIT
@@ -193,83 +214,24 @@ void main() {
   [[unroll]] for (uint j = 0u; j < CB; j++) { accU[j] = acc[j]; accUL[j] = acc[j]; }
   MA au, aul;
 #endif
-  // step k0's weight values and activations, decoded into registers: the next step's are fetched
-  // while the current one multiplies (its global loads in flight during the matrix products)
-  float wr[DJ][8], ur[DJ][8], xr[XL];
-  vec2 ws[DJ], us[DJ];
-  fetch(0u, wo, dg, xo, xlive, wr, ur, ws, us, xr);
-  for (uint k0 = 0u; k0 < pc.n; k0 += BK) {
-    barrier();
-    [[unroll]] for (uint q = 0u; q < DJ; q++) {
-      uint r = dr + (NT / 4u) * q;
-      PUTW(WS, r * SK + 2u * dg, vec4(wr[q][0], wr[q][1], wr[q][2], wr[q][3]));
-      PUTW(WS, r * SK + 2u * dg + 1u, vec4(wr[q][4], wr[q][5], wr[q][6], wr[q][7]));
-#ifdef GLU
-      PUTW(US, r * SK + 2u * dg, vec4(ur[q][0], ur[q][1], ur[q][2], ur[q][3]));
-      PUTW(US, r * SK + 2u * dg + 1u, vec4(ur[q][4], ur[q][5], ur[q][6], ur[q][7]));
-#endif
-#ifdef SCALED
-      // the row's four groups share the scale: one thread writes it (the same value each step
-      // of a span)
-      if (dg == 0u) {
-        SW[r] = ws[q].x;
-#ifdef GLU
-        SU[r] = us[q].x;
-#endif
-      }
-#endif
+  // two sets of one step's loads, each refilled two steps ahead: a step's loads are in flight
+  // while the step before it stages and multiplies (a step's products, a few fragments a subgroup,
+  // cover too little of a load's latency; decoding at the load, as FETCH2 did, waits for them)
+  Fetch fa, fb;
+  load(0u, wo, dg, xo, xlive, fa);
+  if (BK < pc.n) load(BK, wo, dg, xo, xlive, fb);
+  for (uint k0 = 0u; k0 < pc.n; k0 += 2u * BK) {
+    uint kS = k0;
+#define F_ fa
+#include "mmc_step.glsl"
+#undef F_
+    // (uniform in the workgroup, so its barriers are too)
+    if (k0 + BK < pc.n) {
+      kS = k0 + BK;
+#define F_ fb
+#include "mmc_step.glsl"
+#undef F_
     }
-    if (xlive) {
-      [[unroll]] for (uint i = 0u; i < XL; i += 4u) PUT(XS, xs * SK + (xk + i) / 4u, vec4(xr[i], xr[i + 1u], xr[i + 2u], xr[i + 3u]));
-    }
-    barrier();
-    if (k0 + BK < pc.n) fetch(k0 + BK, wo, dg, xo, xlive, wr, ur, ws, us, xr);
-#ifdef SCALED
-    // a scale span starts: its products go to fresh accumulators
-    if (k0 % DECODE_SCALED == 0u) [[unroll]] for (uint j = 0u; j < CB; j++) {
-      accL[j] = ACC(0.0);
-#ifdef GLU
-      accUL[j] = ACC(0.0);
-#endif
-    }
-#endif
-    if (cb < nb) [[unroll]] for (uint kk = 0u; kk < BK / 4u; kk += CM / 4u) {
-      // A: rows of W (row-major); B: the tokens' values (token-major = column-major K × N)
-      coopMatLoad(a, WS, rb * CM * SK + kk, SK, gl_CooperativeMatrixLayoutRowMajor);
-#ifdef SCALED
-      al = a * float16_t(1.0 / LO);
-#elif defined(SPLIT)
-      coopMatLoad(al, WSL, rb * CM * SK + kk, SK, gl_CooperativeMatrixLayoutRowMajor);
-#endif
-#ifdef GLU
-      coopMatLoad(au, US, rb * CM * SK + kk, SK, gl_CooperativeMatrixLayoutRowMajor);
-#ifdef SCALED
-      aul = au * float16_t(1.0 / LO);
-#else
-      coopMatLoad(aul, USL, rb * CM * SK + kk, SK, gl_CooperativeMatrixLayoutRowMajor);
-#endif
-#endif
-      [[unroll]] for (uint j = 0u; j < CB; j++) if (cb + j < nb) {
-        coopMatLoad(b, XS, (cb + j) * CM * SK + kk, SK, gl_CooperativeMatrixLayoutColumnMajor);
-#ifdef SPLIT
-        coopMatLoad(bl, XSL, (cb + j) * CM * SK + kk, SK, gl_CooperativeMatrixLayoutColumnMajor);
-#endif
-        PRODUCTS(a, al, acc, accL)
-#ifdef GLU
-        PRODUCTS(au, aul, accU, accUL)
-#endif
-      }
-    }
-#ifdef SCALED
-    // the span's last step: its sums times the rows' scales (uniform in the workgroup: n is a
-    // multiple of the span, the blocks' size)
-    if ((k0 + BK) % DECODE_SCALED == 0u) {
-      APPLY_SCALES(SW, accL, acc)
-#ifdef GLU
-      APPLY_SCALES(SU, accUL, accU)
-#endif
-    }
-#endif
   }
 #if defined(SPLIT) && !defined(SCALED)
   [[unroll]] for (uint j = 0u; j < CB; j++) acc[j] = acc[j] + accL[j] * (1.0 / LO);
