@@ -115,15 +115,32 @@ void put(uint i, uint lo, vec4 v) {
   ST[i + lo] = f16vec4((v - h) * LO);
 }
 
-#ifdef KEXACT
-// elements d … d + 3 of key row `key` as exact f16 values and their scale (0 for keys past the tile)
-vec4 kExact(uint key, uint d, bool on, out float sc) {
+// elements d … d + 3 of key row `key` from the words k_get4_raw loaded (0 for keys past the tile);
+// KEXACT: as exact f16 values and their scale sc
+vec4 kValues(uvec4 r, uint key, uint d, bool on, out float sc) {
   sc = 0.0;
-  return on ? k_get4q(key * pc.kRowBytes, d, sc) : vec4(0.0);
-}
+#ifdef KEXACT
+  return on ? k_get4q_dec(r, key * pc.kRowBytes, d, sc) : vec4(0.0);
+#else
+  return on ? k_get4_dec(r, key * pc.kRowBytes, d) : vec4(0.0);
 #endif
+}
+// this thread's Q values and K words of dim slice d_ of the tile at kt_ (keys past uEnd: none)
+#define QK_LOAD(kt_, d_) { \
+  [[unroll]] for (uint e = 0u; e < 2u; e++) { \
+    qn[e] = qOff != 0xffffffffu ? vec4(QG[qOff + (d_) + 4u * e], QG[qOff + (d_) + 4u * e + 1u], QG[qOff + (d_) + 4u * e + 2u], QG[qOff + (d_) + 4u * e + 3u]) : vec4(0.0); \
+    if ((kt_) + sr < uEnd) kr[e] = k_get4_raw(((kt_) + sr) * pc.kRowBytes, kd + (d_) + sd + 4u * e); \
+  } \
+}
+// the words of V rows' elements d … d + 7 for this thread's key of slice j0_ in pass p_ (none past
+// the tile or the head: PV_PASS stages 0 there)
+#define V_LOAD(j0_, p_) { \
+  uint d_ = (p_) * VD + vd; \
+  if ((j0_) + vk < nk && d_ < hd) [[unroll]] for (uint e = 0u; e < 2u; e++) vr[e] = v_get4_raw((kt + (j0_) + vk) * pc.vRowBytes, kd + d_ + 4u * e); \
+}
 
-// one 128-dim pass p of O += P·V for the keys j0 … j0 + 15 (P staged in pass 0)
+// one 128-dim pass p of O += P·V for the keys j0 … j0 + 15 (P staged in pass 0; V from the words
+// loaded in vr, which then take the next pass's, so their latency passes during this one's products)
 #define PV_PASS(p) { \
   barrier(); \
   if (p == 0u) { \
@@ -133,9 +150,11 @@ vec4 kExact(uint key, uint d, bool on, out float sc) {
   { \
     uint d = p * VD + vd; \
     bool ok = j0 + vk < nk && d < hd; \
-    [[unroll]] for (uint e = 0u; e < 2u; e++) put(VH + vk * SV + vd / 4u + e, VL - VH, ok ? v_get4((kt + j0 + vk) * pc.vRowBytes, kd + d + 4u * e) : vec4(0.0)); \
+    [[unroll]] for (uint e = 0u; e < 2u; e++) put(VH + vk * SV + vd / 4u + e, VL - VH, ok ? v_get4_dec(vr[e], (kt + j0 + vk) * pc.vRowBytes, kd + d + 4u * e) : vec4(0.0)); \
   } \
   barrier(); \
+  if (p == 0u && passes > 1u) V_LOAD(j0, 1u) \
+  else if (j0 + 16u < nk) V_LOAD(j0 + 16u, 0u) \
   [[unroll]] for (uint kq = 0u; kq < 16u; kq += CM) { \
     MA pa, pal, pa1; \
     coopMatLoad(pa, ST, PH + rb * CM * SP + kq / 4u, SP, gl_CooperativeMatrixLayoutRowMajor); \
@@ -196,29 +215,26 @@ void main() {
   uint sr = tid >> 2u, sd = (tid & 3u) * 8u, vk = tid >> 4u, vd = (tid & 15u) * 8u;
   uint qOff = sr < rows ? (pc.t0 + tok0 + sr / G) * pc.qStride + (kvh * G + sr % G) * 2u * hd + sd : 0xffffffffu;
   uint kd = kvh * hd;
+  // the next dim slice's Q values and K words load into registers while the current one
+  // multiplies, the next tile's first during the last slice (the K words decoded when staged:
+  // decoding them at the load waited for them)
+  vec4 qn[2];
+  uvec4 kr[2] = uvec4[2](uvec4(0u), uvec4(0u));
+  QK_LOAD(u0, 0u)
   for (uint kt = u0; kt < uEnd; kt += BC) {
     uint nk = min(BC, uEnd - kt);
     ACC s[SKB], sl[SKB];
     [[unroll]] for (uint c = 0u; c < SKB; c++) { s[c] = ACC(0.0); sl[c] = s[c]; }
-    // the next dim slice's Q and K values load into registers while the current one multiplies
-    vec4 qn[2], kn[2];
-    float ksn;
-    [[unroll]] for (uint e = 0u; e < 2u; e++) {
-      qn[e] = qOff != 0xffffffffu ? vec4(QG[qOff + 4u * e], QG[qOff + 4u * e + 1u], QG[qOff + 4u * e + 2u], QG[qOff + 4u * e + 3u]) : vec4(0.0);
-#ifdef KEXACT
-      kn[e] = kExact(kt + sr, kd + sd + 4u * e, sr < nk, ksn);
-#else
-      kn[e] = sr < nk ? k_get4((kt + sr) * pc.kRowBytes, kd + sd + 4u * e) : vec4(0.0);
-#endif
-    }
     for (uint d0 = 0u; d0 < hd; d0 += DS) {
       barrier();
+      float ksn;
       [[unroll]] for (uint e = 0u; e < 2u; e++) {
         put(QH + sr * SQ + sd / 4u + e, QL - QH, qn[e]);
+        vec4 kv = kValues(kr[e], kt + sr, kd + d0 + sd + 4u * e, sr < nk, ksn);
 #ifdef KEXACT
-        ST[KH + sr * SQ + sd / 4u + e] = f16vec4(kn[e]);
+        ST[KH + sr * SQ + sd / 4u + e] = f16vec4(kv);
 #else
-        put(KH + sr * SQ + sd / 4u + e, KL - KH, kn[e]);
+        put(KH + sr * SQ + sd / 4u + e, KL - KH, kv);
 #endif
       }
 #ifdef KSCALED
@@ -226,17 +242,8 @@ void main() {
       [[unroll]] for (uint i = 0u; i < CM / 4u; i++) DKM[((tid & 3u) * (CM / 4u) + i) * BC + sr] = ksn;
 #endif
       barrier();
-      if (d0 + DS < hd) {
-        uint d = d0 + DS;
-        [[unroll]] for (uint e = 0u; e < 2u; e++) {
-          qn[e] = qOff != 0xffffffffu ? vec4(QG[qOff + d + 4u * e], QG[qOff + d + 4u * e + 1u], QG[qOff + d + 4u * e + 2u], QG[qOff + d + 4u * e + 3u]) : vec4(0.0);
-#ifdef KEXACT
-          kn[e] = kExact(kt + sr, kd + d + sd + 4u * e, sr < nk, ksn);
-#else
-          kn[e] = sr < nk ? k_get4((kt + sr) * pc.kRowBytes, kd + d + sd + 4u * e) : vec4(0.0);
-#endif
-        }
-      }
+      if (d0 + DS < hd) QK_LOAD(kt, d0 + DS)
+      else if (kt + BC < uEnd) QK_LOAD(kt + BC, 0u)
 #ifdef KSCALED
       // the slice's products before its keys' scales
       [[unroll]] for (uint c = 0u; c < SKB; c++) sl[c] = ACC(0.0);
@@ -281,6 +288,9 @@ void main() {
 #endif
       coopMatStore(s[c], ps, rb * CM * PS + (SKB * hf + c) * CM, PS, gl_CooperativeMatrixLayoutRowMajor);
     }
+    // the tile's first V words, in flight during the softmax
+    uvec4 vr[2] = uvec4[2](uvec4(0u), uvec4(0u));
+    V_LOAD(0u, 0u)
     barrier();
     // online softmax (attn_tile's), 4 threads per row (16 keys each): keys past the row's position
     // (or the tile) count as −∞
