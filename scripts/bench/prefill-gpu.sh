@@ -6,8 +6,8 @@
 # Parity first (mmc-check on the engine's 16 × 16 × 16 modules; vk-parity of the fixtures that
 # came along, prefill vs token-by-token decode among its checks), then bench-mmc, bench-vk on every
 # fast path and on the BC-250's arithmetic (Q36_VK_COOPMAT=0 Q36_VK_MVQ=0), and a profile of the
-# 2048-token step. BASE_ADDON (an older build's q36vk.node, e.g. unpacked from a carried .xz) runs
-# bench-mmc and both bench-vk lines again in the same lease (to depth 10K), so before and after
+# 2048- and 512-token steps. BASE_ADDON (an older build's q36vk.node, e.g. unpacked from a carried .xz) runs
+# bench-mmc, both bench-vk lines (to depth 10K) and the profiles again in the same lease, so before and after
 # share one machine. Everything is printed
 # and, where $OUT is set, written to $OUT/prefill-gpu.txt.
 set -uo pipefail
@@ -29,11 +29,16 @@ benches() {
   Q36_VK_COOPMAT=0 Q36_VK_MVQ=0 run node dist/scripts/bench/bench-vk.js -m "$MODEL" --frontiers 8192,10240 --gen 8 --prefill 512,2048
 }
 benches 8192,10240,30720,32768
-run node dist/scripts/bench/profile-vk.js -m "$MODEL" --ctx 4096 --prefill 2048
+profiles() {
+  run node dist/scripts/bench/profile-vk.js -m "$MODEL" --ctx 4096 --prefill 2048
+  run node dist/scripts/bench/profile-vk.js -m "$MODEL" --ctx 4096 --prefill 512
+}
+profiles
 if [ -n "$BASE" ]; then
   say "# the base build ($BASE), same lease"
   cp "$ADDON" /tmp/q36vk-head.node && cp "$BASE" "$ADDON"
   benches 8192,10240
+  profiles
   cp /tmp/q36vk-head.node "$ADDON"
 fi
 say "# done $(date -u +%FT%TZ)"
