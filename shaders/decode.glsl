@@ -4,6 +4,11 @@
 // by scripts/build/gen-tables.mjs; generated/grids.glsl says where each starts).
 // Block layouts: quant-spec §3 (IQ2_S, IQ3_S, IQ1_S, IQ1_M: core-as/quant/dequant.ts).
 // decode(o, g, w): the 8 values of group g of the row starting at byte o.
+// DECODE_RAW (F32, Q8_0, Q2_K, IQ2_XXS): decode is a load and a decode, rawq(o, g, r) loading the
+// words the group's values come from into r (a RAWW) and decoder(r, o, g, w) (decodeqr, decodeqsr:
+// decodeq's and decodeqs's forms) decoding them, so the tiled matmuls (mm.glsl, mmc.glsl) issue a
+// later step's loads and decode them when they stage that step: the loads' latency passes while
+// earlier steps multiply (decoded at the load, each step waited for its own loads).
 #include "generated/grids.glsl"
 
 // entry i of a table of u32 entries (two per GRID unit)
@@ -41,9 +46,18 @@ void fifth(uint qh, uint gi, inout uint n[8]) {
   [[unroll]] for (uint i = 0u; i < 8u; i++) n[i] |= ((h >> i) & 1u) << 4;
 }
 #if defined(TYPE_F32)
-void decode(uint o, uint g, out float w[8]) {
+// rawq: the group's 8 words, its values' bits
+#define DECODE_RAW
+struct RawF32 { uvec4 a, b; };
+#define RAWW RawF32
+void rawq(uint o, uint g, out RawF32 r) {
   uint b = (o >> 2) + 8u * g;
-  [[unroll]] for (uint i = 0u; i < 8u; i++) w[i] = uintBitsToFloat(W[b + i]);
+  r.a = uvec4(W[b], W[b + 1u], W[b + 2u], W[b + 3u]);
+  r.b = uvec4(W[b + 4u], W[b + 5u], W[b + 6u], W[b + 7u]);
+}
+void decoder(RawF32 r, uint o, uint g, out float w[8]) {
+  vec4 a = uintBitsToFloat(r.a), b = uintBitsToFloat(r.b);
+  w = float[8](a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w);
 }
 #elif defined(TYPE_F16)
 void decode(uint o, uint g, out float w[8]) {
@@ -65,9 +79,7 @@ void decode(uint o, uint g, out float w[8]) {
 #define DECODE_SCALED 32u
 #define decodeqs decodeq
 #define decodeqsr decodeqr
-// DECODE_RAW: rawq loads the words a group's decode reads (here the word holding d and the three
-// under its 8 bytes) and decodeqr decodes them: mmc.glsl issues a later step's loads and decodes
-// them when it stages that step, so their latency passes while other steps multiply
+// rawq: the word holding d and the three under the group's 8 bytes
 #define DECODE_RAW
 void rawq(uint o, uint g, out uvec4 r) {
   uint bo = o + 34u * (g >> 2), i = (bo + 2u + 8u * (g & 3u)) >> 2;
@@ -346,7 +358,7 @@ void decode(uint o, uint g, out float w[8]) {
 #else
 #error "decode.glsl: no TYPE_ define"
 #endif
-#if defined(DECODE_RAW)
+#if defined(DECODE_RAW) && defined(DECODE_Q)
 // the group's quant values and scale straight from memory
 void decodeq(uint o, uint g, out float q[8], out vec2 sc) { uvec4 r; rawq(o, g, r); decodeqr(r, o, g, q, sc); }
 #endif
@@ -373,5 +385,9 @@ void decode(uint o, uint g, out float w[8]) {
 }
 #endif
 #if defined(DECODE_RAW)
-void decode(uint o, uint g, out float w[8]) { uvec4 r; rawq(o, g, r); decoder(r, o, g, w); }
+// RAWW: what rawq loads (uvec4 unless the type says otherwise)
+#ifndef RAWW
+#define RAWW uvec4
+#endif
+void decode(uint o, uint g, out float w[8]) { RAWW r; rawq(o, g, r); decoder(r, o, g, w); }
 #endif

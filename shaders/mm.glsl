@@ -65,7 +65,7 @@ void main() {
 #ifdef DECODE_RAW
   // the step's weight words (decode.glsl's rawq) and activations, loaded a step ahead: their
   // latency passes while the step before multiplies
-  uvec4 rw[DJ], ru[DJ];
+  RAWW rw[DJ], ru[DJ];
   float xr[XL];
   LOAD(0u)
 #endif

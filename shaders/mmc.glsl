@@ -109,7 +109,7 @@ shared float CS[NSG * CM * CM];
 #endif
 struct Fetch {
 #ifdef DECODE_RAW
-  uvec4 w[DJ], u[DJ];
+  RAWW w[DJ], u[DJ];
 #else
   float w[DJ][8], u[DJ][8];
 #endif
@@ -134,7 +134,7 @@ void load(uint k0, uint wo[DJ], uint dg, uint xo, bool xlive, out Fetch f) {
 }
 // the values group g of the row at o stages (SCALED: the integers, and the span's scale in s)
 #ifdef DECODE_RAW
-void stageValues(uvec4 r, uint o, uint g, out float w[8], out float s) {
+void stageValues(RAWW r, uint o, uint g, out float w[8], out float s) {
 #ifdef SCALED
   vec2 sc;
   decodeqsr(r, o, g, w, sc);
