@@ -6,8 +6,7 @@
 // Tiles: BM = 64 output rows × BN activation rows per workgroup; the reduction dimension walks in
 // steps of BK = 32 values (4 groups of 8, decode.glsl). Per step, NT threads: thread t decodes
 // group t % 4 of rows t / 4 (+ NT/4 …) into WS (and, GLU, the matching up rows into US), and loads
-// XL floats of the X tile into XS (DECODE_RAW types: from the weight words and activations loaded
-// during the step before, decode.glsl's rawq); after a barrier each thread accumulates a 4 × TN block (rows
+// XL floats of the X tile into XS; after a barrier each thread accumulates a 4 × TN block (rows
 // 4·(t % 16)…, activation rows TN·(t / 16)…): per 32-value step 32·(4 + TN) shared loads feed
 // 32·4·TN FMAs (TN = 4 in both variants: a warp's shared loads then keep up with its FMAs).
 // Shared arrays are [k][row] so the 4 rows / TN tokens a thread reads are adjacent: one vec4 load
@@ -47,12 +46,6 @@ shared vec4 XS[BK * BN / 4u];
 #define MM_TILE_DECL
 #include "mm_tile.glsl"
 #undef MM_TILE_DECL
-// step k's loads into rw, ru (the up rows: a GLU) and xr
-#define LOAD(k) { \
-  [[unroll]] for (uint q_ = 0u; q_ < DJ; q_++) { \
-    rawq(wo[q_], (k) / 8u + dg, rw[q_]); \
-    if (glu) rawq(wo[q_] + pc.upBytes, (k) / 8u + dg, ru[q_]); } \
-  [[unroll]] for (uint i_ = 0u; i_ < XL; i_++) xr[i_] = X[xo + (k) + i_]; }
 
 void main() {
   uint tid = gl_LocalInvocationID.x;
@@ -62,42 +55,20 @@ void main() {
   uint tr = tid & 15u, tc = tid >> 4;
   float acc[4][TN], accU[4][TN];
   [[unroll]] for (uint i = 0u; i < 4u; i++) [[unroll]] for (uint j = 0u; j < TN; j++) { acc[i][j] = 0.0; accU[i][j] = 0.0; }
-#ifdef DECODE_RAW
-  // the step's weight words (decode.glsl's rawq) and activations, loaded a step ahead: their
-  // latency passes while the step before multiplies
-  RAWW rw[DJ], ru[DJ];
-  float xr[XL];
-  LOAD(0u)
-#endif
   for (uint k0 = 0u; k0 < pc.n; k0 += BK) {
     uint g = k0 / 8u + dg;
     [[unroll]] for (uint q = 0u; q < DJ; q++) {
       float w[8];
       uint r = dr + (NT / 4u) * q;
-#ifdef DECODE_RAW
-      decoder(rw[q], wo[q], g, w);
-#else
       decode(wo[q], g, w);
-#endif
       [[unroll]] for (uint i = 0u; i < 8u; i++) WS[((dg * 8u + i) * BM + r) >> 2][r & 3u] = w[i];
       if (glu) {
-#ifdef DECODE_RAW
-        decoder(ru[q], wo[q] + pc.upBytes, g, w);
-#else
         decode(wo[q] + pc.upBytes, g, w);
-#endif
         [[unroll]] for (uint i = 0u; i < 8u; i++) US[((dg * 8u + i) * BM + r) >> 2][r & 3u] = w[i];
       }
     }
-#ifdef DECODE_RAW
-    [[unroll]] for (uint i = 0u; i < XL; i++) XS[((xk + i) * BN + xs) >> 2][xs & 3u] = xr[i];
-#else
     [[unroll]] for (uint i = 0u; i < XL; i++) XS[((xk + i) * BN + xs) >> 2][xs & 3u] = X[xo + k0 + i];
-#endif
     barrier();
-#ifdef DECODE_RAW
-    if (k0 + BK < pc.n) LOAD(k0 + BK)
-#endif
     [[unroll]] for (uint kk = 0u; kk < BK; kk++) {
       vec4 a = WS[kk * (BM / 4u) + tr], b = XS[kk * (BN / 4u) + tc];
       [[unroll]] for (uint i = 0u; i < 4u; i++) [[unroll]] for (uint j = 0u; j < TN; j++) acc[i][j] = fma(a[i], b[j], acc[i][j]);

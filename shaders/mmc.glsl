@@ -17,8 +17,8 @@
 //   in f32: docs/vulkan.md; it stays split.)
 // - otherwise the weights are split as the activations are (WSL: their lo parts), a product is
 //   hi·hi + (hi·lo + lo·hi) / LO, the cross terms in accumulators of their own.
-// A step's loads are issued two steps ahead, into one of two sets of registers, and decoded when the
-// step is staged (mmc_step.glsl is one step). Subgroup s
+// A step's loads are issued SETS steps ahead, into one of SETS sets of registers, and decoded when
+// the step is staged (mmc_step.glsl is one step). Subgroup s
 // owns the CM-row block s % (BM / CM) of the 64-row tile and CB CM-token blocks of the
 // tile's tokens; each of its accumulators goes through its own CM × CM scratch (CS) to the stores.
 // GLU (the _glu modules, graph.ts picks them by the flag): the up rows (pc.upBytes on) decode into
@@ -45,6 +45,10 @@
 #define SG 32u
 #endif
 const uint BM = 64u, BK = 32u, XL = BN * BK / NT, DJ = 256u / NT;
+// the sets of loads in flight (the module says: 1 or 2)
+#ifndef SETS
+#define SETS 1u
+#endif
 // subgroups, CM-row blocks of the tile, and each subgroup's CM × CM output blocks
 const uint NSG = NT / SG, RB = BM / CM, CB = RB * (BN / CM) / NSG;
 // a CM × CM f32 matrix's elements a lane handles when it goes through shared memory
@@ -214,19 +218,21 @@ void main() {
   [[unroll]] for (uint j = 0u; j < CB; j++) { accU[j] = acc[j]; accUL[j] = acc[j]; }
   MA au, aul;
 #endif
-  // two sets of one step's loads, each refilled two steps ahead: a step's loads are in flight
-  // while the step before it stages and multiplies (a step's products, a few fragments a subgroup,
-  // cover too little of a load's latency; decoding at the load, as FETCH2 did, waits for them)
+  // SETS sets of one step's loads, each refilled SETS steps ahead: a step's loads are in flight
+  // while the steps before it stage and multiply. The routed gate+up keeps two (its products, a few
+  // fragments a subgroup at a short prefill's tiles, cover too little of a load's latency), the
+  // others one (a second set's registers made them slower; docs/vulkan.md). Decoding at the
+  // load, as FETCH2 did, waits for the loads there.
   Fetch fa, fb;
   load(0u, wo, dg, xo, xlive, fa);
-  if (BK < pc.n) load(BK, wo, dg, xo, xlive, fb);
-  for (uint k0 = 0u; k0 < pc.n; k0 += 2u * BK) {
+  if (SETS == 2u && BK < pc.n) load(BK, wo, dg, xo, xlive, fb);
+  for (uint k0 = 0u; k0 < pc.n; k0 += SETS * BK) {
     uint kS = k0;
 #define F_ fa
 #include "mmc_step.glsl"
 #undef F_
     // (uniform in the workgroup, so its barriers are too)
-    if (k0 + BK < pc.n) {
+    if (SETS == 2u && k0 + BK < pc.n) {
       kS = k0 + BK;
 #define F_ fb
 #include "mmc_step.glsl"

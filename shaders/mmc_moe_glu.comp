@@ -7,4 +7,5 @@
 #define MOE
 #define SPLIT
 #define GLU
+#define SETS 2u
 #include "mmc.glsl"

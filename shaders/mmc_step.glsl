@@ -1,7 +1,7 @@
 // One BK-value step of mmc.glsl's main loop, included there once per set of loads (a fragment,
 // not a function: it reads and writes the kernel's cooperative-matrix accumulators, which a
 // function would take as copies). Needs kS (the step's first value) and F_, the Fetch set holding
-// step kS's loads; refills F_ with step kS + 2·BK's.
+// step kS's loads; refills F_ with step kS + SETS·BK's.
 {
     barrier();
     [[unroll]] for (uint q = 0u; q < DJ; q++) {
@@ -28,7 +28,7 @@
       [[unroll]] for (uint i = 0u; i < XL; i += 4u) PUT(XS, xs * SK + (xk + i) / 4u, vec4(F_.x[i], F_.x[i + 1u], F_.x[i + 2u], F_.x[i + 3u]));
     }
     barrier();
-    if (kS + 2u * BK < pc.n) load(kS + 2u * BK, wo, dg, xo, xlive, F_);
+    if (kS + SETS * BK < pc.n) load(kS + SETS * BK, wo, dg, xo, xlive, F_);
 #ifdef SCALED
     // a scale span starts: its products go to fresh accumulators
     if (kS % DECODE_SCALED == 0u) [[unroll]] for (uint j = 0u; j < CB; j++) {
