@@ -17,8 +17,9 @@
 //   in f32: docs/vulkan.md; it stays split.)
 // - otherwise the weights are split as the activations are (WSL: their lo parts), a product is
 //   hi·hi + (hi·lo + lo·hi) / LO, the cross terms in accumulators of their own.
-// A step's loads are issued SETS steps ahead, into one of SETS sets of registers, and decoded when
-// the step is staged (mmc_step.glsl is one step). Subgroup s
+// A step's loads are issued SETS steps ahead (the module's 1 or 2), into one of SETS sets of
+// registers, decoded there or (RAW_LOADS) when the step is staged (mmc_step.glsl is one step).
+// Subgroup s
 // owns the CM-row block s % (BM / CM) of the 64-row tile and CB CM-token blocks of the
 // tile's tokens; each of its accumulators goes through its own CM × CM scratch (CS) to the stores.
 // GLU (the _glu modules, graph.ts picks them by the flag): the up rows (pc.upBytes on) decode into
@@ -104,28 +105,37 @@ shared float CS[NSG * CM * CM];
 #include "mm_tile.glsl"
 #undef MM_TILE_DECL
 
-// one step's loads for a thread: its weight groups (and their up rows for a GLU) as the words
-// decode.glsl's rawq reads (DECODE_RAW: Q8_0, Q2_K, IQ2_XXS; decoded only when the step is staged,
-// so the loads stay in flight until then), or decoded at once (the other types), and its XL
-// activations (where its slot is in use)
-#if defined(SCALED) && !defined(DECODE_RAW)
-#error "mmc.glsl: SCALED products need a DECODE_RAW type"
+// one step's loads for a thread: its weight groups (and their up rows for a GLU), decoded at once
+// or, RAW_LOADS (the module says) with a DECODE_RAW type (F32, Q8_0, Q2_K, IQ2_XXS), as the words
+// decode.glsl's rawq reads, decoded only when the step is staged so that the loads stay in flight
+// until then; and its XL activations (where its slot is in use)
+#if defined(RAW_LOADS) && defined(DECODE_RAW)
+#define FETCH_RAW
 #endif
 struct Fetch {
-#ifdef DECODE_RAW
+#ifdef FETCH_RAW
   RAWW w[DJ], u[DJ];
 #else
   float w[DJ][8], u[DJ][8];
+  float s[DJ], su[DJ];   // SCALED: the groups' span scales
 #endif
   float x[XL];
 };
 void load(uint k0, uint wo[DJ], uint dg, uint xo, bool xlive, out Fetch f) {
   uint g = k0 / 8u + dg;
   [[unroll]] for (uint q = 0u; q < DJ; q++) {
-#ifdef DECODE_RAW
+#ifdef FETCH_RAW
     rawq(wo[q], g, f.w[q]);
 #ifdef GLU
     rawq(wo[q] + pc.upBytes, g, f.u[q]);
+#endif
+#elif defined(SCALED)
+    vec2 sc;
+    decodeqs(wo[q], g, f.w[q], sc);
+    f.s[q] = sc.x;
+#ifdef GLU
+    decodeqs(wo[q] + pc.upBytes, g, f.u[q], sc);
+    f.su[q] = sc.x;
 #endif
 #else
     decode(wo[q], g, f.w[q]);
@@ -136,8 +146,8 @@ void load(uint k0, uint wo[DJ], uint dg, uint xo, bool xlive, out Fetch f) {
   }
   [[unroll]] for (uint i = 0u; i < XL; i++) f.x[i] = xlive ? X[xo + k0 + i] : 0.0;
 }
+#ifdef FETCH_RAW
 // the values group g of the row at o stages (SCALED: the integers, and the span's scale in s)
-#ifdef DECODE_RAW
 void stageValues(RAWW r, uint o, uint g, out float w[8], out float s) {
 #ifdef SCALED
   vec2 sc;
@@ -148,8 +158,6 @@ void stageValues(RAWW r, uint o, uint g, out float w[8], out float s) {
   s = 1.0;
 #endif
 }
-#else
-void stageValues(float v[8], uint o, uint g, out float w[8], out float s) { w = v; s = 1.0; }
 #endif
 
 // v as f16 in hi (and, SPLIT, the rest times LO in lo[i]) at element i of a shared array
@@ -219,10 +227,10 @@ void main() {
   MA au, aul;
 #endif
   // SETS sets of one step's loads, each refilled SETS steps ahead: a step's loads are in flight
-  // while the steps before it stage and multiply. The routed gate+up keeps two (its products, a few
-  // fragments a subgroup at a short prefill's tiles, cover too little of a load's latency), the
-  // others one (a second set's registers made them slower; docs/vulkan.md). Decoding at the
-  // load, as FETCH2 did, waits for the loads there.
+  // while the steps before it stage and multiply. The routed gate+up takes two with RAW_LOADS
+  // (its products, a few fragments a subgroup at a short prefill's tiles, cover too little of a
+  // load's latency: decoding at the load waits for the loads there, as FETCH2's two sets did); the
+  // others were no faster or slower that way and keep one set decoded at the load (docs/vulkan.md)
   Fetch fa, fb;
   load(0u, wo, dg, xo, xlive, fa);
   if (SETS == 2u && BK < pc.n) load(BK, wo, dg, xo, xlive, fb);

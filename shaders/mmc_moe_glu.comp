@@ -8,4 +8,5 @@
 #define SPLIT
 #define GLU
 #define SETS 2u
+#define RAW_LOADS
 #include "mmc.glsl"
