@@ -19,8 +19,7 @@
 //   hi·hi + (hi·lo + lo·hi) / LO, the cross terms in accumulators of their own.
 // A step's loads are issued SETS steps ahead (the module's 1 or 2), into one of SETS sets of
 // registers, decoded there or (RAW_LOADS) when the step is staged (mmc_step.glsl is one step).
-// Subgroup s
-// owns the CM-row block s % (BM / CM) of the 64-row tile and CB CM-token blocks of the
+// Subgroup s owns the CM-row block s % (BM / CM) of the 64-row tile and CB CM-token blocks of the
 // tile's tokens; each of its accumulators goes through its own CM × CM scratch (CS) to the stores.
 // GLU (the _glu modules, graph.ts picks them by the flag): the up rows (pc.upBytes on) decode into
 // US and multiply into accumulators of their own; the stores write silu(gate)·up as mm.glsl does.
