@@ -36,88 +36,65 @@ float KV_FN(uint ro, uint d) {
 #endif
 #ifdef KV_FN4
 #define KV_RAW4 KV_XCAT(KV_FN4, _raw)
+#define KV_DEC4 KV_XCAT(KV_FN4, _dec)
 #define KV_SCALE KV_XCAT(KV_FN4, _scale)
-#define KV_QUANTS KV_XCAT(KV_FN4, _quants)
+#define KV_INTS KV_XCAT(KV_FN4, _ints)
 #if KV_T == 0
 uvec4 KV_RAW4(uint ro, uint d) { uint w = (ro >> 2) + d; return uvec4(KVBUF[w], KVBUF[w + 1u], KVBUF[w + 2u], KVBUF[w + 3u]); }
+vec4 KV_DEC4(uvec4 r, uint ro, uint d) { return uintBitsToFloat(r); }
 #elif KV_T == 1
 // rows of whole words (kvDim even), so 4 halves at an even element are two words
 uvec4 KV_RAW4(uint ro, uint d) { uint w = (ro >> 2) + (d >> 1); return uvec4(KVBUF[w], KVBUF[w + 1u], 0u, 0u); }
+vec4 KV_DEC4(uvec4 r, uint ro, uint d) { return vec4(unpackHalf2x16(r.x), unpackHalf2x16(r.y)); }
 #else
-// the word holding the block's f16 scale, the two under the u32 of quant bytes at an even offset
-uvec4 KV_RAW4(uint ro, uint d) {
+// element d's block (its f16 scale first) and the even offset of the u32 holding elements
+// d … d + 3's quant bytes
 #if KV_T == 2
-  uint o = ro + (d >> 5) * 34u, q = o + 2u + (d & 31u);
+#define KV_BO(ro, d) ((ro) + ((d) >> 5) * 34u)
+#define KV_QO(ro, d) (KV_BO(ro, d) + 2u + ((d) & 31u))
 #else
-  uint o = ro + (d >> 5) * 18u, q = o + 2u + (d & 15u);
+#define KV_BO(ro, d) ((ro) + ((d) >> 5) * 18u)
+#define KV_QO(ro, d) (KV_BO(ro, d) + 2u + ((d) & 15u))
 #endif
+// the word holding the block's scale, the two under the quant bytes' u32
+uvec4 KV_RAW4(uint ro, uint d) {
+  uint o = KV_BO(ro, d), q = KV_QO(ro, d);
   return uvec4(KVBUF[o >> 2], KVBUF[q >> 2], KVBUF[min((q >> 2) + 1u, uint(KVBUF.length()) - 1u)], 0u);
 }
-// the block's scale and the u32 of quant bytes (WHALF and WU32 on the loaded words)
-float KV_SCALE(uvec4 r, uint ro, uint d) {
+// the block's scale and elements d … d + 3's integers (WHALF and WU32 on the loaded words)
+float KV_SCALE(uvec4 r, uint ro, uint d) { return unpackHalf2x16((KV_BO(ro, d) & 2u) != 0u ? r.x >> 16 : r.x & 0xFFFFu).x; }
+vec4 KV_INTS(uvec4 r, uint ro, uint d) {
+  uint q = (KV_QO(ro, d) & 2u) != 0u ? (r.y >> 16) | (r.z << 16) : r.y;
 #if KV_T == 2
-  uint o = ro + (d >> 5) * 34u;
+  return vec4(ivec4(q << 24, q << 16, q << 8, q) >> 24);
 #else
-  uint o = ro + (d >> 5) * 18u;
+  // the low nibbles of bytes e … e + 3 of the block, or the high ones of e − 16 …
+  q >>= (d & 31u) < 16u ? 0u : 4u;
+  return vec4(ivec4(uvec4(q, q >> 8, q >> 16, q >> 24) & 15u) - 8);
 #endif
-  return unpackHalf2x16((o & 2u) != 0u ? r.x >> 16 : r.x & 0xFFFFu).x;
 }
-uint KV_QUANTS(uvec4 r, uint ro, uint d) {
-#if KV_T == 2
-  uint q = ro + (d >> 5) * 34u + 2u + (d & 31u);
-#else
-  uint q = ro + (d >> 5) * 18u + 2u + (d & 15u);
-#endif
-  return (q & 2u) != 0u ? (r.y >> 16) | (r.z << 16) : r.y;
-}
-#endif
-#endif
-#ifdef KV_FN4
-#define KV_DEC4 KV_XCAT(KV_FN4, _dec)
-#if KV_T == 0
-vec4 KV_DEC4(uvec4 r, uint ro, uint d) { return uintBitsToFloat(r); }
-#elif KV_T == 1
-vec4 KV_DEC4(uvec4 r, uint ro, uint d) { return vec4(unpackHalf2x16(r.x), unpackHalf2x16(r.y)); }
-#elif KV_T == 2
-vec4 KV_DEC4(uvec4 r, uint ro, uint d) {
-  uint q = KV_QUANTS(r, ro, d);
-  return KV_SCALE(r, ro, d) * vec4(ivec4(q << 24, q << 16, q << 8, q) >> 24);
-}
-#elif KV_T == 3
-// elements e … e + 3 of a block: the low nibbles of bytes e … e + 3, or the high ones of e − 16 …
-vec4 KV_DEC4(uvec4 r, uint ro, uint d) {
-  uint q = KV_QUANTS(r, ro, d) >> ((d & 31u) < 16u ? 0u : 4u);
-  return KV_SCALE(r, ro, d) * vec4(ivec4(uvec4(q, q >> 8, q >> 16, q >> 24) & 15u) - 8);
-}
+vec4 KV_DEC4(uvec4 r, uint ro, uint d) { return KV_SCALE(r, ro, d) * KV_INTS(r, ro, d); }
+#undef KV_BO
+#undef KV_QO
 #endif
 vec4 KV_FN4(uint ro, uint d) { return KV_DEC4(KV_RAW4(ro, d), ro, d); }
-#undef KV_DEC4
 #endif
 #ifdef KV_FN4Q
 // KV_FN4's values as the integers of their quant block and its scale s (value = s · integer):
 // exact in f16 (q8_0's −128…127, q4_0's −8…7; f16 rows: the values themselves, s = 1)
 #define KV_DEC4Q KV_XCAT(KV_FN4Q, _dec)
 #if KV_T == 1
-vec4 KV_DEC4Q(uvec4 r, uint ro, uint d, out float s) { s = 1.0; return vec4(unpackHalf2x16(r.x), unpackHalf2x16(r.y)); }
-#elif KV_T == 2
-vec4 KV_DEC4Q(uvec4 r, uint ro, uint d, out float s) {
-  uint q = KV_QUANTS(r, ro, d);
-  s = KV_SCALE(r, ro, d);
-  return vec4(ivec4(q << 24, q << 16, q << 8, q) >> 24);
-}
-#elif KV_T == 3
-vec4 KV_DEC4Q(uvec4 r, uint ro, uint d, out float s) {
-  uint q = KV_QUANTS(r, ro, d) >> ((d & 31u) < 16u ? 0u : 4u);
-  s = KV_SCALE(r, ro, d);
-  return vec4(ivec4(uvec4(q, q >> 8, q >> 16, q >> 24) & 15u) - 8);
-}
+vec4 KV_DEC4Q(uvec4 r, uint ro, uint d, out float s) { s = 1.0; return KV_DEC4(r, ro, d); }
+#elif KV_T >= 2
+vec4 KV_DEC4Q(uvec4 r, uint ro, uint d, out float s) { s = KV_SCALE(r, ro, d); return KV_INTS(r, ro, d); }
 #endif
 vec4 KV_FN4Q(uint ro, uint d, out float s) { return KV_DEC4Q(KV_RAW4(ro, d), ro, d, s); }
 #undef KV_DEC4Q
 #endif
 #undef KV_RAW4
+#undef KV_DEC4
 #undef KV_SCALE
-#undef KV_QUANTS
+#undef KV_INTS
 #ifdef KV_FN2
 #if KV_T == 0
 vec2 KV_FN2(uint ro, uint d) { uint w = (ro >> 2) + d; return uintBitsToFloat(uvec2(KVBUF[w], KVBUF[w + 1u])); }

@@ -116,7 +116,9 @@ struct Fetch {
   RAWW w[DJ], u[DJ];
 #else
   float w[DJ][8], u[DJ][8];
-  float s[DJ], su[DJ];   // SCALED: the groups' span scales
+#ifdef SCALED
+  float s[DJ], su[DJ];   // the groups' span scales
+#endif
 #endif
   float x[XL];
 };
@@ -145,19 +147,6 @@ void load(uint k0, uint wo[DJ], uint dg, uint xo, bool xlive, out Fetch f) {
   }
   [[unroll]] for (uint i = 0u; i < XL; i++) f.x[i] = xlive ? X[xo + k0 + i] : 0.0;
 }
-#ifdef FETCH_RAW
-// the values group g of the row at o stages (SCALED: the integers, and the span's scale in s)
-void stageValues(RAWW r, uint o, uint g, out float w[8], out float s) {
-#ifdef SCALED
-  vec2 sc;
-  decodeqsr(r, o, g, w, sc);
-  s = sc.x;
-#else
-  decoder(r, o, g, w);
-  s = 1.0;
-#endif
-}
-#endif
 
 // v as f16 in hi (and, SPLIT, the rest times LO in lo[i]) at element i of a shared array
 #ifdef SPLIT
@@ -183,6 +172,32 @@ void stageValues(RAWW r, uint o, uint g, out float w[8], out float s) {
 #else
 #define PRODUCTS(A_, AL_, S_, SL_) S_[j] = coopMatMulAdd(A_, b, S_[j]);
 #endif
+
+// mmc_step.glsl: group g of the row at o for this thread's slot q, from the Fetch set F_ (its
+// field W_, with SCALED its scales in S_), as the shared array A stages it (SCALED: the integers,
+// and the span's scale in SA, which the row's four groups share: one thread writes it)
+#ifdef FETCH_RAW
+#ifdef SCALED
+#define GROUP_VALUES(W_, S_, o) { vec2 sc_; decodeqsr(F_.W_[q], o, g, w_, sc_); s_ = sc_.x; }
+#else
+#define GROUP_VALUES(W_, S_, o) decoder(F_.W_[q], o, g, w_);
+#endif
+#elif defined(SCALED)
+#define GROUP_VALUES(W_, S_, o) { w_ = F_.W_[q]; s_ = F_.S_[q]; }
+#else
+#define GROUP_VALUES(W_, S_, o) w_ = F_.W_[q];
+#endif
+#ifdef SCALED
+#define GROUP_SCALE(SA) if (dg == 0u) SA[r] = s_;
+#else
+#define GROUP_SCALE(SA)
+#endif
+#define STAGE_GROUP(W_, S_, o, A, SA) { \
+  float w_[8], s_; \
+  GROUP_VALUES(W_, S_, o) \
+  PUTW(A, r * SK + 2u * dg, vec4(w_[0], w_[1], w_[2], w_[3])); \
+  PUTW(A, r * SK + 2u * dg + 1u, vec4(w_[4], w_[5], w_[6], w_[7])); \
+  GROUP_SCALE(SA) }
 
 #ifdef SCALED
 // sums += P ⊙ (the subgroup's rows' scales in every column), through the subgroup's scratch

@@ -6,32 +6,9 @@
     barrier();
     [[unroll]] for (uint q = 0u; q < DJ; q++) {
       uint r = dr + (NT / 4u) * q, g = kS / 8u + dg;
-      float w[8], s;
-#ifdef FETCH_RAW
-      stageValues(F_.w[q], wo[q], g, w, s);
-#else
-      w = F_.w[q];
-      s = F_.s[q];
-#endif
-      PUTW(WS, r * SK + 2u * dg, vec4(w[0], w[1], w[2], w[3]));
-      PUTW(WS, r * SK + 2u * dg + 1u, vec4(w[4], w[5], w[6], w[7]));
-      // SCALED: the row's four groups share the scale: one thread writes it (the same value each
-      // step of a span)
-#ifdef SCALED
-      if (dg == 0u) SW[r] = s;
-#endif
+      STAGE_GROUP(w, s, wo[q], WS, SW)
 #ifdef GLU
-#ifdef FETCH_RAW
-      stageValues(F_.u[q], wo[q] + pc.upBytes, g, w, s);
-#else
-      w = F_.u[q];
-      s = F_.su[q];
-#endif
-      PUTW(US, r * SK + 2u * dg, vec4(w[0], w[1], w[2], w[3]));
-      PUTW(US, r * SK + 2u * dg + 1u, vec4(w[4], w[5], w[6], w[7]));
-#ifdef SCALED
-      if (dg == 0u) SU[r] = s;
-#endif
+      STAGE_GROUP(u, su, wo[q] + pc.upBytes, US, SU)
 #endif
     }
     if (xlive) {
