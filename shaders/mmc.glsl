@@ -19,7 +19,7 @@
 //   hi·hi + (hi·lo + lo·hi) / LO, the cross terms in accumulators of their own.
 // A step's loads are issued SETS steps ahead (the module's 1 or 2), into one of SETS sets of
 // registers, decoded there or (RAW_LOADS) when the step is staged (mmc_step.glsl is one step).
-// Subgroup s owns the CM-row block s % (BM / CM) of the 64-row tile and CB CM-token blocks of the
+// Subgroup s owns the CM-row block s % (BM / CM) of the BM-row tile and CB CM-token blocks of the
 // tile's tokens; each of its accumulators goes through its own CM × CM scratch (CS) to the stores.
 // GLU (the _glu modules, graph.ts picks them by the flag): the up rows (pc.upBytes on) decode into
 // US and multiply into accumulators of their own; the stores write silu(gate)·up as mm.glsl does.
@@ -28,8 +28,8 @@
 // docs/vulkan.md).
 // Needs SG-lane subgroups and CM × CM × CM f16 → f32 subgroup-scope products (the engine's
 // modules: 32 and 16, which the engine checks the device for; builds with CM = 8 and SG = 8 serve
-// checks on a device that lists only that shape, Mesa's lavapipe: mmc-check --fragment 8) and n % 32 == 0; shared memory under 48 KiB (NVIDIA's Vulkan
-// limit; the SCALED and plain modules stay under lavapipe's 32 KiB).
+// checks on a device that lists only that shape, Mesa's lavapipe: mmc-check --fragment 8) and n % 32 == 0; shared memory at most 48 KiB (NVIDIA's Vulkan
+// limit; limits.ts MMC_SHARED_BYTES: a device with less takes the f32 tiles).
 #extension GL_GOOGLE_include_directive : enable
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -44,7 +44,11 @@
 #ifndef SG
 #define SG 32u
 #endif
-const uint BM = 64u, BK = 32u, XL = BN * BK / NT, DJ = 256u / NT;
+// weight rows a tile: 64 unless the module sets BM_ROWS (mmc.comp: 128, graph.ts MMC_ROWS)
+#ifndef BM_ROWS
+#define BM_ROWS 64u
+#endif
+const uint BM = BM_ROWS, BK = 32u, XL = BN * BK / NT, DJ = 4u * BM / NT;
 // the sets of loads in flight (the module says: 1 or 2)
 #ifndef SETS
 #define SETS 1u
@@ -213,6 +217,14 @@ void load(uint k0, uint wo[DJ], uint dg, uint xo, bool xlive, out Fetch f) {
 void main() {
   uint tid = gl_LocalInvocationID.x;
   uint r0 = gl_WorkGroupID.x * BM;
+#ifdef OVERDISPATCH
+  // (scripts/experiments/tiles: modules whose tile is larger than the one the engine dispatches
+  // for; the extra workgroups leave)
+  if (r0 >= pc.rows) return;
+#ifndef MOE
+  if (gl_WorkGroupID.y * BN >= pc.nRows) return;
+#endif
+#endif
 #include "mm_tile.glsl"
   // this subgroup's blocks: rows CM·rb …, tokens CM·(cb + j) … for j < CB; its scratch at cs
   uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID, rb = sg % RB, cb = (sg / RB) * CB, cs = sg * CM * CM;

@@ -10,7 +10,8 @@ import { describe, expect, it } from 'vitest';
 import { readEnv } from '../ts/cli/env.js';
 import { openEngine } from '../ts/engine/index.js';
 import { KERNELS } from '../ts/engine/vulkan/kernels.js';
-import { MMC_MOE_PAIRS, MM_MOE_PAIRS, MV, OpList, attnTileKernel, matvecOp, moePairs, type Pipelines } from '../ts/engine/vulkan/graph.js';
+import { prefillPath } from '../ts/engine/vulkan/limits.js';
+import { MMC_MOE_PAIRS, MMC_ROWS, MM_MOE_PAIRS, MM_ROWS, MV, OpList, attnTileKernel, matvecOp, moePairs, type Pipelines } from '../ts/engine/vulkan/graph.js';
 import { loadAddon } from '../ts/vk/addon.js';
 import { f16Round, splitRound } from '../scripts/lib/decoder-check.js';
 import { fixture } from './helpers.js';
@@ -76,9 +77,25 @@ describe('the matrix-core kernels in the build and in the op choice', () => {
     const on = ops(true), off = ops(false);
     expect(on.names).toEqual(['mmc_q8_0', 'mmc_moe_q8_0', 'mmc_glu_q8_0', 'mmc_moe_glu_q8_0', off.names[4]]);
     expect(off.names.slice(0, 4)).toEqual(['mm_q8_0', 'mm_moe_q8_0', 'mm_q8_0', 'mm_moe_q8_0']);
-    // same buffers, push words and workgroups: only the pipeline differs
-    expect(Array.from(on.build())).toEqual(Array.from(off.build()));
+    // same buffers, push words and workgroups: only the pipeline differs, and the dense mmc's
+    // 128-row tiles need half mm's workgroups along x (the first op: pipeline, buffer count and
+    // buffers, push count and words, then the grid)
+    const want = Array.from(off.build()), gx = 2 + want[1] + 1 + want[2 + want[1]];
+    expect(want[gx]).toBe(256 / MM_ROWS);
+    want[gx] = 256 / MMC_ROWS;
+    expect(Array.from(on.build())).toEqual(want);
     expect([moePairs(true), moePairs(false)]).toEqual([MMC_MOE_PAIRS, MM_MOE_PAIRS]);
+  });
+  it('prefillPath takes the matrix units only with the shape, 48 KiB of shared memory, the modules and no opt-out, and says why not', () => {
+    const dev = { coopmat: true, coopmatShapes: '16x16x16 f16,f16->f32', maxComputeSharedMemorySize: 49152 };
+    expect(prefillPath(dev, { built: true, optOut: false })).toEqual({ coopmat: true, why: '' });
+    expect(prefillPath({ ...dev, coopmat: false, coopmatShapes: '' }, { built: true, optOut: false }).why).toMatch(/no usable matrix units/);
+    expect(prefillPath({ ...dev, coopmat: false, coopmatShapes: '8x8x8 f16,f16->f32' }, { built: true, optOut: false }).why).toMatch(/lack 16x16x16 .*8x8x8/);
+    const small = prefillPath({ ...dev, maxComputeSharedMemorySize: 32768 }, { built: true, optOut: false });
+    expect(small.coopmat).toBe(false);
+    expect(small.why).toMatch(/32768 bytes of compute shared memory are under the matrix-unit kernels' 49152/);
+    expect(prefillPath(dev, { built: false, optOut: false }).why).toMatch(/no matrix-core kernels/);
+    expect(prefillPath(dev, { built: true, optOut: true }).why).toBe('Q36_VK_COOPMAT=0');
   });
   it('Q36_VK_COOPMAT is 0 or 1, anything else an error naming it', () => {
     expect([readEnv({ Q36_VK_COOPMAT: '0' }).vkCoopmat, readEnv({ Q36_VK_COOPMAT: '1' }).vkCoopmat, readEnv({}).vkCoopmat]).toEqual([false, true, undefined]);

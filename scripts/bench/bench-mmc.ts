@@ -1,17 +1,24 @@
 /**
  * bench-mmc: GPU time of the prefill matmuls in the model's shapes, on random weights of the q2
- * recipe's types: the dense DeltaNet in-projection (q8_0, 8192 × 2048), the routed gate+up (iq2_xxs
+ * recipe's types: the dense DeltaNet in-projection (q8_0, 8192 × 2048), the shared expert's gate+up
+ * (q8_0 GLU, 512 rows × 2048), the routed gate+up (iq2_xxs
  * GLU, 256 experts × 512 rows × 2048) and down (q2_k, 256 × 2048 × 512) for a chunk of T tokens
  * with 8 experts a token. Each form runs on the f32 tiles (mm) and on the matrix units (mmc) and
  * prints both times (the median over --reps runs of a command of 8 such dispatches) and the largest |Δ|
  * between them relative to the largest |y|. --variant P runs P_<type> in place of mmc_<type>
- * (a kernel experiment built beside mmc).
+ * (a kernel experiment built beside mmc, embedded or, --variant-spv DIR, DIR/P_<type>.spv added at
+ * run time: scripts/experiments/tiles/build.sh); --variant-pairs N gives the variant's routed
+ * tiles N pairs (moe_tiles' BN; the engine's MMC_MOE_PAIRS otherwise).
  *
- *   node dist/scripts/bench/bench-mmc.js [--tokens 512,2048] [--reps 5] [--variant mmcx] [--device N]
+ *   node dist/scripts/bench/bench-mmc.js [--tokens 512,2048] [--reps 5] [--variant mmcx [--variant-spv DIR] [--variant-pairs N]] [--device N]
  */
 import { parseArgs } from 'node:util';
 import { Core } from '../../ts/core/wasm.js';
-import { MV, OpList, Pipelines, gridBlob, matvecOp, MMC_MOE_PAIRS, MM_MOE_PAIRS, type MatvecDispatch } from '../../ts/engine/vulkan/graph.js';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { KernelDecl } from '../../ts/engine/vulkan/kernels.js';
+import { MV, OpList, Pipelines, declOf, gridBlob, matvecOp, MMC_MOE_PAIRS, MM_MOE_PAIRS, type MatvecDispatch } from '../../ts/engine/vulkan/graph.js';
 import { tilesFor } from '../../ts/engine/vulkan/expert-stream.js';
 import { loadAddon } from '../../ts/vk/addon.js';
 import { Rng } from '../../ts/model/synth.js';
@@ -20,6 +27,7 @@ import { randomFloats, randomWeights } from '../lib/random-weights.js';
 
 const { values: a } = parseArgs({ options: {
   tokens: { type: 'string', default: '512,2048' }, reps: { type: 'string', default: '10' }, variant: { type: 'string' }, device: { type: 'string', default: '-1' },
+  'variant-spv': { type: 'string' }, 'variant-pairs': { type: 'string' },
 } });
 const dev = new (loadAddon().Device)(Number(a.device));
 if (!dev.info().coopmat) { console.error(`bench-mmc: ${dev.info().name} has no usable matrix units`); process.exit(2); }
@@ -35,7 +43,20 @@ class VariantPipelines extends Pipelines {
     try { const id = super.get(v); this.used.set(name, v); return id; } catch { return super.get(name); }
   }
 }
-const pipes = new Pipelines(dev), vpipes = new VariantPipelines(dev);
+// run-time modules: each P_<rest>.spv declared as mmc_<rest> (the same interface: mmc.glsl)
+const more: KernelDecl[] = [];
+if (a['variant-spv']) {
+  if (!variant) { console.error('bench-mmc: --variant-spv needs --variant'); process.exit(2); }
+  const { reflect } = (await import(pathToFileURL(path.resolve('scripts/lib/spirv-reflect.mjs')).href)) as { reflect: (w: Uint32Array) => { bindings: number; push: number; local: [number, number, number]; counts: number[] } };
+  for (const f of fs.readdirSync(a['variant-spv']).filter((f) => f.startsWith(`${variant}_`) && f.endsWith('.spv'))) {
+    const name = f.slice(0, -4), b = fs.readFileSync(path.join(a['variant-spv'], f));
+    const words = new Uint32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength)), r = reflect(words);
+    loadAddon().addShader(name, words, r.bindings, r.push, r.local, r.counts);
+    more.push({ ...declOf(`mmc_${name.slice(variant.length + 1)}`), name });
+  }
+}
+const pipes = new Pipelines(dev), vpipes = new VariantPipelines(dev, more);
+const variantPairs = a['variant-pairs'] ? Number(a['variant-pairs']) : MMC_MOE_PAIRS;
 const rng = new Rng(11);
 const reps = Number(a.reps);
 // device-local buffers, as the engine's weights and scratch (host-visible ones put PCIe reads in the timings)
@@ -71,7 +92,7 @@ function compare(label: string, d: MatvecDispatch, yLen: number, coopmatTiles?: 
   for (const name of [base.shader, fast.shader]) {
     if (stated.has(name)) continue;
     stated.add(name);
-    console.log(`  stats ${name}: ${pipelineStats(dev, name).text}`);
+    console.log(`  stats ${name}: ${pipelineStats(dev, name, more.find((d) => d.name === name)).text}`);
   }
   let m = 0, big = 0;
   for (let i = 0; i < yLen; i++) { big = Math.max(big, Math.abs(base.y[i])); m = Math.max(m, Math.abs(base.y[i] - fast.y[i])); }
@@ -83,6 +104,7 @@ const dq = weights('q8_0', 8192, 2048), W8 = buf(dq.bytes);
 const E = 256, K = 8, FF = 512, H = 2048;
 const gu = weights('iq2_xxs', E * 2 * FF, H), WGU = buf(gu.bytes);
 const dn = weights('q2_k', E * H, FF), WDN = buf(dn.bytes);
+const sh = weights('q8_0', 2 * FF, H), WSH = buf(sh.bytes);
 // warm-up: the clocks up before the first timing (about a second of GPU work)
 {
   const X = buf(floats(2048 * H)), Y = dev.createBuffer(2048 * 8192 * 4, false), ids = dev.createBuffer(16, false);
@@ -97,6 +119,7 @@ for (const T of a.tokens!.split(',').map(Number)) {
   const X = buf(floats(T * H)), XP = buf(floats(T * K * FF));
   const ids = dev.createBuffer(16, false);
   compare(`dense q8_0 8192×2048 T=${T}`, { type: 'q8_0', buffers: [W8, X, 0, ids, grid], rows: 8192, n: H, rowBytes: dq.rowBytes, nRows: T }, T * 8192);
+  compare(`shared GLU q8_0 512×2048 T=${T}`, { type: 'q8_0', buffers: [WSH, X, 0, ids, grid], rows: FF, n: H, rowBytes: sh.rowBytes, nRows: T, flags: MV.glu, upBytes: FF * sh.rowBytes }, T * FF);
   // 8 distinct experts a token, uniformly at random
   const eOf: number[] = [];
   for (let t = 0; t < T; t++) { const s = new Set<number>(); while (s.size < K) s.add(rng.int(0, E - 1)); eOf.push(...s); }
@@ -104,7 +127,7 @@ for (const T of a.tokens!.split(',').map(Number)) {
   // size), the tiles of mm_moe's and of mmc_moe's size
   const slots = Uint32Array.from(eOf), LIST = buf(new Uint8Array(tilesFor(slots, MM_MOE_PAIRS).list.buffer));
   const moe = (bn: number) => { const { tiles } = tilesFor(slots, bn); return { tiles: buf(new Uint8Array(tiles.buffer)), maxTiles: tiles[0], ids }; };
-  const m32 = moe(MM_MOE_PAIRS), m64 = moe(MMC_MOE_PAIRS);
+  const m32 = moe(MM_MOE_PAIRS), m64 = moe(variantPairs);
   compare(`experts gate+up iq2_xxs T=${T}`, { type: 'iq2_xxs', buffers: [WGU, X, 0, LIST, grid], rows: FF, n: H, rowBytes: gu.rowBytes, nRows: T * K, flags: MV.glu, K, expertBytes: 2 * FF * gu.rowBytes, upBytes: FF * gu.rowBytes, yStride: FF, moe: m32 }, T * K * FF, m64);
   compare(`experts down q2_k T=${T}`, { type: 'q2_k', buffers: [WDN, XP, 0, LIST, grid], rows: H, n: FF, rowBytes: dn.rowBytes, nRows: T * K, flags: MV.ownRow, K, expertBytes: H * dn.rowBytes, yStride: H, moe: m32 }, T * K * H, m64);
 }

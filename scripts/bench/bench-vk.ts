@@ -5,6 +5,7 @@
  *   node dist/scripts/bench/bench-vk.js -m /tmp/full-q2.gguf --frontiers 2048,10240,32768 --gen 32 [--bandwidth 4.3e12]
  *     [--temp 0.6 --top-k 20 --top-p 0.95]   (decode sampling; default greedy)
  *     [--attn-flash]   (prefill attention per token, the kernel before attn_tile: A/B runs)
+ *     [--reps 3]       (each --prefill size timed this many times in fresh sessions: the median)
  */
 import * as os from 'node:os';
 import { parseArgs } from 'node:util';
@@ -20,7 +21,7 @@ const { values: a } = parseArgs({ options: {
   model: { type: 'string', short: 'm' }, frontiers: { type: 'string', default: '2048' }, gen: { type: 'string', default: '32' },
   prefill: { type: 'string', default: '512,2048' }, bandwidth: { type: 'string', default: '4.3e12' }, ctk: { type: 'string', default: 'q8_0' }, ctv: { type: 'string', default: 'q4_0' },
   chunk: { type: 'string' }, temp: { type: 'string', default: '0' }, 'top-k': { type: 'string', default: '20' },
-  'top-p': { type: 'string', default: '0.95' }, 'attn-flash': { type: 'boolean' },
+  'top-p': { type: 'string', default: '0.95' }, 'attn-flash': { type: 'boolean' }, reps: { type: 'string', default: '3' },
 } });
 const sampling = { temperature: Number(a.temp), topK: Number(a['top-k']), topP: Number(a['top-p']), minP: 0 };
 if (!a.model) { console.error('bench-vk: -m MODEL is required'); process.exit(2); }
@@ -42,12 +43,17 @@ for (const n of a.prefill!.split(',').map(Number)) {
   const s = e.newSession();
   await s.eval(tokens.slice(0, 64)); // warm-up: pipelines, first-touch
   s.dispose();
-  const s2 = e.newSession();
-  const t = performance.now();
-  await s2.eval(tokens.slice(0, n));
-  const sec = (performance.now() - t) / 1000;
-  console.log(`prefill ${n} tokens: ${sec.toFixed(3)} s = ${(n / sec).toFixed(1)} tok/s`);
-  s2.dispose();
+  // one prompt's time varies by a few percent from run to run (clocks, the host): the median
+  const secs: number[] = [];
+  for (let r = 0; r < Math.max(1, Number(a.reps)); r++) {
+    const s2 = e.newSession();
+    const t = performance.now();
+    await s2.eval(tokens.slice(0, n));
+    secs.push((performance.now() - t) / 1000);
+    s2.dispose();
+  }
+  const sec = [...secs].sort((x, y) => x - y)[secs.length >> 1];
+  console.log(`prefill ${n} tokens: ${sec.toFixed(3)} s = ${(n / sec).toFixed(1)} tok/s (median of ${secs.length}: ${secs.map((x) => (n / x).toFixed(0)).join(', ')})`);
 }
 
 // time inside dev.run (submit → fence, VkEngine.runMs): the rest of a decode step is host work

@@ -2,13 +2,14 @@
 # The prefill measurement of issue #44 in one device call (run on the device machine from the
 # repository root, after `bash ../shared/device/prep.sh` and `npm run build` here; carry .device,
 # dist, build and native-vk/build/Release):
-#   source .device/setup.sh && bash scripts/bench/prefill-gpu.sh [BASE_ADDON]
+#   source .device/setup.sh && bash scripts/bench/prefill-gpu.sh [BASE.tar.xz]
 # Parity first (mmc-check on the engine's 16 × 16 × 16 modules; vk-parity of the fixtures that
 # came along, prefill vs token-by-token decode among its checks), then bench-mmc, bench-vk on every
 # fast path and on the BC-250's arithmetic (Q36_VK_COOPMAT=0 Q36_VK_MVQ=0), and a profile of the
-# 2048- and 512-token steps. BASE_ADDON (an older build's q36vk.node, e.g. unpacked from a carried .xz) runs
-# bench-mmc, both bench-vk lines (to depth 10K) and the profiles again in the same lease, so before and after
-# share one machine. Everything is printed
+# 2048- and 512-token steps (and the 2048 tokens at depth 30720). BASE (an older build: a .tar.xz of its
+# dist/ and native-vk/build/Release/q36vk.node, the two together: the dispatch shapes live in dist, the
+# shaders in the addon) runs bench-mmc, both bench-vk lines (to depth 10K) and the profiles again in
+# the same lease, so before and after share one machine. Everything is printed
 # and, where $OUT is set, written to $OUT/prefill-gpu.txt.
 set -uo pipefail
 BASE=${1:-}
@@ -32,13 +33,15 @@ benches 8192,10240,30720,32768
 profiles() {
   run node dist/scripts/bench/profile-vk.js -m "$MODEL" --ctx 4096 --prefill 2048
   run node dist/scripts/bench/profile-vk.js -m "$MODEL" --ctx 4096 --prefill 512
+  run node dist/scripts/bench/profile-vk.js -m "$MODEL" --ctx 32771 --prefill 32768
 }
 profiles
 if [ -n "$BASE" ]; then
   say "# the base build ($BASE), same lease"
-  cp "$ADDON" /tmp/q36vk-head.node && cp "$BASE" "$ADDON"
+  rm -rf /tmp/prefill-head && mkdir -p /tmp/prefill-head && mv dist /tmp/prefill-head/ && cp "$ADDON" /tmp/prefill-head/q36vk.node
+  tar -xJf "$BASE"
   benches 8192,10240
   profiles
-  cp /tmp/q36vk-head.node "$ADDON"
+  rm -rf dist && mv /tmp/prefill-head/dist . && cp /tmp/prefill-head/q36vk.node "$ADDON"
 fi
 say "# done $(date -u +%FT%TZ)"

@@ -1,6 +1,6 @@
 /**
  * profile-vk: GPU time per shader for one prefill chunk and one decode step (Vulkan timestamps
- * after every dispatch), to see where a step's time goes.
+ * after every dispatch), to see where a step's time goes; the prefill runs twice, the second profiled.
  *
  *   node dist/scripts/bench/profile-vk.js -m /tmp/full-q2.gguf [--ctx 4096] [--prefill 1024] [--chunk N] [--draft-rows 2,5]
  * (--ctx 32771 --prefill 32768: the last prefill step is the 2048 tokens at depth 30720;
@@ -18,9 +18,16 @@ if (!a.model) { console.error('profile-vk: -m MODEL is required'); process.exit(
 // the decode steps after the prefill need 3 positions of their own (and the draft steps theirs)
 if (!(Number(a.prefill) >= 1 && Number(a.prefill) + 3 + 2 * draftRows.reduce((x, y) => x + y, 0) <= Number(a.ctx))) { console.error(`profile-vk: --prefill ${a.prefill} must be at least 1 and leave 3 positions of --ctx ${a.ctx} for the decode steps`); process.exit(2); }
 const e = await openEngine({ ...envEngineOptions(), model: a.model, backend: 'vulkan', ctx: Number(a.ctx), vkProfile: true, chunk: a.chunk ? Number(a.chunk) : undefined, draftMax: draftRows.length ? Math.max(...draftRows) - 1 : undefined }) as VkEngine;
-const s = e.newSession();
 const n = Number(a.prefill);
 const toks = Array.from({ length: n }, (_, i) => (i * 7919) % 1000);
+// the same prefill once before, in a session of its own: the clocks up and every buffer touched,
+// as in bench-vk's timings (a cold first step read ~200 ms more on the H100)
+{
+  const w = e.newSession();
+  await w.eval(toks);
+  w.dispose();
+}
+const s = e.newSession();
 await s.eval(toks);
 const show = (title: string) => {
   const p = e.profile();

@@ -171,6 +171,8 @@ export function mvqTakes(type: string, n: number): boolean {
 }
 /** The tiled matmuls (mm.glsl): weight rows per tile, activation rows per tile (dense / experts), reduction step. */
 export const MM_ROWS = 64;
+/** Weight rows per tile of the dense mmc (each staged activation tile serves twice mm's rows: docs/vulkan.md); its GLU and routed forms keep MM_ROWS. */
+export const MMC_ROWS = 128;
 export const MM_TOKENS = 64;
 export const MM_MOE_PAIRS = 32;
 /** Pairs per tile of mmc_moe (VK_TUNING.mmcMoePairs: the dense tile's shape). */
@@ -183,6 +185,8 @@ export const DELTANET_BLOCK = 16;
 export const DELTANET_BLOCK_FLOATS = 4 * DELTANET_BLOCK + 2 * DELTANET_BLOCK * DELTANET_BLOCK;
 /** The tiled matmul's kernel: mm / mm_moe (f32 tiles), mmc / mmc_moe on the matrix units, where a GLU has modules of its own (mmc_glu, mmc_moe_glu). */
 const tiledKernel = (coopmat: boolean | undefined, glu: boolean, moe: boolean): string => `${coopmat ? 'mmc' : 'mm'}${moe ? '_moe' : ''}${coopmat && glu ? '_glu' : ''}`;
+/** Weight rows per workgroup of that kernel. */
+const tiledRows = (coopmat: boolean | undefined, glu: boolean, moe: boolean): number => (coopmat && !glu && !moe ? MMC_ROWS : MM_ROWS);
 /**
  * Fewest activation rows, and weight rows, for which the dense tiled matmul beats the 8-row
  * matmul (VK_TUNING: a weight of fewer than 64 rows fills part of one 64-row tile, as the
@@ -293,12 +297,12 @@ export function matvecOp(ops: OpList, d: MatvecDispatch): void {
   const glu = (flags & MV.glu) !== 0;
   if (d.moe) {
     if (tiled) {
-      ops.op(`${tiledKernel(d.coopmat, glu, true)}_${d.type}`, [...d.buffers, d.moe.tiles], push(), [Math.ceil(d.rows / MM_ROWS), d.moe.maxTiles], d.barrier ?? true, d.label);
+      ops.op(`${tiledKernel(d.coopmat, glu, true)}_${d.type}`, [...d.buffers, d.moe.tiles], push(), [Math.ceil(d.rows / tiledRows(d.coopmat, glu, true)), d.moe.maxTiles], d.barrier ?? true, d.label);
       return;
     }
     d = { ...d, buffers: [d.buffers[0], d.buffers[1], d.buffers[2], d.moe.ids, d.buffers[4]], moe: undefined };
   } else if (tiled && (flags & MV.gather) === 0 && d.nRows >= MM_MIN_ROWS && (d.weightRows ?? d.rows) >= MM_MIN_WEIGHT_ROWS) {
-    ops.op(`${tiledKernel(d.coopmat, glu, false)}_${d.type}`, d.buffers, push(), [Math.ceil(d.rows / MM_ROWS), Math.ceil(d.nRows / MM_TOKENS)], d.barrier ?? true, d.label);
+    ops.op(`${tiledKernel(d.coopmat, glu, false)}_${d.type}`, d.buffers, push(), [Math.ceil(d.rows / tiledRows(d.coopmat, glu, false)), Math.ceil(d.nRows / MM_TOKENS)], d.barrier ?? true, d.label);
     return;
   }
   // activation rows per workgroup: matmulTokens() (each row's sums are the same whichever, the

@@ -40,3 +40,19 @@ export function deviceProblem(info: DeviceInfo, s: ModelShape): string | undefin
   if (s.nExpert > 32 * info.subgroupSize) return `${s.nExpert} experts exceed the router's 32 per subgroup lane (subgroup size ${info.subgroupSize})`;
   return undefined;
 }
+
+/** Compute shared memory the matrix-unit modules take at most (attn_mmc; the split-weight mmc forms at 128 rows a tile). */
+export const MMC_SHARED_BYTES = 49152;
+
+/**
+ * Where prefill matmuls run: the matrix units (mmc, attn_mmc) where the device lists their shape
+ * (`coopmat`, the addon's check), has their shared memory, the build has their modules and the
+ * user did not switch them off; else the f32 tiles, with the reason.
+ */
+export function prefillPath(info: Pick<DeviceInfo, 'coopmat' | 'coopmatShapes' | 'maxComputeSharedMemorySize'>, o: { built: boolean; optOut: boolean }): { coopmat: boolean; why: string } {
+  const why = !info.coopmat ? (info.coopmatShapes ? `the device's matrix shapes lack 16x16x16 f16->f32 (${info.coopmatShapes})` : 'the device has no usable matrix units (VK_KHR_cooperative_matrix, 32-lane subgroups)')
+    : info.maxComputeSharedMemorySize < MMC_SHARED_BYTES ? `the device's ${info.maxComputeSharedMemorySize} bytes of compute shared memory are under the matrix-unit kernels' ${MMC_SHARED_BYTES}`
+    : !o.built ? 'this build has no matrix-core kernels (bash scripts/build/glslc-coopmat.sh, then npm run build)'
+    : o.optOut ? 'Q36_VK_COOPMAT=0' : '';
+  return { coopmat: why === '', why };
+}

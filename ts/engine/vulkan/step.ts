@@ -92,10 +92,13 @@ function deltanetMixer(c: StepContext, l: number): Pending {
   const levels = normLevels(c);
   const v = T === 1 && !c.rows ? h.mv.stacked(c.ops, l, 'ssm_in', B.A, true, levels) : undefined;
   const [U, Z, Bt, AL] = v ?? [B.U, B.Z, B.B, B.AL];
+  // a prefill chunk's recurrence walks its blocks on one workgroup a multiprocessor: the output
+  // gate's projection (needed only by the gated norm after it) runs alongside that walk
+  const chunked = T > 1 && !c.rows && !c.draft;
   if (!v) {
     // independent ops back to back without a barrier between them
     mv(c, l, 'attn_qkv.weight', B.A, U, T, { barrier: false, levels });
-    mv(c, l, 'attn_gate.weight', B.A, Z, T, { barrier: false, levels });
+    if (!chunked) mv(c, l, 'attn_gate.weight', B.A, Z, T, { barrier: false, levels });
     mv(c, l, 'ssm_beta.weight', B.A, Bt, T, { barrier: false, levels });
     mv(c, l, 'ssm_alpha.weight', B.A, AL, T, { levels });
   }
@@ -124,7 +127,8 @@ function deltanetMixer(c: StepContext, l: number): Pending {
     // several: what does not depend on the state for every 16-token block at once, then the
     // chunked form over 32-column slices of each head, then the gated norm
     dispatch(c.ops, K.deltanet_prep, { U, B: Bt, AL, dtBias, A: Aw, DBK: B.DBK }, dn, [Math.ceil(T / DELTANET_BLOCK), s.ssmVHeads]);
-    dispatch(c.ops, K.deltanet_chunk, { U, DBK: B.DBK, state, O: B.O }, dn, [s.ssmVHeads, groups(K.deltanet_chunk, s.ssmHeadDim)]);
+    dispatch(c.ops, K.deltanet_chunk, { U, DBK: B.DBK, state, O: B.O }, dn, [s.ssmVHeads, groups(K.deltanet_chunk, s.ssmHeadDim)], { barrier: false });
+    mv(c, l, 'attn_gate.weight', B.A, Z, T, { levels });
     dispatch(c.ops, K.ssm_gnorm, { O: B.O, Z, normWeight }, { dk: s.ssmHeadDim, hv: s.ssmVHeads, eps: s.eps }, [T, s.ssmVHeads]);
   }
   mv(c, l, 'ssm_out.weight', B.O, B.A2, T);

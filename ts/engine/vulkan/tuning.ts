@@ -22,8 +22,9 @@ export const VK_TUNING = {
   /** fewest activation rows, and weight rows, for which the dense tiled matmul beats the 8-row matmul */
   mmMinRows: 16,
   mmMinWeightRows: 64,
-  /** pairs a tile of mmc_moe (the matrix units' expert matmul): an expert's weight tile decoded once for a 2048-token chunk's ~64 pairs */
-  mmcMoePairs: 64,
+  /** pairs a tile of mmc_moe (the matrix units' expert matmul; its modules' BN): 32, half the dense tile, fewer registers and
+   * fewer empty slots than 64 at 512 to 2048 tokens (docs/vulkan.md) */
+  mmcMoePairs: 32,
   /** prefill tokens a dispatch pair of attention + attn_merge: 64, or 256 for chunks of 2048 and more (fuller last waves at depth; 4× the partials) */
   attnTokens: 64,
   attnTokensLarge: 256,

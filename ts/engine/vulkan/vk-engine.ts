@@ -24,7 +24,7 @@ import { MatvecRecorder } from './matvec-recorder.js';
 import { VkExpertStream, tilesFor } from './expert-stream.js';
 import type { ExpertStats } from '../expert-cache.js';
 import { modelIdentity } from '../../model/fingerprint.js';
-import { deviceProblem, shapeProblem } from './limits.js';
+import { deviceProblem, prefillPath, shapeProblem } from './limits.js';
 import { probeSubgroups } from './subgroup-probe.js';
 import { mvqChoice } from './features.js';
 import { MAX_BATCH_ROWS } from '../defaults.js';
@@ -178,10 +178,10 @@ export class VkEngine implements Engine, VkHost {
     const mvq = mvqChoice(info, options.vkMvq);
     this.mvq = mvq !== 'none';
     this.mvqDense = mvq === 'all';
-    const mmc = addon.shaderNames().includes('mmc_q8_0');
-    this.coopmat = info.coopmat && mmc && options.vkCoopmat !== false;
+    const path = prefillPath(info, { built: addon.shaderNames().includes('mmc_q8_0'), optOut: options.vkCoopmat === false });
+    this.coopmat = path.coopmat;
     this.coopmatWhy = this.coopmat ? `matrix units (mmc, attn_mmc: Q and activations as two f16; Q8_0, IQ2_XXS weights and a q8_0, q4_0 or f16 K exact in f16, others as two f16; f32 sums; ${info.coopmatShapes.split('; ').length} subgroup shapes listed)`
-      : `f32 tiles (mm): ${!info.coopmat ? (info.coopmatShapes ? `the device's matrix shapes lack 16x16x16 f16->f32 (${info.coopmatShapes})` : 'the device has no usable matrix units (VK_KHR_cooperative_matrix, 32-lane subgroups)') : !mmc ? 'this build has no matrix-core kernels (bash scripts/build/glslc-coopmat.sh, then npm run build)' : 'Q36_VK_COOPMAT=0'}`;
+      : `f32 tiles (mm): ${path.why}`;
     let fd = -1;
     try {
       this.checkDevice();
