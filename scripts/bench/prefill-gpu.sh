@@ -4,7 +4,7 @@
 # dist, build and native-vk/build/Release):
 #   source .device/setup.sh && bash scripts/bench/prefill-gpu.sh [BASE.tar.xz]
 # Parity first (mmc-check on the engine's 16 × 16 × 16 modules; vk-parity of the fixtures that
-# came along, prefill vs token-by-token decode among its checks), then bench-mmc, bench-vk on every
+# came along, prefill vs token-by-token decode among its checks, on both paths), then bench-mmc, bench-vk on every
 # fast path and on the BC-250's arithmetic (Q36_VK_COOPMAT=0 Q36_VK_MVQ=0), and a profile of the
 # 2048- and 512-token steps (and the 2048 tokens at depth 30720). BASE (an older build: a .tar.xz of its
 # dist/ and native-vk/build/Release/q36vk.node, the two together: the dispatch shapes live in dist, the
@@ -22,6 +22,8 @@ say "# prefill-gpu $(git rev-parse --short HEAD 2>/dev/null || echo '?'); $(date
 [ -s "$MODEL" ] || run node dist/scripts/models/make-model.js --preset full --recipe q2 --out "$MODEL" --quiet
 run node dist/scripts/check/mmc-check.js
 run node dist/scripts/check/vk-parity.js fixtures
+say "## the f32 tiles (the fallback): Q36_VK_COOPMAT=0 Q36_VK_MVQ=0"
+Q36_VK_COOPMAT=0 Q36_VK_MVQ=0 run node dist/scripts/check/vk-parity.js fixtures
 # $1: bench-vk's frontiers (the base build's run leaves out depth 30K: one call stays in 10 minutes)
 benches() {
   run node dist/scripts/bench/bench-mmc.js --tokens 512,2048
