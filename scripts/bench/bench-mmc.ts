@@ -16,7 +16,6 @@ import { parseArgs } from 'node:util';
 import { Core } from '../../ts/core/wasm.js';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import type { KernelDecl } from '../../ts/engine/vulkan/kernels.js';
 import { MV, OpList, Pipelines, declOf, gridBlob, matvecOp, MMC_MOE_PAIRS, MM_MOE_PAIRS, type MatvecDispatch } from '../../ts/engine/vulkan/graph.js';
 import { tilesFor } from '../../ts/engine/vulkan/expert-stream.js';
@@ -24,6 +23,7 @@ import { loadAddon } from '../../ts/vk/addon.js';
 import { Rng } from '../../ts/model/synth.js';
 import { pipelineStats } from '../lib/pipeline-stats.js';
 import { randomFloats, randomWeights } from '../lib/random-weights.js';
+import { addSpv } from '../lib/runtime-shaders.js';
 
 const { values: a } = parseArgs({ options: {
   tokens: { type: 'string', default: '512,2048' }, reps: { type: 'string', default: '10' }, variant: { type: 'string' }, device: { type: 'string', default: '-1' },
@@ -47,11 +47,9 @@ class VariantPipelines extends Pipelines {
 const more: KernelDecl[] = [];
 if (a['variant-spv']) {
   if (!variant) { console.error('bench-mmc: --variant-spv needs --variant'); process.exit(2); }
-  const { reflect } = (await import(pathToFileURL(path.resolve('scripts/lib/spirv-reflect.mjs')).href)) as { reflect: (w: Uint32Array) => { bindings: number; push: number; local: [number, number, number]; counts: number[] } };
   for (const f of fs.readdirSync(a['variant-spv']).filter((f) => f.startsWith(`${variant}_`) && f.endsWith('.spv'))) {
-    const name = f.slice(0, -4), b = fs.readFileSync(path.join(a['variant-spv'], f));
-    const words = new Uint32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength)), r = reflect(words);
-    loadAddon().addShader(name, words, r.bindings, r.push, r.local, r.counts);
+    const name = f.slice(0, -4);
+    await addSpv(name, path.join(a['variant-spv'], f));
     more.push({ ...declOf(`mmc_${name.slice(variant.length + 1)}`), name });
   }
 }

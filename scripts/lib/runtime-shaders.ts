@@ -41,11 +41,8 @@ export function smallFragmentCompiler(tool: string, info: ReturnType<VkDevice['i
 
 /** Compiles each module with `glslc` (a path or a command; default the system's) and adds it to the addon. */
 export async function addModules(modules: readonly RuntimeModule[], glslc = 'glslc'): Promise<void> {
-  // build-shaders.mjs's reflection, a plain module beside it (run before any TypeScript is compiled)
-  const { reflect } = (await import(pathToFileURL(path.join(ROOT, 'scripts', 'lib', 'spirv-reflect.mjs')).href)) as { reflect: Reflect };
   const out = path.join(ROOT, 'build', 'runtime-shaders');
   fs.mkdirSync(out, { recursive: true });
-  const addon = loadAddon();
   const cmd = glslc.includes('/') ? path.resolve(ROOT, glslc) : glslc;
   for (const m of modules) {
     const src = path.resolve(ROOT, m.source), spv = path.join(out, `${m.name}.spv`);
@@ -54,9 +51,18 @@ export async function addModules(modules: readonly RuntimeModule[], glslc = 'gls
     } catch (e) {
       throw new Error(`glslc failed on ${m.source} (${m.name}): ${(e as { stderr?: Buffer }).stderr?.toString().trim() ?? (e as Error).message}`);
     }
-    const b = fs.readFileSync(spv);
-    const words = new Uint32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength));
-    const r = reflect(words);
-    addon.addShader(m.name, words, r.bindings, r.push, r.local, r.counts);
+    await addSpv(m.name, spv);
   }
+}
+
+/**
+ * Adds a module already compiled (a .spv file) under `name`, reflected by build-shaders.mjs's
+ * reflection (a plain module beside this one: it runs before any TypeScript is compiled).
+ */
+export async function addSpv(name: string, spv: string): Promise<void> {
+  const { reflect } = (await import(pathToFileURL(path.join(ROOT, 'scripts', 'lib', 'spirv-reflect.mjs')).href)) as { reflect: Reflect };
+  const b = fs.readFileSync(spv);
+  const words = new Uint32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength));
+  const r = reflect(words);
+  loadAddon().addShader(name, words, r.bindings, r.push, r.local, r.counts);
 }
