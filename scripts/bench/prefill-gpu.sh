@@ -6,7 +6,8 @@
 # Parity first (mmc-check on the engine's 16 × 16 × 16 modules; vk-parity of the fixtures that
 # came along, prefill vs token-by-token decode among its checks, on both paths), then bench-mmc, bench-vk on every
 # fast path and on the BC-250's arithmetic (Q36_VK_COOPMAT=0 Q36_VK_MVQ=0), and a profile of the
-# 2048- and 512-token steps (and the 2048 tokens at depth 30720). BASE (an older build: a .tar.xz of its
+# 2048- and 512-token steps (and the 2048 tokens at depth 30720), q36-bench on both arithmetics and
+# bench-ttft (a 25K-token prompt through the server). BASE (an older build: a .tar.xz of its
 # dist/ and native-vk/build/Release/q36vk.node, the two together: the dispatch shapes live in dist, the
 # shaders in the addon) runs bench-mmc, both bench-vk lines (to depth 10K) and the profiles again in
 # the same lease, so before and after share one machine. Everything is printed
@@ -38,6 +39,15 @@ profiles() {
   run node dist/scripts/bench/profile-vk.js -m "$MODEL" --ctx 32771 --prefill 32768
 }
 profiles
+# the README's other rows: q36-bench on both arithmetics, the first streamed text of a 25K-token
+# prompt (bench-ttft, bundled here first where node_modules is absent: its header says how)
+Q="node dist/ts/cli/q36-bench.js --vulkan -m $MODEL --ctx-start 2048 --ctx-max 32768 --step-mul 4 --gen-tokens 64 --warmup 2048"
+run $Q
+say "## the BC-250's arithmetic: Q36_VK_COOPMAT=0 Q36_VK_MVQ=0"
+Q36_VK_COOPMAT=0 Q36_VK_MVQ=0 run $Q
+TTFT=dist/scripts/bench/bench-ttft.js
+[ -d node_modules ] || TTFT=dist/scripts/bench-ttft.bundle.mjs
+if [ -f "$TTFT" ]; then run node "$TTFT" -m "$MODEL" --bytes 25000 --ctx 32768; else say "# bench-ttft: no $TTFT (bundle it first)"; fi
 if [ -n "$BASE" ]; then
   say "# the base build ($BASE), same lease"
   rm -rf /tmp/prefill-head && mkdir -p /tmp/prefill-head && mv dist /tmp/prefill-head/ && cp "$ADDON" /tmp/prefill-head/q36vk.node
