@@ -125,8 +125,8 @@ for (const T of a.tokens!.split(',').map(Number)) {
   // size), the tiles of mm_moe's and of mmc_moe's size
   const slots = Uint32Array.from(eOf), LIST = buf(new Uint8Array(tilesFor(slots, MM_MOE_PAIRS).list.buffer));
   const moe = (bn: number) => { const { tiles } = tilesFor(slots, bn); return { tiles: buf(new Uint8Array(tiles.buffer)), maxTiles: tiles[0], ids }; };
-  const m32 = moe(MM_MOE_PAIRS), m64 = moe(variantPairs);
-  compare(`experts gate+up iq2_xxs T=${T}`, { type: 'iq2_xxs', buffers: [WGU, X, 0, LIST, grid], rows: FF, n: H, rowBytes: gu.rowBytes, nRows: T * K, flags: MV.glu, K, expertBytes: 2 * FF * gu.rowBytes, upBytes: FF * gu.rowBytes, yStride: FF, moe: m32 }, T * K * FF, m64);
-  compare(`experts down q2_k T=${T}`, { type: 'q2_k', buffers: [WDN, XP, 0, LIST, grid], rows: H, n: FF, rowBytes: dn.rowBytes, nRows: T * K, flags: MV.ownRow, K, expertBytes: H * dn.rowBytes, yStride: H, moe: m32 }, T * K * H, m64);
+  const mm = moe(MM_MOE_PAIRS), mc = moe(variantPairs);
+  compare(`experts gate+up iq2_xxs T=${T}`, { type: 'iq2_xxs', buffers: [WGU, X, 0, LIST, grid], rows: FF, n: H, rowBytes: gu.rowBytes, nRows: T * K, flags: MV.glu, K, expertBytes: 2 * FF * gu.rowBytes, upBytes: FF * gu.rowBytes, yStride: FF, moe: mm }, T * K * FF, mc);
+  compare(`experts down q2_k T=${T}`, { type: 'q2_k', buffers: [WDN, XP, 0, LIST, grid], rows: H, n: FF, rowBytes: dn.rowBytes, nRows: T * K, flags: MV.ownRow, K, expertBytes: H * dn.rowBytes, yStride: H, moe: mm }, T * K * H, mc);
 }
 dev.dispose();

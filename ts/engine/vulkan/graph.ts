@@ -175,7 +175,7 @@ export const MM_ROWS = 64;
 export const MMC_ROWS = 128;
 export const MM_TOKENS = 64;
 export const MM_MOE_PAIRS = 32;
-/** Pairs per tile of mmc_moe (VK_TUNING.mmcMoePairs: the dense tile's shape). */
+/** Pairs per tile of mmc_moe and mmc_moe_glu (VK_TUNING.mmcMoePairs; the modules' BN). */
 export const MMC_MOE_PAIRS: number = VK_TUNING.mmcMoePairs;
 /** Pairs per expert tile for the tiled matmul in use (moe_tiles' BN). */
 export const moePairs = (coopmat: boolean): number => (coopmat ? MMC_MOE_PAIRS : MM_MOE_PAIRS);
