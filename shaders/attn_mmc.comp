@@ -19,11 +19,11 @@
 // rows' maximum grew (a subgroup vote; a workgroup-shared 'grew' flag in its place turned the
 // first query row's scores into NaN on the H200's driver, cause not found: docs/vulkan.md).
 // Tiles past the first mostly keep every row's maximum.
-// Subgroup s (the engine's modules: 32 lanes, 8 a workgroup) owns the CM query rows CM·(s % RBN) …;
+// Subgroup s (the engine's modules: 32 lanes, 8 a workgroup at NT = 256) owns the CM query rows CM·(s % RBN) …;
 // of S the key blocks SKB·(s / RBN) …; of O the dim blocks NQ·j + s / RBN of each 128-dim pass
 // (hd ≤ 256). Needs SG-lane subgroups and CM × CM × CM f16 → f32 subgroup products (the engine's:
 // 32 and 16, its matrix-unit check; 8 and 8 for checks on lavapipe, docs/toolchain.md), hd a
-// multiple of 32, ≤ 256. Shared memory 44032 bytes at CM = 16.
+// multiple of 32, ≤ 256. Shared memory 48128 bytes at CM = 16 (49152 at NT = 512).
 #extension GL_GOOGLE_include_directive : enable
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -31,7 +31,13 @@
 #extension GL_KHR_shader_subgroup_vote : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #include "common.glsl"
-layout(local_size_x = 256) in;
+// threads a workgroup (NT): the engine's 256, or 512 (scripts/experiments/attn: the subgroups
+// share out S's key blocks and O's dims, so more of them hold fewer accumulators each, for more
+// subgroups a multiprocessor than the one 193-register workgroup of 256; not yet measured)
+#ifndef NT
+#define NT 256
+#endif
+layout(local_size_x = NT) in;
 layout(std430, binding = 0) readonly buffer QB { float QG[]; };
 layout(std430, binding = 1) readonly buffer KB { uint KC[]; };
 layout(std430, binding = 2) readonly buffer VB { uint VC[]; };
@@ -85,11 +91,16 @@ const float LO = 2048.0;
 // subgroups, CM-row blocks of the R rows, and the subgroups sharing a row block (NQ): each takes
 // SKB of S's key blocks and ODB of O's dim blocks of each VD-dim pass; PE: a CM × CM f32 matrix's
 // elements a lane handles through shared memory
-const uint NSG = 256u / SG, RBN = R / CM, NQ = NSG / RBN, SKB = (BC / CM) / NQ, ODB = (VD / CM) / NQ, PE = CM * CM / SG;
+const uint NTH = uint(NT), NSG = NTH / SG, RBN = R / CM, NQ = NSG / RBN, SKB = (BC / CM) / NQ, ODB = (VD / CM) / NQ, PE = CM * CM / SG;
 // shared rows as f16vec4 with 8 values of padding (16-byte aligned rows on other banks)
 const uint SQ = (DS + 8u) / 4u;    // a Q or K row of a dim slice
 const uint SP = (16u + 8u) / 4u;   // a P row of a 16-key slice
 const uint SV = (VD + 8u) / 4u;    // a V row (one key) of a pass
+// the staging threads: TPR a Q row or key of a dim slice (QE of its f16vec4 each), VPK a V key
+// of a pass (VE each); the softmax's TPR a row (BC / TPR keys each)
+const uint TPR = NTH / R, QE = DS / (4u * TPR), VPK = NTH / 16u, VE = VD / (4u * VPK), KPT = BC / TPR;
+// O's accumulators a subgroup: two 128-dim passes of ODB blocks
+const uint NO = 2u * ODB;
 // one staging array for both phases: S: Q hi, Q lo, K hi, K lo (64 rows each); P·V: P hi, P lo
 // (64 rows), V hi, V lo (16 keys)
 const uint QH = 0u, QL = R * SQ, KH = 2u * R * SQ, KL = 3u * R * SQ;
@@ -98,7 +109,7 @@ const uint ST_LEN = max(4u * R * SQ, 2u * R * SP + 32u * SV);
 shared f16vec4 ST[ST_LEN];
 shared float ps[R * PS];          // scores, then probabilities; at the end each subgroup's 16 × 16 output scratch
 shared float AM[R * CM];          // each row's alpha in all CM columns (O's rescale as a product)
-shared float red[256];            // softmax partial max / sum, 4 threads per row
+shared float red[NTH];            // softmax partial max / sum, TPR threads per row
 shared float rowM[R];
 shared float rowL[R];
 shared float rowA[R];
@@ -106,6 +117,13 @@ shared uint rowPos[R];            // the row's token position (its last visible 
 #ifdef KSCALED
 shared float DKM[CM * BC];        // the dim slice's scale of each key, in all CM rows (S's columns' scales as a product)
 #endif
+
+// the TPR partial sums of a row from its first thread's slot t, four at a time (attn_tile's order for four)
+float rowSum(uint t) {
+  float a = (red[t] + red[t + 1u]) + (red[t + 2u] + red[t + 3u]);
+  [[unroll]] for (uint i = 4u; i < TPR; i += 4u) a += (red[t + i] + red[t + i + 1u]) + (red[t + i + 2u] + red[t + i + 3u]);
+  return a;
+}
 
 // v as hi (11 significant bits, by mask: exact in f16 across its normal range) at element i of the
 // staging array and the rest times LO at element i + lo
@@ -127,7 +145,7 @@ vec4 kValues(uvec4 r, uint key, uint d, bool on, out float sc) {
 }
 // this thread's Q values and K words of dim slice d_ of the tile at kt_ (keys past uEnd: none)
 #define QK_LOAD(kt_, d_) { \
-  [[unroll]] for (uint e = 0u; e < 2u; e++) { \
+  [[unroll]] for (uint e = 0u; e < QE; e++) { \
     qn[e] = qOff != 0xffffffffu ? vec4(QG[qOff + (d_) + 4u * e], QG[qOff + (d_) + 4u * e + 1u], QG[qOff + (d_) + 4u * e + 2u], QG[qOff + (d_) + 4u * e + 3u]) : vec4(0.0); \
     if ((kt_) + sr < uEnd) kr[e] = k_get4_raw(((kt_) + sr) * pc.kRowBytes, kd + (d_) + sd + 4u * e); \
   } \
@@ -136,21 +154,21 @@ vec4 kValues(uvec4 r, uint key, uint d, bool on, out float sc) {
 // the tile or the head: PV_PASS stages 0 there)
 #define V_LOAD(j0_, p_) { \
   uint d_ = (p_) * VD + vd; \
-  if ((j0_) + vk < nk && d_ < hd) [[unroll]] for (uint e = 0u; e < 2u; e++) vr[e] = v_get4_raw((kt + (j0_) + vk) * pc.vRowBytes, kd + d_ + 4u * e); \
+  if ((j0_) + vk < nk && d_ < hd) [[unroll]] for (uint e = 0u; e < VE; e++) vr[e] = v_get4_raw((kt + (j0_) + vk) * pc.vRowBytes, kd + d_ + 4u * e); \
 }
 
 // one 128-dim pass p of O += P·V for the keys j0 … j0 + 15 (P staged in pass 0; V from the words
 // loaded in vr, which then take the next pass's, so their latency passes during this one's products)
 #define PV_PASS(p) { \
   barrier(); \
-  if (p == 0u) { \
-    uint c = (tid & 3u) * 4u; \
-    put(PH + sr * SP + (tid & 3u), PL - PH, vec4(ps[sr * PS + j0 + c], ps[sr * PS + j0 + c + 1u], ps[sr * PS + j0 + c + 2u], ps[sr * PS + j0 + c + 3u])); \
+  if (p == 0u && tid < 4u * R) { \
+    uint c = (tid & 3u) * 4u, r = tid >> 2u; \
+    put(PH + r * SP + (tid & 3u), PL - PH, vec4(ps[r * PS + j0 + c], ps[r * PS + j0 + c + 1u], ps[r * PS + j0 + c + 2u], ps[r * PS + j0 + c + 3u])); \
   } \
   { \
     uint d = p * VD + vd; \
     bool ok = j0 + vk < nk && d < hd; \
-    [[unroll]] for (uint e = 0u; e < 2u; e++) put(VH + vk * SV + vd / 4u + e, VL - VH, ok ? v_get4_dec(vr[e], (kt + j0 + vk) * pc.vRowBytes, kd + d + 4u * e) : vec4(0.0)); \
+    [[unroll]] for (uint e = 0u; e < VE; e++) put(VH + vk * SV + vd / 4u + e, VL - VH, ok ? v_get4_dec(vr[e], (kt + j0 + vk) * pc.vRowBytes, kd + d + 4u * e) : vec4(0.0)); \
   } \
   barrier(); \
   if (p == 0u && passes > 1u) V_LOAD(j0, 1u) \
@@ -178,8 +196,8 @@ vec4 kValues(uvec4 r, uint key, uint d, bool on, out float sc) {
 // through the subgroup's 256 floats of ps (free once the last tile's P·V is done)
 #define O_OUT(oi) { \
   uint d = (oi / ODB) * VD + (NQ * (oi % ODB) + hf) * CM; \
-  if (d < hd) { \
-    coopMatStore(o[oi] * (1.0 / LO), ps, sg * CM * CM, CM, gl_CooperativeMatrixLayoutRowMajor); \
+  if (oi < NO && d < hd) { \
+    coopMatStore(o[oi < NO ? oi : 0u] * (1.0 / LO), ps, sg * CM * CM, CM, gl_CooperativeMatrixLayoutRowMajor); \
     subgroupMemoryBarrierShared(); \
     subgroupBarrier(); \
     [[unroll]] for (uint i = 0u; i < PE; i++) { \
@@ -208,18 +226,19 @@ void main() {
   }
   uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID, rb = sg % RBN, hf = sg / RBN;
   uint passes = (hd + VD - 1u) / VD;
-  ACC o[2u * ODB];
-  [[unroll]] for (uint j = 0u; j < 2u * ODB; j++) o[j] = ACC(0.0);
-  // what this thread stages: Q row / key sr, dims sd … sd + 7 of each dim slice; P row sr, keys
-  // 4·(tid % 4) … of each key slice; V key vk, dims vd … vd + 7 of each pass
-  uint sr = tid >> 2u, sd = (tid & 3u) * 8u, vk = tid >> 4u, vd = (tid & 15u) * 8u;
+  ACC o[NO];
+  [[unroll]] for (uint j = 0u; j < NO; j++) o[j] = ACC(0.0);
+  // what this thread stages: Q row / key sr, dims sd … sd + 4·QE − 1 of each dim slice; V key vk,
+  // dims vd … vd + 4·VE − 1 of each pass (P: row tid / 4, keys 4·(tid % 4) … of each key slice)
+  uint sr = tid / TPR, sd = (tid % TPR) * 4u * QE, vk = tid / VPK, vd = (tid % VPK) * 4u * VE;
   uint qOff = sr < rows ? (pc.t0 + tok0 + sr / G) * pc.qStride + (kvh * G + sr % G) * 2u * hd + sd : 0xffffffffu;
   uint kd = kvh * hd;
   // the next dim slice's Q values and K words load into registers while the current one
   // multiplies, the next tile's first during the last slice (the K words decoded when staged:
   // decoding them at the load waited for them)
-  vec4 qn[2];
-  uvec4 kr[2] = uvec4[2](uvec4(0u), uvec4(0u));
+  vec4 qn[QE];
+  uvec4 kr[QE];
+  [[unroll]] for (uint e = 0u; e < QE; e++) kr[e] = uvec4(0u);
   QK_LOAD(u0, 0u)
   for (uint kt = u0; kt < uEnd; kt += BC) {
     uint nk = min(BC, uEnd - kt);
@@ -228,7 +247,7 @@ void main() {
     for (uint d0 = 0u; d0 < hd; d0 += DS) {
       barrier();
       float ksn;
-      [[unroll]] for (uint e = 0u; e < 2u; e++) {
+      [[unroll]] for (uint e = 0u; e < QE; e++) {
         put(QH + sr * SQ + sd / 4u + e, QL - QH, qn[e]);
         vec4 kv = kValues(kr[e], kt + sr, kd + d0 + sd + 4u * e, sr < nk, ksn);
 #ifdef KEXACT
@@ -238,8 +257,8 @@ void main() {
 #endif
       }
 #ifdef KSCALED
-      // the key's scale in CM / 4 of the CM rows (its four staging threads share it)
-      [[unroll]] for (uint i = 0u; i < CM / 4u; i++) DKM[((tid & 3u) * (CM / 4u) + i) * BC + sr] = ksn;
+      // the key's scale in CM / TPR of the CM rows (its TPR staging threads share it)
+      [[unroll]] for (uint i = 0u; i < CM / TPR; i++) DKM[((tid % TPR) * (CM / TPR) + i) * BC + sr] = ksn;
 #endif
       barrier();
       if (d0 + DS < hd) QK_LOAD(kt, d0 + DS)
@@ -289,21 +308,23 @@ void main() {
       coopMatStore(s[c], ps, rb * CM * PS + (SKB * hf + c) * CM, PS, gl_CooperativeMatrixLayoutRowMajor);
     }
     // the tile's first V words, in flight during the softmax
-    uvec4 vr[2] = uvec4[2](uvec4(0u), uvec4(0u));
+    uvec4 vr[VE];
+    [[unroll]] for (uint e = 0u; e < VE; e++) vr[e] = uvec4(0u);
     V_LOAD(0u, 0u)
     barrier();
-    // online softmax (attn_tile's), 4 threads per row (16 keys each): keys past the row's position
-    // (or the tile) count as −∞
+    // online softmax (attn_tile's), TPR threads per row (KPT keys each): keys past the row's
+    // position (or the tile) count as −∞
     {
-      uint r = tid >> 2u, j0 = (tid & 3u) * 16u;
+      uint r = tid / TPR, j0 = (tid % TPR) * KPT;
       uint lim = r < rows ? min(nk, rowPos[r] + 1u - min(rowPos[r] + 1u, kt)) : 0u;
       float mOld = rowM[r], m = mOld;
-      for (uint j = j0; j < min(lim, j0 + 16u); j++) m = max(m, ps[r * PS + j]);
+      for (uint j = j0; j < min(lim, j0 + KPT); j++) m = max(m, ps[r * PS + j]);
       red[tid] = m;
       barrier();
-      m = max(max(red[r * 4u], red[r * 4u + 1u]), max(red[r * 4u + 2u], red[r * 4u + 3u]));
+      m = red[r * TPR];
+      [[unroll]] for (uint i = 1u; i < TPR; i++) m = max(m, red[r * TPR + i]);
       float l = 0.0;
-      [[unroll]] for (uint j = j0; j < j0 + 16u; j++) {
+      [[unroll]] for (uint j = j0; j < j0 + KPT; j++) {
         float e = j < lim ? exp(ps[r * PS + j] - m) : 0.0;
         ps[r * PS + j] = e;
         l += e;
@@ -311,12 +332,12 @@ void main() {
       barrier();
       red[tid] = l;
       barrier();
-      // the row's alpha CM times, a quarter a thread, for O's rescale below (written before the
+      // the row's alpha CM times, CM / TPR a thread, for O's rescale below (written before the
       // barrier: the subgroups read it without one of their own)
-      [[unroll]] for (uint i = 0u; i < CM / 4u; i++) AM[r * CM + (tid & 3u) * (CM / 4u) + i] = exp(mOld - m);
-      if ((tid & 3u) == 0u) {
+      [[unroll]] for (uint i = 0u; i < CM / TPR; i++) AM[r * CM + (tid % TPR) * (CM / TPR) + i] = exp(mOld - m);
+      if (tid % TPR == 0u) {
         float alpha = exp(mOld - m);
-        rowL[r] = rowL[r] * alpha + (red[tid] + red[tid + 1u]) + (red[tid + 2u] + red[tid + 3u]);
+        rowL[r] = rowL[r] * alpha + rowSum(tid);
         rowM[r] = m;
         rowA[r] = alpha;
       }
@@ -329,7 +350,7 @@ void main() {
     if (kt != u0 && subgroupAny(rowA[rb * CM + lane % CM] != 1.0)) {
       ACC am;
       coopMatLoad(am, AM, rb * CM * CM, CM, gl_CooperativeMatrixLayoutRowMajor);
-      [[unroll]] for (uint j = 0u; j < 2u * ODB; j++) o[j] = o[j] * am;
+      [[unroll]] for (uint j = 0u; j < NO; j++) o[j] = o[j] * am;
     }
     // O += P·V, 16 keys at a time (keys past the tile: P = 0 and V staged as 0, never garbage);
     // the two passes written out (PV_PASS), so every accumulator has a constant index (an array

@@ -352,12 +352,21 @@ export const TOPK_ITEMS = 1024;
 /**
  * Key positions per attention workgroup: short blocks for one token (parallelism), long for
  * prefill (bounds P); attn_flash within its 2048 shared scores for the G heads of a KV head,
- * attn_tile (`tiled`) any multiple of its 64-key tiles.
+ * attn_tile (`tiled`) any multiple of its 64-key tiles: 256, and ATTN_MMC_BLOCK on the matrix
+ * units (`coopmat`, attn_mmc).
  */
-export function attnBlock(s: ModelShape, T: number, tiled = attnTileFits(s)): number {
+export function attnBlock(s: ModelShape, T: number, tiled = attnTileFits(s), coopmat = false): number {
   if (T === 1) return 64;
-  return tiled ? 256 : Math.min(512, 2048 / (s.nHead / s.nHeadKv));
+  return tiled ? (coopmat ? ATTN_MMC_BLOCK : 256) : Math.min(512, 2048 / (s.nHead / s.nHeadKv));
 }
+
+/**
+ * attn_mmc's key block: each block's workgroup stages its query rows again and writes (and
+ * attn_merge reads) a partial per row, so on the matrix units, where the products themselves are
+ * cheap, fewer longer blocks pay less of that (docs/vulkan.md, "Prefill attention blocks"). The
+ * sums are grouped differently from the f32 tiles' 256: a different rounding, not other math.
+ */
+export const ATTN_MMC_BLOCK = 1024;
 
 /**
  * A decode attention block's key positions at position p (shaders/attn_span.glsl, which
