@@ -14,7 +14,7 @@
 //   scales (a CM × CM matrix of them, each row's scale in every column) is added to the sums at
 //   the span's end: two products a pair of fragments, one weight array. (Q2_K's mins made its
 //   scaled form 3.5× slower than the split one on the H200, the mins taken off at each span's end
-//   in f32: docs/vulkan.md; it stays split.)
+//   in f32: docs/journal/prefill-matrix-units-2026-12-04-to-12-05.md; it stays split.)
 // - otherwise the weights are split as the activations are (WSL: their lo parts), a product is
 //   hi·hi + (hi·lo + lo·hi) / LO, the cross terms in accumulators of their own.
 // A step's loads are issued SETS steps ahead (the module's 1 or 2), into one of SETS sets of
@@ -256,7 +256,8 @@ void main() {
   // while the steps before it stage and multiply. The routed gate+up takes two with RAW_LOADS
   // (its products, a few fragments a subgroup at a short prefill's tiles, cover too little of a
   // load's latency: decoding at the load waits for the loads there, as FETCH2's two sets did); the
-  // others were no faster or slower that way and keep one set decoded at the load (docs/vulkan.md)
+  // others were no faster or slower that way and keep one set decoded at the load (docs/journal/
+  // prefill-matrix-units-2026-12-04-to-12-05.md, "Raw loads")
   Fetch fa, fb;
   load(0u, wo, dg, xo, xlive, fa);
   if (SETS == 2u && BK < pc.n) load(BK, wo, dg, xo, xlive, fb);

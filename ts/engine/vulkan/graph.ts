@@ -363,7 +363,7 @@ export function attnBlock(s: ModelShape, T: number, tiled = attnTileFits(s), coo
 /**
  * attn_mmc's key block: each block's workgroup stages its query rows again and writes (and
  * attn_merge reads) a partial per row, so on the matrix units, where the products themselves are
- * cheap, fewer longer blocks pay less of that (docs/vulkan.md, "Prefill attention blocks"). The
+ * cheap, fewer longer blocks pay less of that (docs/vulkan.md's choices table). The
  * sums are grouped differently from the f32 tiles' 256: a different rounding, not other math.
  */
 export const ATTN_MMC_BLOCK = 1024;
