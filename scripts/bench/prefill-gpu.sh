@@ -15,11 +15,8 @@
 set -uo pipefail
 BASE=${1:-}
 MODEL=/tmp/full-q2.gguf
-LOG=${OUT:-/tmp}/prefill-gpu.txt
 ADDON=native-vk/build/Release/q36vk.node
-say() { echo "$*" | tee -a "$LOG"; }
-run() { say "## $*"; local t=$SECONDS; "$@" 2>&1 | tee -a "$LOG"; say "# ($((SECONDS - t)) s)"; }
-say "# prefill-gpu $(git rev-parse --short HEAD 2>/dev/null || echo '?'); $(date -u +%FT%TZ); $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null)"
+source scripts/lib/device-log.sh prefill-gpu
 [ -s "$MODEL" ] || run node dist/scripts/models/make-model.js --preset full --recipe q2 --out "$MODEL" --quiet
 run node dist/scripts/check/mmc-check.js
 run node dist/scripts/check/vk-parity.js fixtures

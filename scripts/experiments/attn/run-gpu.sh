@@ -12,11 +12,8 @@
 set -uo pipefail
 VARIANT=${1:-}
 MODEL=/tmp/full-q2.gguf
-LOG=${OUT:-/tmp}/attn-gpu.txt
 ADDON=native-vk/build/Release/q36vk.node
-say() { echo "$*" | tee -a "$LOG"; }
-run() { say "## $*"; local t=$SECONDS; "$@" 2>&1 | tee -a "$LOG"; say "# ($((SECONDS - t)) s)"; }
-say "# attn-gpu $(git rev-parse --short HEAD 2>/dev/null || echo '?'); $(date -u +%FT%TZ); $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null)"
+source scripts/lib/device-log.sh attn-gpu
 run node dist/scripts/bench/bench-attn-tile.js --pos 2048,8192,16384,30720 --blk 256,1024,2048 --kernels attn_mmc --variant-spv build/runtime-shaders/attn --stats
 [ -n "$VARIANT" ] || exit 0
 [ -s "$MODEL" ] || run node dist/scripts/models/make-model.js --preset full --recipe q2 --out "$MODEL" --quiet
