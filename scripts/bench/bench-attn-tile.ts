@@ -37,6 +37,8 @@ const list = (v: string, what: string) => v.split(',').map((x) => { const n = Nu
 const positions = list(a.pos!, '--pos'), T = list(a.tokens!, '--tokens')[0], blocks = list(a.blk!, '--blk'), reps = Number(a.reps);
 for (const b of blocks) if (!(b >= 64 && b % 64 === 0)) fail(`--blk ${b}: a multiple of the tiles' 64 keys`);
 if (!(T >= 1)) fail('--tokens: at least 1');
+if (!(reps >= 1)) fail(`--reps ${a.reps}: at least 1`);
+if (a['variant-spv'] && !fs.existsSync(a['variant-spv'])) fail(`--variant-spv ${a['variant-spv']}: no such folder (scripts/experiments/attn/build.sh builds build/runtime-shaders/attn)`);
 const addon = loadAddon();
 const dev = new addon.Device(-1);
 const info = dev.info();
