@@ -197,6 +197,7 @@ vec4 kValues(uvec4 r, uint key, uint d, bool on, out float sc) {
 #define O_OUT(oi) { \
   uint d = (oi / ODB) * VD + (NQ * (oi % ODB) + hf) * CM; \
   if (oi < NO && d < hd) { \
+    /* o[oi] for oi ≥ NO (NT = 512 writes out only NO): glslang rejects the constant index even where the branch is dead */ \
     coopMatStore(o[oi < NO ? oi : 0u] * (1.0 / LO), ps, sg * CM * CM, CM, gl_CooperativeMatrixLayoutRowMajor); \
     subgroupMemoryBarrierShared(); \
     subgroupBarrier(); \

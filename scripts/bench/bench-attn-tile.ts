@@ -18,11 +18,12 @@ import type { KvType } from '../../ts/engine/types.js';
 import { rowBytes } from '../../ts/gguf/index.js';
 import type { ModelShape } from '../../ts/model/shape.js';
 import { PRESETS } from '../../ts/model/synthetic-model.js';
-import { Rng, fillRandom } from '../../ts/model/synth.js';
+import { Rng } from '../../ts/model/synth.js';
 import { loadAddon } from '../../ts/vk/addon.js';
 import { pipelineStats } from '../lib/pipeline-stats.js';
 import { addSpv } from '../lib/runtime-shaders.js';
 import { gpuTime } from '../lib/gpu-time.js';
+import { randomCache } from '../lib/random-cache.js';
 
 const { values: a } = parseArgs({ options: {
   pos: { type: 'string', default: '2048,8192,16384,30720' }, tokens: { type: 'string', default: '256' },
@@ -63,26 +64,26 @@ const { nHead, nHeadKv, headDim: hd } = s;
 const kvDim = nHeadKv * hd, qStride = 2 * nHead * hd, kRow = rowBytes(KV_TYPE_IDS[kType], kvDim), vRow = rowBytes(KV_TYPE_IDS[vType], kvDim);
 const tq = attnTileTokens(s), rng = new Rng(7);
 const ctx = Math.max(...positions) + T, minBlk = Math.min(...blocks), maxBlocks = Math.ceil(ctx / minBlk);
-const fill = (type: KvType, rb: number) => {
-  const b = dev.createBuffer(ctx * rb, false), rows = 1024, chunk = new Uint8Array(rows * rb);
-  fillRandom(KV_TYPE_IDS[type], chunk, rows * kvDim, rng, { sigma: 1 });
-  for (let r = 0; r < ctx; r += rows) dev.write(b, r * rb, chunk.subarray(0, Math.min(rows, ctx - r) * rb));
-  return b;
-};
-const Kc = fill(kType, kRow), Vc = fill(vType, vRow);
+const Kc = randomCache(dev, kType, ctx, kvDim, rng), Vc = randomCache(dev, vType, ctx, kvDim, rng);
 const QG = dev.createBuffer(T * qStride * 4, false);
 dev.write(QG, 0, new Uint8Array(Float32Array.from({ length: T * qStride }, () => rng.normal() * 2).buffer));
 const P = dev.createBuffer(T * nHead * maxBlocks * hd * 4, false), ML = dev.createBuffer(T * nHead * maxBlocks * 8, false);
 const O = dev.createBuffer(T * nHead * hd * 4, true), PARAMS = dev.createBuffer(16, false);
 console.log(`# bench-attn-tile ${new Date().toISOString()} ${info.name}: ${nHead}/${nHeadKv} heads of ${hd}, cache ${kType}/${vType}, ${T} tokens a pair, median of ${reps}`);
 if (a.stats) for (const k of kernels) console.log(`# stats ${k.name}_${kType}_${vType}: ${pipelineStats(dev, `${k.name}_${kType}_${vType}`, more.includes(k) ? { ...k, name: `${k.name}_${kType}_${vType}` } : undefined).text}`);
+// the pair as a recorded step dispatches it for this context, blocks of blk (the grid covers the
+// context; blocks past the tokens return at once)
+const attn = (ops: OpList, kernel: KernelDecl, blk: number) => {
+  const nBlk = Math.ceil(ctx / blk);
+  dispatch(ops, kernel, { QG, Kc, Vc, P, ML, PARAMS }, { nHead, nHeadKv, hd, kRowBytes: kRow, vRowBytes: vRow, qStride, scale: 1 / Math.sqrt(hd), nBlk, blk, t0: 0, grow: 0, nTok: T, tq }, [Math.ceil(T / tq), nHeadKv, nBlk], { variant: `${kType}_${vType}` });
+};
+const merge = (ops: OpList, blk: number) => dispatch(ops, KERNELS.attn_merge, { P, ML, QG, O, PARAMS }, { nHead, hd, nBlk: Math.ceil(ctx / blk), qStride, blk, t0: 0, grow: 0 }, [T, nHead]);
 /** the outputs (attention + attn_merge) of a kernel at a depth, blocks of blk */
 const outputs = (kernel: KernelDecl, pos: number, blk: number): Float32Array => {
-  const nBlk = Math.ceil(ctx / blk);
   dev.write(PARAMS, 0, new Uint8Array(Uint32Array.of(pos, T, 0, 0).buffer));
   const ops = new OpList(pipes);
-  dispatch(ops, kernel, { QG, Kc, Vc, P, ML, PARAMS }, { nHead, nHeadKv, hd, kRowBytes: kRow, vRowBytes: vRow, qStride, scale: 1 / Math.sqrt(hd), nBlk, blk, t0: 0, grow: 0, nTok: T, tq }, [Math.ceil(T / tq), nHeadKv, nBlk], { variant: `${kType}_${vType}` });
-  dispatch(ops, KERNELS.attn_merge, { P, ML, QG, O, PARAMS }, { nHead, hd, nBlk, qStride, blk, t0: 0, grow: 0 }, [T, nHead]);
+  attn(ops, kernel, blk);
+  merge(ops, blk);
   const cmd = dev.record(ops.build(), false);
   dev.runSync(cmd);
   dev.freeCommand(cmd);
@@ -103,11 +104,9 @@ for (const kernel of kernels) {
   for (const pos of positions) {
     dev.write(PARAMS, 0, new Uint8Array(Uint32Array.of(pos, T, 0, 0).buffer));
     for (const blk of blocks) {
-      // the grid a recorded step would have for this context (blocks past the tokens return at once)
-      const nBlk = Math.ceil(ctx / blk), used = Math.ceil((pos + T) / blk);
-      const push = { nHead, nHeadKv, hd, kRowBytes: kRow, vRowBytes: vRow, qStride, scale: 1 / Math.sqrt(hd), nBlk, blk, t0: 0, grow: 0, nTok: T, tq };
-      const ta = gpuTime({ dev, pipes, reps, warmMs: 200 }, (ops: OpList) => dispatch(ops, kernel, { QG, Kc, Vc, P, ML, PARAMS }, push, [Math.ceil(T / tq), nHeadKv, nBlk], { variant: `${kType}_${vType}` })).seconds * 1e6;
-      const tm = gpuTime({ dev, pipes, reps, warmMs: 100 }, (ops: OpList) => dispatch(ops, KERNELS.attn_merge, { P, ML, QG, O, PARAMS }, { nHead, hd, nBlk, qStride, blk, t0: 0, grow: 0 }, [T, nHead])).seconds * 1e6;
+      const used = Math.ceil((pos + T) / blk);
+      const ta = gpuTime({ dev, pipes, reps, warmMs: 200 }, (ops: OpList) => attn(ops, kernel, blk)).seconds * 1e6;
+      const tm = gpuTime({ dev, pipes, reps, warmMs: 100 }, (ops: OpList) => merge(ops, blk)).seconds * 1e6;
       console.log(`${kernel.name},${pos},${blk},${Math.ceil(T / tq) * nHeadKv * used},${ta.toFixed(1)},${tm.toFixed(1)},${(ta + tm).toFixed(1)}`);
     }
   }

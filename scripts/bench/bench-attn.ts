@@ -18,9 +18,10 @@ import type { KvType } from '../../ts/engine/types.js';
 import { rowBytes } from '../../ts/gguf/index.js';
 import type { ModelShape } from '../../ts/model/shape.js';
 import { PRESETS } from '../../ts/model/synthetic-model.js';
-import { Rng, fillRandom } from '../../ts/model/synth.js';
+import { Rng } from '../../ts/model/synth.js';
 import { loadAddon } from '../../ts/vk/addon.js';
 import { gpuTime } from '../lib/gpu-time.js';
+import { randomCache } from '../lib/random-cache.js';
 import { pipelineStats } from '../lib/pipeline-stats.js';
 
 const a = parseArgs({ options: {
@@ -41,14 +42,7 @@ const pipes = new Pipelines(dev);
 const rng = new Rng(11);
 const kvDim = s.nHeadKv * s.headDim, qStride = 2 * s.nHead * s.headDim;
 const kRow = rowBytes(KV_TYPE_IDS[kType], kvDim), vRow = rowBytes(KV_TYPE_IDS[vType], kvDim);
-/** a cache of ctx rows of random values of the type (one chunk of rows written over and over) */
-function cache(type: KvType, rb: number): number {
-  const b = dev.createBuffer(ctx * rb, false), rows = 1024, chunk = new Uint8Array(rows * rb);
-  fillRandom(KV_TYPE_IDS[type], chunk, rows * kvDim, rng, { sigma: 1 });
-  for (let r = 0; r < ctx; r += rows) dev.write(b, r * rb, chunk.subarray(0, Math.min(rows, ctx - r) * rb));
-  return b;
-}
-const caches = Array.from({ length: copies }, () => ({ k: cache(kType, kRow), v: cache(vType, vRow) }));
+const caches = Array.from({ length: copies }, () => ({ k: randomCache(dev, kType, ctx, kvDim, rng), v: randomCache(dev, vType, ctx, kvDim, rng) }));
 const QG = dev.createBuffer(qStride * 4, false);
 dev.write(QG, 0, new Uint8Array(Float32Array.from({ length: qStride }, () => rng.normal()).buffer));
 const P = dev.createBuffer(s.nHead * nBlk * s.headDim * 4, false), ML = dev.createBuffer(s.nHead * nBlk * 8, false);

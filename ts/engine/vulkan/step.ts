@@ -175,7 +175,7 @@ function attentionMixer(c: StepContext, l: number): Pending {
   dispatch(c.ops, K.kv_store, { src: Kb, src2: Kb, cache: kc, cache2: kc, PARAMS: B.PARAMS }, { kvDim: st.kvDim, rowBytes: kRow }, [T, 1], { variant: c.kvTypes.k, barrier: false });
   dispatch(c.ops, K.kv_store, { src: Vb, src2: Vb, cache: vc, cache2: vc, PARAMS: B.PARAMS }, { kvDim: st.kvDim, rowBytes: vRow }, [T, 1], { variant: c.kvTypes.v });
   const tiled = T > 1 && c.h.options.vkAttnTile !== false && attnTileFits(s);
-  const blk = attnBlock(s, T, tiled, tiled && h.coopmat), nBlk = Math.ceil(c.ctx / blk);
+  const blk = attnBlock(s, T, tiled, h.coopmat), nBlk = Math.ceil(c.ctx / blk);
   // attnTokens(chunk) tokens per dispatch pair (the partials P, ML hold that many)
   const per = attnTokens(h.chunk);
   for (let t0 = 0; t0 < T; t0 += per) {
