@@ -23,10 +23,16 @@
 #extension GL_GOOGLE_include_directive : enable
 #include "common.glsl"
 
-// NT threads: 16 row groups of 4 rows × NT/16 token groups of TN; each thread decodes DJ of the
-// tile's 256 weight groups per step and loads XL floats of its X tile
-const uint BM = 64u, BK = 32u, TN = BN * 16u / NT, XL = BN * BK / NT, DJ = 256u / NT;
-// (the vec4 reads below take a thread's 4 rows and TN = 4 tokens: both modules' BN / NT)
+// NT threads: 16 row groups of TM rows × NT/16 token groups of TN; each thread decodes DJ of the
+// tile's 4·BM weight groups per step and loads XL floats of its X tile. A thread's rows and
+// tokens come in runs of 4 (one vec4 read each), the runs 64 rows / 4·NT/16 tokens apart, so
+// each vec4 read of a subgroup covers adjacent words. TM = 4 is the engine's (both modules: TN =
+// 4); other TM, TN are experiments (scripts/experiments/tiles-f32).
+#ifndef TM
+#define TM 4u
+#endif
+const uint BM = 16u * TM, BK = 32u, TN = BN * 16u / NT, XL = BN * BK / NT, DJ = 4u * BM / NT;
+const uint MV4 = TM / 4u, NV4 = TN / 4u, TG = NT / 16u;
 layout(local_size_x = NT) in;
 layout(std430, binding = 0) readonly buffer WB { uint W[]; };
 layout(std430, binding = 1) readonly buffer XB { float X[]; };
@@ -51,10 +57,15 @@ void main() {
   uint tid = gl_LocalInvocationID.x;
   bool glu = (pc.flags & 4u) != 0u;
   uint r0 = gl_WorkGroupID.x * BM;
+#ifdef OVERDISPATCH
+  // (scripts/experiments/tiles-f32: modules whose tile is larger than the one the engine
+  // dispatches for; the extra workgroups leave)
+  if (r0 >= pc.rows) return;
+#endif
 #include "mm_tile.glsl"
   uint tr = tid & 15u, tc = tid >> 4;
-  float acc[4][TN], accU[4][TN];
-  [[unroll]] for (uint i = 0u; i < 4u; i++) [[unroll]] for (uint j = 0u; j < TN; j++) { acc[i][j] = 0.0; accU[i][j] = 0.0; }
+  float acc[TM][TN], accU[TM][TN];
+  [[unroll]] for (uint i = 0u; i < TM; i++) [[unroll]] for (uint j = 0u; j < TN; j++) { acc[i][j] = 0.0; accU[i][j] = 0.0; }
   for (uint k0 = 0u; k0 < pc.n; k0 += BK) {
     uint g = k0 / 8u + dg;
     [[unroll]] for (uint q = 0u; q < DJ; q++) {
@@ -70,21 +81,23 @@ void main() {
     [[unroll]] for (uint i = 0u; i < XL; i++) XS[((xk + i) * BN + xs) >> 2][xs & 3u] = X[xo + k0 + i];
     barrier();
     [[unroll]] for (uint kk = 0u; kk < BK; kk++) {
-      vec4 a = WS[kk * (BM / 4u) + tr], b = XS[kk * (BN / 4u) + tc];
-      [[unroll]] for (uint i = 0u; i < 4u; i++) [[unroll]] for (uint j = 0u; j < TN; j++) acc[i][j] = fma(a[i], b[j], acc[i][j]);
+      vec4 a[MV4], b[NV4];
+      [[unroll]] for (uint v = 0u; v < MV4; v++) a[v] = WS[kk * (BM / 4u) + 16u * v + tr];
+      [[unroll]] for (uint u = 0u; u < NV4; u++) b[u] = XS[kk * (BN / 4u) + TG * u + tc];
+      [[unroll]] for (uint i = 0u; i < TM; i++) [[unroll]] for (uint j = 0u; j < TN; j++) acc[i][j] = fma(a[i >> 2][i & 3u], b[j >> 2][j & 3u], acc[i][j]);
       if (glu) {
-        a = US[kk * (BM / 4u) + tr];
-        [[unroll]] for (uint i = 0u; i < 4u; i++) [[unroll]] for (uint j = 0u; j < TN; j++) accU[i][j] = fma(a[i], b[j], accU[i][j]);
+        [[unroll]] for (uint v = 0u; v < MV4; v++) a[v] = US[kk * (BM / 4u) + 16u * v + tr];
+        [[unroll]] for (uint i = 0u; i < TM; i++) [[unroll]] for (uint j = 0u; j < TN; j++) accU[i][j] = fma(a[i >> 2][i & 3u], b[j >> 2][j & 3u], accU[i][j]);
       }
     }
     barrier();
   }
   [[unroll]] for (uint j = 0u; j < TN; j++) {
-    uint s = TN * tc + j;
+    uint s = 4u * (TG * (j >> 2) + tc) + (j & 3u);
     if (s >= count) continue;
     uint yo = pc.yOffset + yRow[s] * pc.yStride;
-    [[unroll]] for (uint i = 0u; i < 4u; i++) {
-      uint r = r0 + 4u * tr + i;
+    [[unroll]] for (uint i = 0u; i < TM; i++) {
+      uint r = r0 + 64u * (i >> 2) + 4u * tr + (i & 3u);
       if (r < pc.rows) Y[yo + r] = glu ? siluf(acc[i][j]) * accU[i][j] : acc[i][j];
     }
   }

@@ -8,9 +8,13 @@
  * between them relative to the largest |y|. --variant P runs P_<type> in place of mmc_<type>
  * (a kernel experiment built beside mmc, embedded or, --variant-spv DIR, DIR/P_<type>.spv added at
  * run time: scripts/experiments/tiles/build.sh); --variant-pairs N gives the variant's routed
- * tiles N pairs (moe_tiles' BN; the engine's MMC_MOE_PAIRS otherwise).
+ * tiles N pairs (moe_tiles' BN; the engine's MMC_MOE_PAIRS otherwise). --variant-of mm: the
+ * variant replaces mm_<type> instead (an f32-tile experiment, scripts/experiments/tiles-f32), run
+ * beside mm with mm's dispatch; no matrix units needed. --small: the same forms in small shapes
+ * (dense 320 × 256, 16 experts of 256 rows, H 256), no warm-up: a check of a variant's outputs
+ * on a CPU device (lavapipe), not a timing.
  *
- *   node dist/scripts/bench/bench-mmc.js [--tokens 512,2048] [--reps 5] [--variant mmcx [--variant-spv DIR] [--variant-pairs N]] [--device N]
+ *   node dist/scripts/bench/bench-mmc.js [--tokens 512,2048] [--reps 5] [--variant mmcx [--variant-spv DIR] [--variant-pairs N] [--variant-of mmc|mm]] [--small] [--device N]
  */
 import { parseArgs } from 'node:util';
 import { Core } from '../../ts/core/wasm.js';
@@ -27,30 +31,34 @@ import { addSpv } from '../lib/runtime-shaders.js';
 
 const { values: a } = parseArgs({ options: {
   tokens: { type: 'string', default: '512,2048' }, reps: { type: 'string', default: '10' }, variant: { type: 'string' }, device: { type: 'string', default: '-1' },
-  'variant-spv': { type: 'string' }, 'variant-pairs': { type: 'string' },
+  'variant-spv': { type: 'string' }, 'variant-pairs': { type: 'string' }, 'variant-of': { type: 'string', default: 'mmc' },
+  small: { type: 'boolean', default: false },
 } });
+const of = a['variant-of']!;
+if (of !== 'mmc' && of !== 'mm') { console.error(`bench-mmc: --variant-of takes mmc or mm, not ${of}`); process.exit(2); }
+if (of === 'mm' && !a.variant) { console.error('bench-mmc: --variant-of mm needs --variant'); process.exit(2); }
 const dev = new (loadAddon().Device)(Number(a.device));
-if (!dev.info().coopmat) { console.error(`bench-mmc: ${dev.info().name} has no usable matrix units`); process.exit(2); }
+if (of === 'mmc' && !dev.info().coopmat) { console.error(`bench-mmc: ${dev.info().name} has no usable matrix units`); process.exit(2); }
 const variant = a.variant;
-/** mmc_* renamed to the variant's modules (same interface: they include mmc.glsl) */
+/** mmc_* (or, --variant-of mm, mm_*) renamed to the variant's modules (same interface: they include mmc.glsl or mm.glsl) */
 class VariantPipelines extends Pipelines {
-  /** the module each mmc_* name ran as */
+  /** the module each replaced name ran as */
   readonly used = new Map<string, string>();
   override get(name: string): number {
-    if (!variant || !name.startsWith('mmc_')) return super.get(name);
-    // a form the variant does not build runs as mmc
-    const v = `${variant}_${name.slice(4)}`;
+    if (!variant || !name.startsWith(`${of}_`)) return super.get(name);
+    // a form the variant does not build runs as the engine's
+    const v = `${variant}_${name.slice(of.length + 1)}`;
     try { const id = super.get(v); this.used.set(name, v); return id; } catch { return super.get(name); }
   }
 }
-// run-time modules: each P_<rest>.spv declared as mmc_<rest> (the same interface: mmc.glsl)
+// run-time modules: each P_<rest>.spv declared as mmc_<rest> (or mm_<rest>: the same interface)
 const more: KernelDecl[] = [];
 if (a['variant-spv']) {
   if (!variant) { console.error('bench-mmc: --variant-spv needs --variant'); process.exit(2); }
   for (const f of fs.readdirSync(a['variant-spv']).filter((f) => f.startsWith(`${variant}_`) && f.endsWith('.spv'))) {
     const name = f.slice(0, -4);
     await addSpv(name, path.join(a['variant-spv'], f));
-    more.push({ ...declOf(`mmc_${name.slice(variant.length + 1)}`), name });
+    more.push({ ...declOf(`${of}_${name.slice(variant.length + 1)}`), name });
   }
 }
 const pipes = new Pipelines(dev), vpipes = new VariantPipelines(dev, more);
@@ -85,7 +93,9 @@ const stated = new Set<string>();
 function compare(label: string, d: MatvecDispatch, yLen: number, coopmatTiles?: MatvecDispatch['moe']): void {
   const Y = dev.createBuffer(yLen * 4, false);
   const base = run(pipes, { ...d, buffers: [d.buffers[0], d.buffers[1], Y, d.buffers[3], d.buffers[4]], coopmat: false }, yLen);
-  const fast = run(vpipes, { ...d, buffers: [d.buffers[0], d.buffers[1], Y, d.buffers[3], d.buffers[4]], coopmat: true, moe: coopmatTiles ?? d.moe }, yLen);
+  const fast = of === 'mm'
+    ? run(vpipes, { ...d, buffers: [d.buffers[0], d.buffers[1], Y, d.buffers[3], d.buffers[4]], coopmat: false }, yLen)
+    : run(vpipes, { ...d, buffers: [d.buffers[0], d.buffers[1], Y, d.buffers[3], d.buffers[4]], coopmat: true, moe: coopmatTiles ?? d.moe }, yLen);
   dev.freeBuffer(Y);
   for (const name of [base.shader, fast.shader]) {
     if (stated.has(name)) continue;
@@ -97,14 +107,14 @@ function compare(label: string, d: MatvecDispatch, yLen: number, coopmatTiles?: 
   console.log(`${label.padEnd(30)} ${base.shader} ${base.ms.toFixed(3)} ms   ${fast.shader} ${fast.ms.toFixed(3)} ms   ×${(base.ms / fast.ms).toFixed(2)}   max |Δ|/|y| ${(m / big).toExponential(2)}`);
 }
 
-console.log(`# bench-mmc on ${dev.info().name}; ${new Date().toISOString()}; variant ${variant ?? 'mmc'}; median of ${reps}`);
-const dq = weights('q8_0', 8192, 2048), W8 = buf(dq.bytes);
-const E = 256, K = 8, FF = 512, H = 2048;
+console.log(`# bench-mmc on ${dev.info().name}; ${new Date().toISOString()}; variant ${variant ?? 'mmc'}${of === 'mm' ? ' of mm' : ''}; median of ${reps}`);
+const { E, K, FF, H, D } = a.small ? { E: 16, K: 8, FF: 256, H: 256, D: 320 } : { E: 256, K: 8, FF: 512, H: 2048, D: 8192 };
+const dq = weights('q8_0', D, H), W8 = buf(dq.bytes);
 const gu = weights('iq2_xxs', E * 2 * FF, H), WGU = buf(gu.bytes);
 const dn = weights('q2_k', E * H, FF), WDN = buf(dn.bytes);
 const sh = weights('q8_0', 2 * FF, H), WSH = buf(sh.bytes);
 // warm-up: the clocks up before the first timing (about a second of GPU work)
-{
+if (!a.small) {
   const X = buf(floats(2048 * H)), Y = dev.createBuffer(2048 * 8192 * 4, false), ids = dev.createBuffer(16, false);
   const ops = new OpList(pipes);
   for (let i = 0; i < 50; i++) matvecOp(ops, { type: 'q8_0', buffers: [W8, X, Y, ids, grid], rows: 8192, n: H, rowBytes: dq.rowBytes, nRows: 2048 });
@@ -116,8 +126,8 @@ const sh = weights('q8_0', 2 * FF, H), WSH = buf(sh.bytes);
 for (const T of a.tokens!.split(',').map(Number)) {
   const X = buf(floats(T * H)), XP = buf(floats(T * K * FF));
   const ids = dev.createBuffer(16, false);
-  compare(`dense q8_0 8192×2048 T=${T}`, { type: 'q8_0', buffers: [W8, X, 0, ids, grid], rows: 8192, n: H, rowBytes: dq.rowBytes, nRows: T }, T * 8192);
-  compare(`shared GLU q8_0 512×2048 T=${T}`, { type: 'q8_0', buffers: [WSH, X, 0, ids, grid], rows: FF, n: H, rowBytes: sh.rowBytes, nRows: T, flags: MV.glu, upBytes: FF * sh.rowBytes }, T * FF);
+  compare(`dense q8_0 ${D}×${H} T=${T}`, { type: 'q8_0', buffers: [W8, X, 0, ids, grid], rows: D, n: H, rowBytes: dq.rowBytes, nRows: T }, T * D);
+  compare(`shared GLU q8_0 ${FF}×${H} T=${T}`, { type: 'q8_0', buffers: [WSH, X, 0, ids, grid], rows: FF, n: H, rowBytes: sh.rowBytes, nRows: T, flags: MV.glu, upBytes: FF * sh.rowBytes }, T * FF);
   // 8 distinct experts a token, uniformly at random
   const eOf: number[] = [];
   for (let t = 0; t < T; t++) { const s = new Set<number>(); while (s.size < K) s.add(rng.int(0, E - 1)); eOf.push(...s); }
