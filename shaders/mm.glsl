@@ -3,14 +3,14 @@
 // shared memory and reuses it for BN activation rows (the matvec/matmul shaders decode every weight
 // group once per 1 or 8 rows straight from memory: at prefill sizes they were compute-bound on
 // decoding, ~90% of a prefill chunk).
-// Tiles: BM = 64 output rows × BN activation rows per workgroup; the reduction dimension walks in
-// steps of BK = 32 values (4 groups of 8, decode.glsl). Per step, NT threads: thread t decodes
-// group t % 4 of rows t / 4 (+ NT/4 …) into WS (and, GLU, the matching up rows into US), and loads
-// XL floats of the X tile into XS; after a barrier each thread accumulates a 4 × TN block (rows
-// 4·(t % 16)…, activation rows TN·(t / 16)…): per 32-value step 32·(4 + TN) shared loads feed
-// 32·4·TN FMAs (TN = 4 in both variants: a warp's shared loads then keep up with its FMAs).
-// Shared arrays are [k][row] so the 4 rows / TN tokens a thread reads are adjacent: one vec4 load
-// each (the compiler is not left to prove the alignment that would merge four scalar loads).
+// Tiles: BM = 16·TM output rows (the engine: 64) × BN activation rows per workgroup; the reduction
+// dimension walks in steps of BK = 32 values (4 groups of 8, decode.glsl). Per step, NT threads:
+// thread t decodes group t % 4 of rows t / 4 (+ NT/4 …) into WS (and, GLU, the matching up rows
+// into US), and loads XL floats of the X tile into XS; after a barrier each thread accumulates a
+// TM × TN block (the engine: 4 × 4; rows 4·(t % 16)…, activation rows 4·(t / 16)…): per 32-value
+// step 32·(TM + TN) shared loads feed 32·TM·TN FMAs.
+// Shared arrays are [k][row] so the 4 rows / 4 tokens of a run are adjacent: one vec4 load each
+// (the compiler is not left to prove the alignment that would merge four scalar loads).
 // The reduction order of one output (k ascending, one FMA chain per output) does not depend on
 // which tile slot its activation row occupies: grouping tokens by expert changes no bits.
 // Dense (mm.comp, BN = 64, 256 threads): dispatch (⌈rows / 64⌉, ⌈nRows / 64⌉); activation rows j0 + slot.
