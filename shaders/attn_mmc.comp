@@ -19,11 +19,11 @@
 // rows' maximum grew (a subgroup vote; a workgroup-shared 'grew' flag in its place turned the
 // first query row's scores into NaN on the H200's driver, cause not found: docs/vulkan.md).
 // Tiles past the first mostly keep every row's maximum.
-// Subgroup s (the engine's modules: 32 lanes, 8 a workgroup at NT = 256) owns the CM query rows CM·(s % RBN) …;
+// Subgroup s (the engine's modules: 32 lanes, 16 a workgroup at NT = 512) owns the CM query rows CM·(s % RBN) …;
 // of S the key blocks SKB·(s / RBN) …; of O the dim blocks NQ·j + s / RBN of each 128-dim pass
 // (hd ≤ 256). Needs SG-lane subgroups and CM × CM × CM f16 → f32 subgroup products (the engine's:
 // 32 and 16, its matrix-unit check; 8 and 8 for checks on lavapipe, docs/toolchain.md), hd a
-// multiple of 32, ≤ 256. Shared memory 48128 bytes at CM = 16 (49152 at NT = 512).
+// multiple of 32, ≤ 256. Shared memory 49152 bytes at CM = 16 (48128 at NT = 256).
 #extension GL_GOOGLE_include_directive : enable
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -31,11 +31,12 @@
 #extension GL_KHR_shader_subgroup_vote : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #include "common.glsl"
-// threads a workgroup (NT): the engine's 256, or 512 (scripts/experiments/attn: the subgroups
-// share out S's key blocks and O's dims, so more of them hold fewer accumulators each, for more
-// subgroups a multiprocessor than the one 193-register workgroup of 256; not yet measured)
+// threads a workgroup (NT): the engine's 512, the subgroups sharing out S's key blocks and O's
+// dims, so each holds fewer accumulators and more of them fit a multiprocessor than the one
+// 193-register workgroup of 256 (scripts/experiments/attn builds that form; the two measured:
+// docs/vulkan.md, "Kernel choices")
 #ifndef NT
-#define NT 256
+#define NT 512
 #endif
 layout(local_size_x = NT) in;
 layout(std430, binding = 0) readonly buffer QB { float QG[]; };

@@ -5,7 +5,7 @@
 #   source .device/setup.sh && bash scripts/experiments/attn/run-gpu.sh [VARIANT_ADDON.node.xz]
 # 1. bench-attn-tile: each build/runtime-shaders/attn module beside the engine's attn_mmc (their
 #    outputs compared, registers and shared memory from the driver), blocks 256 / 1024 / 2048;
-# 2. with VARIANT_ADDON (an addon whose attn_mmc is built another way, e.g. `#define NT 512` with
+# 2. with VARIANT_ADDON (an addon whose attn_mmc is built another way, e.g. `#define NT 256` with
 #    kernels.ts's local to match): bench-vk and the depth-30K step profile with it, then with the
 #    engine's addon, in the same lease, and vk-parity with it.
 # Everything is printed and, where $OUT is set, written to $OUT/attn-gpu.txt.

@@ -66,7 +66,7 @@ export const KERNELS = {
   attn_flash: k({ name: 'attn_flash', bindings: ['QG', 'Kc', 'Vc', 'P', 'ML', 'PARAMS'], push: ['nHead', 'nHeadKv', 'hd', 'kRowBytes', 'vRowBytes', 'qStride', 'scale:f32', 'nBlk', 'blk', 't0', 'grow', '_'], local: 256 }),
   attn_tile: k({ name: 'attn_tile', bindings: ['QG', 'Kc', 'Vc', 'P', 'ML', 'PARAMS'], push: ['nHead', 'nHeadKv', 'hd', 'kRowBytes', 'vRowBytes', 'qStride', 'scale:f32', 'nBlk', 'blk', 't0', 'nTok', 'tq'], local: 256 }),
   /** attn_tile on the matrix units (the same interface: the step picks one by the engine's coopmat) */
-  attn_mmc: k({ name: 'attn_mmc', bindings: ['QG', 'Kc', 'Vc', 'P', 'ML', 'PARAMS'], push: ['nHead', 'nHeadKv', 'hd', 'kRowBytes', 'vRowBytes', 'qStride', 'scale:f32', 'nBlk', 'blk', 't0', 'nTok', 'tq'], local: 256 }),
+  attn_mmc: k({ name: 'attn_mmc', bindings: ['QG', 'Kc', 'Vc', 'P', 'ML', 'PARAMS'], push: ['nHead', 'nHeadKv', 'hd', 'kRowBytes', 'vRowBytes', 'qStride', 'scale:f32', 'nBlk', 'blk', 't0', 'nTok', 'tq'], local: 512 }),
   attn_merge: k({ name: 'attn_merge', bindings: ['P', 'ML', 'QG', 'O', 'PARAMS'], push: ['nHead', 'hd', 'nBlk', 'qStride', 'blk', 't0', 'grow', '_'], local: 1024 }),
   steer: k({ name: 'steer', bindings: ['Y', 'STEER'], push: ['n', 'dOffset', 's:f32', '_'], local: 256 }),
   subgroup_probe: k({ name: 'subgroup_probe', bindings: ['O'], push: [], local: 256 }),
