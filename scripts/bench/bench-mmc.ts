@@ -92,10 +92,10 @@ function run(p: Pipelines, d: MatvecDispatch, yLen: number): { ms: number; y: Fl
 const stated = new Set<string>();
 function compare(label: string, d: MatvecDispatch, yLen: number, coopmatTiles?: MatvecDispatch['moe']): void {
   const Y = dev.createBuffer(yLen * 4, false);
-  const base = run(pipes, { ...d, buffers: [d.buffers[0], d.buffers[1], Y, d.buffers[3], d.buffers[4]], coopmat: false }, yLen);
-  const fast = of === 'mm'
-    ? run(vpipes, { ...d, buffers: [d.buffers[0], d.buffers[1], Y, d.buffers[3], d.buffers[4]], coopmat: false }, yLen)
-    : run(vpipes, { ...d, buffers: [d.buffers[0], d.buffers[1], Y, d.buffers[3], d.buffers[4]], coopmat: true, moe: coopmatTiles ?? d.moe }, yLen);
+  const into: MatvecDispatch = { ...d, buffers: [d.buffers[0], d.buffers[1], Y, d.buffers[3], d.buffers[4]], coopmat: false };
+  const base = run(pipes, into, yLen);
+  // a variant of mm runs with mm's dispatch; one of mmc with mmc's (its routed tiles' size)
+  const fast = run(vpipes, of === 'mm' ? into : { ...into, coopmat: true, moe: coopmatTiles ?? d.moe }, yLen);
   dev.freeBuffer(Y);
   for (const name of [base.shader, fast.shader]) {
     if (stated.has(name)) continue;
