@@ -22,14 +22,16 @@ describe('matrix-unit kernels on lavapipe matrix units', () => {
   }, 1_600_000);
 
   // the engine's 512 threads a workgroup for every cache kind, past one 1024-key block for q8_0/q4_0;
-  // the 256-thread form (scripts/experiments/attn) for q8_0/q4_0
+  // the 256-thread form and attn_mma's element-indexed scales with 64-dim S steps (scripts/experiments/attn) for q8_0/q4_0
+  const mma = ['--source', 'scripts/experiments/attn/attn_mma.comp', '--define', 'IDX_SCALES,DS64'];
   const cases = [
-    { kv: 'q8_0/q4_0', pos: '0,130,700,1100', threads: '512' }, { kv: 'f16/f16', pos: '0,130,700', threads: '512' },
-    { kv: 'f32/f32', pos: '0,130,700', threads: '512' }, { kv: 'q8_0/q4_0', pos: '0,700,1100', threads: '256' },
+    { kv: 'q8_0/q4_0', pos: '0,130,700,1100', threads: '512', more: [] as string[] }, { kv: 'f16/f16', pos: '0,130,700', threads: '512', more: [] },
+    { kv: 'f32/f32', pos: '0,130,700', threads: '512', more: [] }, { kv: 'q8_0/q4_0', pos: '0,700,1100', threads: '256', more: [] },
+    { kv: 'q8_0/q4_0', pos: '0,700,1100', threads: '512', more: mma },
   ];
-  for (const { kv, pos, threads } of cases) {
-    it(`attn_mmc (${threads} threads) equals attn_tile within 1e-5 of the largest output (${kv} cache, depths ${pos}: up to 16 key tiles a block)`, () => {
-      const r = underLavapipe('dist/scripts/check/attn-mmc-check.js', '--fragment', '8', '--threads', threads, '--kv', kv, '--pos', pos, '--tokens', '33,100', '--reps', '1');
+  for (const { kv, pos, threads, more } of cases) {
+    it(`attn_mmc${more.length ? ' (attn_mma, IDX_SCALES and DS64)' : ''} (${threads} threads) equals attn_tile within 1e-5 of the largest output (${kv} cache, depths ${pos}: up to 16 key tiles a block)`, () => {
+      const r = underLavapipe('dist/scripts/check/attn-mmc-check.js', '--fragment', '8', '--threads', threads, '--kv', kv, '--pos', pos, '--tokens', '33,100', '--reps', '1', ...more);
       expect(r.status, `${r.stdout}\n${r.stderr}`).toBe(0);
       // 2 head shapes × 2 token counts × the depths, each with no NaN
       const rows = r.stdout.split('\n').filter((l) => /^\d+\/\d+,/.test(l));

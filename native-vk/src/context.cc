@@ -150,6 +150,14 @@ DeviceInfo describe(VkInstance inst, VkPhysicalDevice pd, uint32_t index) {
     vkGetPhysicalDeviceProperties2(pd, &pi);
     d.integerDotAccelerated = idp.integerDotProduct4x8BitPackedSignedAccelerated;
   }
+  d.sharedBlocks = false;
+  if (hasExtension(pd, VK_KHR_WORKGROUP_MEMORY_EXPLICIT_LAYOUT_EXTENSION_NAME)) {
+    VkPhysicalDeviceWorkgroupMemoryExplicitLayoutFeaturesKHR wl{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_WORKGROUP_MEMORY_EXPLICIT_LAYOUT_FEATURES_KHR};
+    VkPhysicalDeviceFeatures2 fw{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    fw.pNext = &wl;
+    vkGetPhysicalDeviceFeatures2(pd, &fw);
+    d.sharedBlocks = wl.workgroupMemoryExplicitLayout && wl.workgroupMemoryExplicitLayout16BitAccess;
+  }
   d.coopmat = d.cooperativeMatrix = false;
   if (hasExtension(pd, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME) && f12.shaderFloat16) {
     VkPhysicalDeviceCooperativeMatrixFeaturesKHR cm{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
@@ -284,6 +292,15 @@ Context::Context(int deviceIndex) {
       cm.pNext = &f16;
       f16.pNext = const_cast<void*>(dci.pNext);
       dci.pNext = &cm;
+    }
+    // shared memory as aliased blocks (attn_mmc)
+    VkPhysicalDeviceWorkgroupMemoryExplicitLayoutFeaturesKHR wl{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_WORKGROUP_MEMORY_EXPLICIT_LAYOUT_FEATURES_KHR};
+    if (info_.sharedBlocks) {
+      ext.push_back(VK_KHR_WORKGROUP_MEMORY_EXPLICIT_LAYOUT_EXTENSION_NAME);
+      wl.workgroupMemoryExplicitLayout = VK_TRUE;
+      wl.workgroupMemoryExplicitLayout16BitAccess = VK_TRUE;
+      wl.pNext = const_cast<void*>(dci.pNext);
+      dci.pNext = &wl;
     }
     // binding arrays indexed by a workgroup's row (the batched step's _rows kernels)
     VkPhysicalDeviceFeatures core{};

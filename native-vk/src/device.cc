@@ -92,6 +92,7 @@ Napi::Value Device::Info(const Napi::CallbackInfo& info) {
   o.Set("coopmat", d.coopmat);
   o.Set("coopmatShapes", d.coopmatShapes);
   o.Set("cooperativeMatrix", d.cooperativeMatrix);
+  o.Set("sharedBlocks", d.sharedBlocks);
   o.Set("bufferArrays", d.bufferArrays);
   o.Set("maxStageStorageBuffers", d.maxStageStorageBuffers);
   o.Set("importAlignment", static_cast<double>(d.importAlignment));

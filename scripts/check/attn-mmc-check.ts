@@ -5,9 +5,11 @@
  * dispatch pair's tokens at each depth. Needs a device with matrix units: the engine's modules
  * (16 × 16 × 16 products, the H200), or, with --fragment 8, attn_mmc built at run time with
  * 8 × 8 × 8 products and the device's subgroup size (Mesa 26's lavapipe:
- * scripts/check/lavapipe-coopmat.sh; its times mean nothing; --threads: that build's workgroup size).
+ * scripts/check/lavapipe-coopmat.sh; its times mean nothing; --threads: that build's workgroup size;
+ * --source: another form of the kernel to build, an experiment's: scripts/experiments/attn, with
+ * --define NAME[=VALUE][,…] added to its defines).
  *
- *   node dist/scripts/check/attn-mmc-check.js [--pos 0,130,2500,8192,30720] [--tokens 33,256] [--kv q8_0/q4_0] [--reps 10] [--fragment 16|8 [--threads 256|512]]
+ *   node dist/scripts/check/attn-mmc-check.js [--pos 0,130,2500,8192,30720] [--tokens 33,256] [--kv q8_0/q4_0] [--reps 10] [--fragment 16|8 [--threads 256|512] [--source FILE [--define NAME]]]
  *
  * Shapes: the full model's (16 query heads, 2 KV heads of 256) and a small one (8 / 2 of 64).
  */
@@ -28,13 +30,15 @@ import { gpuTime } from '../lib/gpu-time.js';
 const { values: a } = parseArgs({ options: {
   pos: { type: 'string', default: '0,130,2500,8192,30720' }, tokens: { type: 'string', default: '33,256' },
   kv: { type: 'string', default: 'q8_0/q4_0' }, reps: { type: 'string', default: '10' }, device: { type: 'string', default: '-1' },
-  fragment: { type: 'string', default: '16' }, threads: { type: 'string' },
+  fragment: { type: 'string', default: '16' }, threads: { type: 'string' }, source: { type: 'string' }, define: { type: 'string' },
 } });
 const [kType, vType] = a.kv!.split('/') as [KvType, KvType];
 for (const t of [kType, vType]) if (!(t in KV_TYPE_IDS)) { console.error(`attn-mmc-check: unknown cache type "${t}" (${Object.keys(KV_TYPE_IDS).join(', ')})`); process.exit(2); }
 const addon = loadAddon();
 const dev = new addon.Device(Number(a.device));
 const info = dev.info(), fragment = Number(a.fragment);
+if (a.source !== undefined && (fragment !== 8 || !fs.existsSync(a.source))) { console.error(`attn-mmc-check: --source ${a.source}: a shader file, with --fragment 8`); process.exit(2); }
+if (a.define !== undefined && a.source === undefined) { console.error('attn-mmc-check: --define needs --source'); process.exit(2); }
 if (a.threads !== undefined && (fragment !== 8 || !['256', '512'].includes(a.threads))) { console.error(`attn-mmc-check: --threads ${a.threads}: 256 or 512, with --fragment 8`); process.exit(2); }
 /** the matrix-unit kernel: the engine's attn_mmc, or its 8 × 8 × 8 build added at run time */
 let mmc: typeof KERNELS.attn_mmc = KERNELS.attn_mmc;
@@ -48,7 +52,7 @@ if (fragment === 16) {
   const defs = (JSON.parse(fs.readFileSync(`${ROOT}/shaders/variants.json`, 'utf8')) as Record<string, Record<string, string[]>>)['attn_mmc.comp'][`${kType}_${vType}`];
   mmc = { ...KERNELS.attn_mmc, name: `attn_mmc${fragment}` };
   const name = `${mmc.name}_${kType}_${vType}`;
-  await addModules([{ name, source: 'shaders/attn_mmc.comp', defines: [...defs.map((d) => d.replace(/^-D/, '')), `CM=${fragment}u`, `SG=${info.subgroupSize}u`, ...(a.threads ? [`NT=${a.threads}`] : [])] }], glslc);
+  await addModules([{ name, source: a.source ?? 'shaders/attn_mmc.comp', defines: [...defs.map((d) => d.replace(/^-D/, '')), `CM=${fragment}u`, `SG=${info.subgroupSize}u`, ...(a.threads ? [`NT=${a.threads}`] : []), ...(a.define ? a.define.split(',') : [])] }], glslc);
   pipes = new Pipelines(dev, [{ ...mmc, name }]);
 } else {
   console.error(`attn-mmc-check: --fragment ${a.fragment}: 16 (the engine's modules) or 8`);

@@ -47,7 +47,7 @@ export async function addModules(modules: readonly RuntimeModule[], glslc = 'gls
   for (const m of modules) {
     const src = path.resolve(ROOT, m.source), spv = path.join(out, `${m.name}.spv`);
     try {
-      execFileSync(cmd, ['--target-env=vulkan1.2', '-O', '-I', path.dirname(src), ...(m.defines ?? []).map((d) => `-D${d}`), '-o', spv, src], { stdio: ['ignore', 'ignore', 'pipe'] });
+      execFileSync(cmd, ['--target-env=vulkan1.2', '-O', '-I', path.dirname(src), '-I', path.join(ROOT, 'shaders'), ...(m.defines ?? []).map((d) => `-D${d}`), '-o', spv, src], { stdio: ['ignore', 'ignore', 'pipe'] });
     } catch (e) {
       throw new Error(`glslc failed on ${m.source} (${m.name}): ${(e as { stderr?: Buffer }).stderr?.toString().trim() ?? (e as Error).message}`);
     }

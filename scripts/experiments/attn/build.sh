@@ -1,11 +1,20 @@
 #!/usr/bin/env bash
-# Prefill-attention experiments of #44 (attn_mmc.comp built with other defines), compiled here into
-# build/runtime-shaders/attn/ for bench-attn-tile --variant-spv build/runtime-shaders/attn:
+# Prefill-attention experiments of #44 (attn_mmc.comp built with other defines, or another form of
+# it), compiled here into build/runtime-shaders/attn/ for bench-attn-tile --variant-spv build/runtime-shaders/attn:
 #   attn_mmx256_q8_0_q4_0 (256 threads a workgroup, the engine's form before 2026-12-06: twice the
 #   accumulators a subgroup, one workgroup a multiprocessor)
+#   attn_mma_q8_0_q4_0 (attn_mma.comp: shared memory as aliased blocks; the softmax writes the
+#   tile's P as two f16 once, V staged 16 keys × every dim a step: half the barriers of P·V;
+#   needs VK_KHR_workgroup_memory_explicit_layout)
+#   attn_mmb_q8_0_q4_0 (attn_mma with the key scales and the rows' alphas applied to each element by
+#   its index, read from a matrix of indices: no replicated 16-row scale matrices in shared memory)
+#   attn_mmd_q8_0_q4_0 (attn_mmb staging S 64 dims a step: half the barriers of S)
 set -euo pipefail
 G=$(bash scripts/build/glslc-coopmat.sh)
 O=build/runtime-shaders/attn
 mkdir -p $O
-c() { "$G" --target-env=vulkan1.2 -O -I shaders -DKT=2 -DVT=3 "${@:2}" -o $O/$1_q8_0_q4_0.spv shaders/attn_mmc.comp; echo "built $1"; }
-c attn_mmx256 -DNT=256
+c() { "$G" --target-env=vulkan1.2 -O -I shaders -DKT=2 -DVT=3 "${@:3}" -o $O/$1_q8_0_q4_0.spv $2; echo "built $1"; }
+c attn_mmx256 shaders/attn_mmc.comp -DNT=256
+c attn_mma scripts/experiments/attn/attn_mma.comp
+c attn_mmb scripts/experiments/attn/attn_mma.comp -DIDX_SCALES
+c attn_mmd scripts/experiments/attn/attn_mma.comp -DIDX_SCALES -DDS64
