@@ -205,6 +205,20 @@ vec4 kValues(uvec4 r, uint key, uint d, bool on, out float sc) {
   if (passes > 1u) PV_PRODUCTS(1u) \
 }
 
+// Ablations (timing only, their outputs mean nothing): ABL_NO_LOADS leaves out the global loads of
+// Q, K and V (staging stages what the registers hold); ABL_NO_PV the P·V products; ABL_NO_S S's
+// products (scores stay 0). What each leaves out costs about the time it saves.
+#ifdef ABL_NO_LOADS
+#undef QK_LOAD
+#define QK_LOAD(kt_, d_) {}
+#undef V_LOAD
+#define V_LOAD(j0_) {}
+#endif
+#ifdef ABL_NO_PV
+#undef PV_PRODUCTS
+#define PV_PRODUCTS(p) {}
+#endif
+
 // accumulator oi's 16 × 16 values (dims p·128 + 16·db …) into the partials P, divided by LO,
 // through the subgroup's 256 floats of ps (free once the last tile's P·V is done)
 #define O_OUT(oi) { \
@@ -260,7 +274,7 @@ void main() {
   // decoding them at the load waited for them)
   vec4 qn[QE];
   uvec4 kr[QE];
-  [[unroll]] for (uint e = 0u; e < QE; e++) kr[e] = uvec4(0u);
+  [[unroll]] for (uint e = 0u; e < QE; e++) { kr[e] = uvec4(0u); qn[e] = vec4(0.0); }
   QK_LOAD(u0, 0u)
   for (uint kt = u0; kt < uEnd; kt += BC) {
     uint nk = min(BC, uEnd - kt);
@@ -294,6 +308,7 @@ void main() {
       // the slice's products before its keys' scales
       [[unroll]] for (uint c = 0u; c < SKB; c++) sl[c] = ACC(0.0);
 #endif
+#ifndef ABL_NO_S
       [[unroll]] for (uint kk = 0u; kk < DS / 4u; kk += CM / 4u) {
         MA qa, qal;
         coopMatLoad(qa, H, QH + rb * CM * SQ + kk, SQ, gl_CooperativeMatrixLayoutRowMajor);
@@ -327,6 +342,7 @@ void main() {
         }
 #endif
       }
+#endif
 #if defined(KSCALED) && !defined(IDX_SCALES)
       [[unroll]] for (uint c = 0u; c < SKB; c++) {
         ACC dm;

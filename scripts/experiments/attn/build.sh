@@ -9,6 +9,7 @@
 #   attn_mmb_q8_0_q4_0 (attn_mma with the key scales and the rows' alphas applied to each element by
 #   its index, read from a matrix of indices: no replicated 16-row scale matrices in shared memory)
 #   attn_mmd_q8_0_q4_0 (attn_mmb staging S 64 dims a step: half the barriers of S)
+#   attn_abl_*_q8_0_q4_0 (ablations of attn_mmd, below)
 set -euo pipefail
 G=$(bash scripts/build/glslc-coopmat.sh)
 O=build/runtime-shaders/attn
@@ -18,3 +19,8 @@ c attn_mmx256 shaders/attn_mmc.comp -DNT=256
 c attn_mma scripts/experiments/attn/attn_mma.comp
 c attn_mmb scripts/experiments/attn/attn_mma.comp -DIDX_SCALES
 c attn_mmd scripts/experiments/attn/attn_mma.comp -DIDX_SCALES -DDS64
+# ablations of attn_mmd (timing only: their outputs mean nothing; what each leaves out costs about
+# the time it saves): no global loads, no S products, no P·V products
+c attn_abl_noload scripts/experiments/attn/attn_mma.comp -DIDX_SCALES -DDS64 -DABL_NO_LOADS
+c attn_abl_nos scripts/experiments/attn/attn_mma.comp -DIDX_SCALES -DDS64 -DABL_NO_S
+c attn_abl_nopv scripts/experiments/attn/attn_mma.comp -DIDX_SCALES -DDS64 -DABL_NO_PV
