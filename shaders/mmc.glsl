@@ -205,6 +205,13 @@ void load(uint k0, uint wo[DJ], uint dg, uint xo, bool xlive, out Fetch f) {
 
 #ifdef SCALED
 // sums += P ⊙ (the subgroup's rows' scales in every column), through the subgroup's scratch
+#ifdef IDX_SCALES
+// (an experiment, scripts/experiments/tiles/build-idx.sh: each element times its row's scale, the
+// row read from ix, the matrix of the elements' indices, instead of through a scale matrix in the
+// subgroup's scratch)
+#define APPLY_SCALES(S_, P_, ACC_) { \
+  [[unroll]] for (uint j = 0u; j < CB; j++) if (cb + j < nb) for (int i_ = 0; i_ < ACC_[j].length(); i_++) ACC_[j][i_] += P_[j][i_] * S_[rb * CM + uint(ix[i_]) / CM]; }
+#else
 #define APPLY_SCALES(S_, P_, ACC_) { \
   [[unroll]] for (uint e = 0u; e < PE; e++) { uint i_ = lane + SG * e; CS[cs + i_] = S_[rb * CM + i_ / CM]; } \
   subgroupMemoryBarrierShared(); subgroupBarrier(); \
@@ -212,6 +219,7 @@ void load(uint k0, uint wo[DJ], uint dg, uint xo, bool xlive, out Fetch f) {
   coopMatLoad(sm_, CS, cs, CM, gl_CooperativeMatrixLayoutRowMajor); \
   [[unroll]] for (uint j = 0u; j < CB; j++) if (cb + j < nb) ACC_[j] = ACC_[j] + P_[j] * sm_; \
   subgroupBarrier(); }
+#endif
 #endif
 
 void main() {
@@ -235,6 +243,13 @@ void main() {
   // stay outside such branches: lavapipe (Mesa 26.1) gave wrong sums with them inside.
   uint nb = (count + CM - 1u) / CM;
   bool xlive = xs < count;
+#ifdef IDX_SCALES
+  [[unroll]] for (uint e = 0u; e < PE; e++) CS[cs + lane + SG * e] = float(lane + SG * e);
+  subgroupMemoryBarrierShared(); subgroupBarrier();
+  ACC ix;
+  coopMatLoad(ix, CS, cs, CM, gl_CooperativeMatrixLayoutRowMajor);
+  subgroupBarrier();
+#endif
   ACC acc[CB];
   [[unroll]] for (uint j = 0u; j < CB; j++) acc[j] = ACC(0.0);
   MA a;

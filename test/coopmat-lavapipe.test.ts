@@ -14,12 +14,15 @@ import { ROOT } from '../ts/paths.js';
 const underLavapipe = (...args: string[]) => spawnSync('bash', ['scripts/check/lavapipe-coopmat.sh', ...args], { cwd: ROOT, encoding: 'utf8', timeout: 1_500_000 });
 
 describe('matrix-unit kernels on lavapipe matrix units', () => {
-  it('mmc equals the f32 tiles within 1e-5 of the largest output, every form and type', () => {
-    const r = underLavapipe('dist/scripts/check/mmc-check.js', '--fragment', '8', '--tokens', '5,63,100');
-    expect(r.status, `${r.stdout}\n${r.stderr}`).toBe(0);
-    expect(r.stdout.match(/^ok /gm)?.length, r.stdout).toBe(72);
-    expect(r.stdout).not.toMatch(/^FAIL/m);
-  }, 1_600_000);
+  // the engine's form, and the element-indexed row scales of an experiment (scripts/experiments/tiles/build-idx.sh)
+  for (const define of [undefined, 'IDX_SCALES']) {
+    it(`mmc${define ? ` (${define})` : ''} equals the f32 tiles within 1e-5 of the largest output, every form and type`, () => {
+      const r = underLavapipe('dist/scripts/check/mmc-check.js', '--fragment', '8', '--tokens', '5,63,100', ...(define ? ['--define', define] : []));
+      expect(r.status, `${r.stdout}\n${r.stderr}`).toBe(0);
+      expect(r.stdout.match(/^ok /gm)?.length, r.stdout).toBe(72);
+      expect(r.stdout).not.toMatch(/^FAIL/m);
+    }, 1_600_000);
+  }
 
   // the engine's 512 threads a workgroup for every cache kind, past one 1024-key block for q8_0/q4_0;
   // the 256-thread form and attn_mma's element-indexed scales with 64-dim S steps (scripts/experiments/attn) for q8_0/q4_0

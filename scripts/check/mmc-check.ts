@@ -7,9 +7,10 @@
  * exits 1 where one is over --tol.
  * Needs a device with matrix units: the engine's modules (16 × 16 × 16 products, the H200), or,
  * with --fragment 8, mmc.glsl built at run time with 8 × 8 × 8 products and the device's subgroup
- * size, for a device that lists only that shape (Mesa 26's lavapipe: scripts/check/lavapipe-coopmat.sh).
+ * size, for a device that lists only that shape (Mesa 26's lavapipe: scripts/check/lavapipe-coopmat.sh);
+ * --define NAME[,…] adds defines to that build (an experiment's form: scripts/experiments/tiles).
  *
- *   node dist/scripts/check/mmc-check.js [--tokens 5,63,100] [--fragment 16|8] [--tol 1e-5] [--device N]
+ *   node dist/scripts/check/mmc-check.js [--tokens 5,63,100] [--fragment 16|8 [--define NAME]] [--tol 1e-5] [--device N]
  */
 import { parseArgs } from 'node:util';
 import { Core } from '../../ts/core/wasm.js';
@@ -22,11 +23,12 @@ import { randomFloats, randomWeights } from '../lib/random-weights.js';
 
 const { values: a } = parseArgs({ options: {
   tokens: { type: 'string', default: '5,63,100' }, fragment: { type: 'string', default: '16' }, tol: { type: 'string', default: '1e-5' },
-  types: { type: 'string', default: 'f32,q8_0,iq2_xxs,q2_k' }, device: { type: 'string', default: '-1' },
+  types: { type: 'string', default: 'f32,q8_0,iq2_xxs,q2_k' }, device: { type: 'string', default: '-1' }, define: { type: 'string' },
 } });
 const dev = new (loadAddon().Device)(Number(a.device));
 const info = dev.info();
 const fragment = Number(a.fragment), tol = Number(a.tol);
+if (a.define !== undefined && fragment !== 8) { console.error('mmc-check: --define goes with --fragment 8 (a build at run time)'); process.exit(2); }
 const TYPES = a.types!.split(',');
 const MODULES = ['mmc', 'mmc_glu', 'mmc_moe', 'mmc_moe_glu'] as const;
 
@@ -46,7 +48,7 @@ if (fragment === 16) {
   const mods = MODULES.flatMap((m) => TYPES.map((t) => {
     const name = `mmc${fragment}${m.slice(3)}_${t}`;
     decls.push({ ...KERNELS[m], name });
-    return { name, source: `shaders/${m}.comp`, defines: [`TYPE_${t.toUpperCase()}`, `CM=${fragment}u`, `SG=${info.subgroupSize}u`] };
+    return { name, source: `shaders/${m}.comp`, defines: [`TYPE_${t.toUpperCase()}`, `CM=${fragment}u`, `SG=${info.subgroupSize}u`, ...(a.define ? a.define.split(',') : [])] };
   }));
   await addModules(mods, glslc);
   pipes = new FragmentPipelines(dev, decls);
