@@ -220,7 +220,7 @@ vec4 kValues(uvec4 r, uint key, uint d, bool on, out float sc) {
 #endif
 
 // accumulator oi's 16 × 16 values (dims p·128 + 16·db …) into the partials P, divided by LO,
-// through the subgroup's 256 floats of ps (free once the last tile's P·V is done)
+// through the subgroup's 256 floats of region C (free once the last tile's P·V is done)
 #define O_OUT(oi) { \
   uint d = (oi / ODB) * VD + (NQ * (oi % ODB) + hf) * CM; \
   if (oi < NO && d < hd) { \
@@ -265,7 +265,7 @@ void main() {
   ACC o[NO];
   [[unroll]] for (uint j = 0u; j < NO; j++) o[j] = ACC(0.0);
   // what this thread stages: Q row / key sr, dims sd … sd + 4·QE − 1 of each dim slice; V key vk,
-  // dims vd … vd + 4·VE − 1 of each pass (P: row tid / 4, keys 4·(tid % 4) … of each key slice)
+  // dims vd … vd + 4·VE − 1 of every key slice (P: the softmax's rows and keys)
   uint sr = tid / TPR, sd = (tid % TPR) * 4u * QE, vk = tid / VPK, vd = (tid % VPK) * 4u * VE;
   uint qOff = sr < rows ? (pc.t0 + tok0 + sr / G) * pc.qStride + (kvh * G + sr % G) * 2u * hd + sd : 0xffffffffu;
   uint kd = kvh * hd;
@@ -419,7 +419,7 @@ void main() {
 #endif
     }
     // O += P·V, 16 keys at a time (keys past the tile: P = 0 and V staged as 0, never garbage);
-    // the two passes written out (PV_PASS), so every accumulator has a constant index (an array
+    // the two passes written out (PV_PRODUCTS), so every accumulator has a constant index (an array
     // of cooperative matrices indexed at run time stays an array in memory)
     for (uint j0 = 0u; j0 < nk; j0 += 16u) PV_STEP
   }
