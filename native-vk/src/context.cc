@@ -293,7 +293,7 @@ Context::Context(int deviceIndex) {
       f16.pNext = const_cast<void*>(dci.pNext);
       dci.pNext = &cm;
     }
-    // shared memory as aliased blocks (attn_mmc)
+    // shared memory as aliased blocks (the attn_mma experiment; enabled for it, unused by the engine's kernels)
     VkPhysicalDeviceWorkgroupMemoryExplicitLayoutFeaturesKHR wl{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_WORKGROUP_MEMORY_EXPLICIT_LAYOUT_FEATURES_KHR};
     if (info_.sharedBlocks) {
       ext.push_back(VK_KHR_WORKGROUP_MEMORY_EXPLICIT_LAYOUT_EXTENSION_NAME);

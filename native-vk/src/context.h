@@ -41,7 +41,8 @@ struct DeviceInfo {
   bool cooperativeMatrix;
   std::string coopmatShapes;   // "MxNxK A,B->C" of every subgroup-scope shape the driver lists
   // VK_KHR_workgroup_memory_explicit_layout with 16-bit access: shared memory declared as blocks
-  // that alias each other (attn_mmc lays out views of one 48 KiB space whose lifetimes do not overlap)
+  // that alias each other (the attn_mma experiment, scripts/experiments/attn, lays out views of one
+  // 48 KiB space whose lifetimes do not overlap; the engine's kernels do not use it)
   bool sharedBlocks;
   bool bufferArrays;           // shaderStorageBufferArrayDynamicIndexing (the batched step's per-row binding arrays)
   uint32_t maxStageStorageBuffers;  // storage-buffer descriptors one compute pipeline may bind (per stage and per set, the lower)

@@ -50,7 +50,7 @@ export interface VkDevice {
     coopmat: boolean; coopmatShapes: string;
     /** VK_KHR_cooperative_matrix at any shape, enabled on the device (checks run other shapes' modules: scripts/check/mmc-lavapipe.ts) */
     cooperativeMatrix: boolean;
-    /** VK_KHR_workgroup_memory_explicit_layout with 16-bit access: aliased shared blocks (attn_mmc) */
+    /** VK_KHR_workgroup_memory_explicit_layout with 16-bit access: aliased shared blocks (the attn_mma experiment, scripts/experiments/attn) */
     sharedBlocks: boolean;
     /** arrays of storage buffers indexed by a workgroup's row (the batched step's _rows kernels), and the storage buffers one pipeline may bind */
     bufferArrays: boolean; maxStageStorageBuffers: number;
