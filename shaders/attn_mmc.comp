@@ -11,11 +11,12 @@
 // S's cross terms go to accumulators of their own (Q and K may be too large to scale by LO in
 // f16). K is held exactly where the cache allows: a f16 cache's values are f16 (KEXACT: Q's hi
 // and lo times K, two products), a q8_0 or q4_0 cache's are integers with one scale per key and
-// 32 dims (KSCALED: a dim slice's q·Qhi + (q/LO)·(LO·Qlo) in one fresh accumulator, then times
-// the matrix of its keys' scales and added to S: two products, no K lo array). P lies in [0, 1], so P·V goes into one accumulator as (LO·Ph)·Vh + Ph·(LO·Vl) +
+// 32 dims (KSCALED: a dim slice's q·Qhi + (q/LO)·(LO·Qlo) in one fresh accumulator, whose
+// elements are then each multiplied by their key's scale and added to S: two products, no K lo array). P lies in [0, 1], so P·V goes into one accumulator as (LO·Ph)·Vh + Ph·(LO·Vl) +
 // (LO·Pl)·Vh, divided by LO at the end: half the accumulator registers.
 // The online softmax's per-row rescale of O cannot touch a cooperative matrix's rows directly:
-// O is multiplied elementwise by a matrix of the rows' alphas, only where one of the subgroup's
+// each element of O is multiplied by its row's alpha (found through a matrix of the elements'
+// indices, ix), only where one of the subgroup's
 // rows' maximum grew (a subgroup vote; a workgroup-shared 'grew' flag in its place turned the
 // first query row's scores into NaN on the H200's driver, cause not found: docs/vulkan.md).
 // Tiles past the first mostly keep every row's maximum.
@@ -39,7 +40,7 @@
 #define NT 512
 #endif
 layout(local_size_x = NT) in;
-layout(std430, binding = 0) readonly buffer QB { float QG[]; };
+layout(std430, binding = 0) readonly buffer QB { vec4 QG4[]; };   // Q's rows: 16-byte aligned runs of 4 (qStride, hd and the offsets below multiples of 4)
 layout(std430, binding = 1) readonly buffer KB { uint KC[]; };
 layout(std430, binding = 2) readonly buffer VB { uint VC[]; };
 layout(std430, binding = 3) writeonly buffer PPB { float P[]; };
@@ -109,14 +110,13 @@ const uint PH = 0u, PL = R * SP, VH = 2u * R * SP, VL = 2u * R * SP + 16u * SV;
 const uint ST_LEN = max(4u * R * SQ, 2u * R * SP + 32u * SV);
 shared f16vec4 ST[ST_LEN];
 shared float ps[R * PS];          // scores, then probabilities; at the end each subgroup's 16 × 16 output scratch
-shared float AM[R * CM];          // each row's alpha in all CM columns (O's rescale as a product)
 shared float red[NTH];            // softmax partial max / sum, TPR threads per row
 shared float rowM[R];
 shared float rowL[R];
 shared float rowA[R];
 shared uint rowPos[R];            // the row's token position (its last visible key); 0 for padding
 #ifdef KSCALED
-shared float DKM[CM * BC];        // the dim slice's scale of each key, in all CM rows (S's columns' scales as a product)
+shared float DKS[BC];             // the dim slice's scale of each key
 #endif
 
 // the TPR partial sums of a row from its first thread's slot t, four at a time (attn_tile's order for four)
@@ -147,7 +147,7 @@ vec4 kValues(uvec4 r, uint key, uint d, bool on, out float sc) {
 // this thread's Q values and K words of dim slice d_ of the tile at kt_ (keys past uEnd: none)
 #define QK_LOAD(kt_, d_) { \
   [[unroll]] for (uint e = 0u; e < QE; e++) { \
-    qn[e] = qOff != 0xffffffffu ? vec4(QG[qOff + (d_) + 4u * e], QG[qOff + (d_) + 4u * e + 1u], QG[qOff + (d_) + 4u * e + 2u], QG[qOff + (d_) + 4u * e + 3u]) : vec4(0.0); \
+    qn[e] = qOff != 0xffffffffu ? QG4[(qOff + (d_)) / 4u + e] : vec4(0.0); \
     if ((kt_) + sr < uEnd) kr[e] = k_get4_raw(((kt_) + sr) * pc.kRowBytes, kd + (d_) + sd + 4u * e); \
   } \
 }
@@ -228,6 +228,14 @@ void main() {
   }
   uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID, rb = sg % RBN, hf = sg / RBN;
   uint passes = (hd + VD - 1u) / VD;
+  // which element of a CM × CM f32 matrix each of this lane's is (row · CM + column): the layout
+  // is the implementation's, the same for every matrix of the type (elementwise products rest on
+  // that too), so each element finds its key's scale and its row's alpha (ps is free until S's
+  // first store; 16-row matrices of them in shared memory put a fragment's rows on one bank group)
+  if (tid < CM * CM) ps[tid] = float(tid);
+  barrier();
+  ACC ix;
+  coopMatLoad(ix, ps, 0u, CM, gl_CooperativeMatrixLayoutRowMajor);
   ACC o[NO];
   [[unroll]] for (uint j = 0u; j < NO; j++) o[j] = ACC(0.0);
   // what this thread stages: Q row / key sr, dims sd … sd + 4·QE − 1 of each dim slice; V key vk,
@@ -259,8 +267,8 @@ void main() {
 #endif
       }
 #ifdef KSCALED
-      // the key's scale in CM / TPR of the CM rows (its TPR staging threads share it)
-      [[unroll]] for (uint i = 0u; i < CM / TPR; i++) DKM[((tid % TPR) * (CM / TPR) + i) * BC + sr] = ksn;
+      // the key's scale, once (its TPR staging threads share it)
+      if (tid % TPR == 0u) DKS[sr] = ksn;
 #endif
       barrier();
       if (d0 + DS < hd) QK_LOAD(kt, d0 + DS)
@@ -294,11 +302,9 @@ void main() {
         }
       }
 #ifdef KSCALED
-      [[unroll]] for (uint c = 0u; c < SKB; c++) {
-        ACC dm;
-        coopMatLoad(dm, DKM, (SKB * hf + c) * CM, BC, gl_CooperativeMatrixLayoutRowMajor);
-        s[c] = s[c] + sl[c] * dm;
-      }
+      // each element times its key's scale (ix says which key, its column, an element is)
+      [[unroll]] for (uint c = 0u; c < SKB; c++)
+        for (int i = 0; i < sl[c].length(); i++) s[c][i] += sl[c][i] * DKS[(SKB * hf + c) * CM + uint(ix[i]) % CM];
 #endif
     }
     [[unroll]] for (uint c = 0u; c < SKB; c++) {
@@ -334,9 +340,6 @@ void main() {
       barrier();
       red[tid] = l;
       barrier();
-      // the row's alpha CM times, CM / TPR a thread, for O's rescale below (written before the
-      // barrier: the subgroups read it without one of their own)
-      [[unroll]] for (uint i = 0u; i < CM / TPR; i++) AM[r * CM + (tid % TPR) * (CM / TPR) + i] = exp(mOld - m);
       if (tid % TPR == 0u) {
         float alpha = exp(mOld - m);
         rowL[r] = rowL[r] * alpha + rowSum(tid);
@@ -346,13 +349,14 @@ void main() {
       barrier();
     }
     // O's rows times their alpha where one of the subgroup's rows' maximum grew (the first
-    // tile's O is still 0): a cooperative matrix's rows cannot be scaled one by one, so O is
-    // multiplied elementwise by the CM × CM matrix of its rows' alphas the softmax wrote (no
-    // subgroup barrier inside this branch: lavapipe summed wrong with them there, docs/toolchain.md)
+    // tile's O is still 0), each element by its row (ix), a cooperative matrix's rows having no
+    // other handle (no subgroup barrier inside this branch: lavapipe summed wrong with them there,
+    // docs/toolchain.md)
     if (kt != u0 && subgroupAny(rowA[rb * CM + lane % CM] != 1.0)) {
-      ACC am;
-      coopMatLoad(am, AM, rb * CM * CM, CM, gl_CooperativeMatrixLayoutRowMajor);
-      [[unroll]] for (uint j = 0u; j < NO; j++) o[j] = o[j] * am;
+      for (int i = 0; i < o[0].length(); i++) {
+        float al = rowA[rb * CM + uint(ix[i]) / CM];
+        [[unroll]] for (uint j = 0u; j < NO; j++) o[j][i] *= al;
+      }
     }
     // O += P·V, 16 keys at a time (keys past the tile: P = 0 and V staged as 0, never garbage);
     // the two passes written out (PV_PASS), so every accumulator has a constant index (an array

@@ -33,7 +33,7 @@ benches 8192,10240,30720,32768
 profiles() {
   run node dist/scripts/bench/profile-vk.js -m "$MODEL" --ctx 4096 --prefill 2048
   run node dist/scripts/bench/profile-vk.js -m "$MODEL" --ctx 4096 --prefill 512
-  run node dist/scripts/bench/profile-vk.js -m "$MODEL" --ctx 32771 --prefill 32768
+  run node dist/scripts/bench/profile-vk.js -m "$MODEL" --ctx 32832 --prefill 32768
 }
 profiles
 # the README's other rows: q36-bench on both arithmetics, the first streamed text of a 25K-token

@@ -169,13 +169,22 @@ vec4 kValues(uvec4 r, uint key, uint d, bool on, out float sc) {
 #define V_LOAD(j0_) { \
   if ((j0_) + vk < nk) [[unroll]] for (uint e = 0u; e < VE; e++) if (vd + 4u * e < hd) vr[e] = v_get4_raw((kt + (j0_) + vk) * pc.vRowBytes, kd + vd + 4u * e); \
 }
+// P1: P as one f16 (rounded to nearest: 2^-12 of each probability, the one f16 operand of the
+// kernel) and two products a fragment pair instead of three (its error: the journal, "2026-12-06")
+#ifdef P1
+#define PL_LOAD
+#define PL_PRODUCT(oi)
+#else
+#define PL_LOAD coopMatLoad(pal, H, PL + rb * CM * SPP + (j0 + kq) / 4u, SPP, gl_CooperativeMatrixLayoutRowMajor);
+#define PL_PRODUCT(oi) o[oi] = coopMatMulAdd(pal, vb, o[oi]);
+#endif
 // the products of O's pass p (dims p·VD …) for keys j0 … j0 + 15: P from the tile's P, V from the
 // staged slice
 #define PV_PRODUCTS(p) { \
   [[unroll]] for (uint kq = 0u; kq < 16u; kq += CM) { \
     MA pa, pal, pa1; \
     coopMatLoad(pa, H, PH + rb * CM * SPP + (j0 + kq) / 4u, SPP, gl_CooperativeMatrixLayoutRowMajor); \
-    coopMatLoad(pal, H, PL + rb * CM * SPP + (j0 + kq) / 4u, SPP, gl_CooperativeMatrixLayoutRowMajor); \
+    PL_LOAD \
     pa1 = pa * float16_t(LO); \
     [[unroll]] for (uint j = 0u; j < ODB; j++) { \
       uint db = NQ * j + hf; \
@@ -185,7 +194,7 @@ vec4 kValues(uvec4 r, uint key, uint d, bool on, out float sc) {
         coopMatLoad(vbl, H, VL + kq * SV + (p * VD + db * CM) / 4u, SV, gl_CooperativeMatrixLayoutRowMajor); \
         o[p * ODB + j] = coopMatMulAdd(pa1, vb, o[p * ODB + j]); \
         o[p * ODB + j] = coopMatMulAdd(pa, vbl, o[p * ODB + j]); \
-        o[p * ODB + j] = coopMatMulAdd(pal, vb, o[p * ODB + j]); \
+        PL_PRODUCT(p * ODB + j) \
       } \
     } \
   } \
@@ -384,7 +393,11 @@ void main() {
           e4[i] = e;
           l += e;
         }
+#ifdef P1
+        H[PH + r * SPP + j / 4u] = f16vec4(e4);
+#else
         put(PH + r * SPP + j / 4u, PL - PH, e4);
+#endif
       }
       barrier();
       red(tid) = l;
