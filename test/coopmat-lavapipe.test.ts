@@ -4,10 +4,14 @@
  * setup.sh into .tools/mesa-trixie) against the f32 kernels they stand in for: mm / mm_moe in
  * every form (dense plain and GLU, routed gate+up and down, full and partial tiles) for f32, q8_0
  * and iq2_xxs and q2_k (the SCALED products), and attn_tile (one and several key tiles and blocks,
- * two head shapes; K held as scaled integers, as f16, and split; 512 and 256 threads). The engine's own 16 × 16 × 16 modules run on the H200
+ * two head shapes; K held as scaled integers, as f16, and split; 512 and 256 threads; the experiments
+ * reading operands decoded once). The engine's own 16 × 16 × 16 modules run on the H200
  * (docs/vulkan.md).
  */
 import { spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ROOT } from '../ts/paths.js';
 
@@ -43,4 +47,19 @@ describe('matrix-unit kernels on lavapipe matrix units', () => {
       expect(r.stdout).toMatch(/^ok: every output within/m);
     }, 1_600_000);
   }
+
+  // experiments reading Q, K and V decoded once (scripts/experiments/attn/attn_mmg.comp and
+  // attn_mmh.comp, their operands built by scripts/lib/attn-decoded.ts), through bench-attn-tile
+  it('attn_mmg and attn_mmh (operands decoded once) equal attn_tile within 1e-5 of the largest output (q8_0/q4_0, partial token tiles, two key blocks)', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'q36-attn-'));
+    try {
+      const build = spawnSync('bash', ['-c', `set -e; G=$(bash scripts/build/glslc-coopmat.sh); for k in mmg mmh; do "$G" --target-env=vulkan1.2 -O -I shaders -DKT=2 -DVT=3 -DCM=8u -DSG=8u -o "${dir}/attn_"$k"_q8_0_q4_0.spv" scripts/experiments/attn/attn_$k.comp; done`], { cwd: ROOT, encoding: 'utf8' });
+      expect(build.status, build.stderr).toBe(0);
+      const r = underLavapipe('dist/scripts/bench/bench-attn-tile.js', '--kernels', 'attn_tile', '--variant-spv', dir, '--pos', '0,1100', '--tokens', '33', '--blk', '1024', '--reps', '1');
+      expect(r.status, `${r.stdout}\n${r.stderr}`).toBe(0);
+      const diffs = [...r.stdout.matchAll(/^# (attn_mm[gh]) vs attn_tile at (\d+): max \|Δ\| (\S+) of the largest/gm)];
+      expect(diffs.map((m) => `${m[1]}@${m[2]}`), r.stdout).toEqual(['attn_mmg@0', 'attn_mmg@1100', 'attn_mmh@0', 'attn_mmh@1100']);
+      for (const m of diffs) expect(Number(m[3]), m[0]).toBeLessThan(1e-5);
+    } finally { fs.rmSync(dir, { recursive: true, force: true }); }
+  }, 1_600_000);
 });

@@ -5,7 +5,8 @@
  * each kernel (median of --reps, timestamps). What the depth schedule of the prefill blocks
  * (ATTN_MMC_BLOCK, graph.ts) was chosen from. --variant-spv DIR: each DIR/attn_<name>_<kv>.spv
  * (an experiment with attn_mmc's interface, built beside it) runs as kernel attn_<name> too, its
- * outputs compared with attn_mmc's (attn_tile's on a device without it); --stats: the driver's compiler statistics of each kernel.
+ * outputs compared with attn_mmc's (attn_tile's on a device without it; attn_mmg* read decoded
+ * operands built here: scripts/lib/attn-decoded.ts); --stats: the driver's compiler statistics of each kernel.
  *   node dist/scripts/bench/bench-attn-tile.js [--pos 2048,8192,16384,30720] [--tokens 256] [--blk 256,512,1024,2048] [--kv q8_0/q4_0] [--reps 5] [--kernels attn_mmc,attn_tile] [--variant-spv DIR] [--stats]
  */
 import * as fs from 'node:fs';
@@ -23,7 +24,8 @@ import { loadAddon } from '../../ts/vk/addon.js';
 import { pipelineStats } from '../lib/pipeline-stats.js';
 import { addSpv } from '../lib/runtime-shaders.js';
 import { gpuTime } from '../lib/gpu-time.js';
-import { randomCache } from '../lib/random-cache.js';
+import { randomCacheRows } from '../lib/random-cache.js';
+import { attnDecoded } from '../lib/attn-decoded.js';
 
 const { values: a } = parseArgs({ options: {
   pos: { type: 'string', default: '2048,8192,16384,30720' }, tokens: { type: 'string', default: '256' },
@@ -64,9 +66,15 @@ const { nHead, nHeadKv, headDim: hd } = s;
 const kvDim = nHeadKv * hd, qStride = 2 * nHead * hd, kRow = rowBytes(KV_TYPE_IDS[kType], kvDim), vRow = rowBytes(KV_TYPE_IDS[vType], kvDim);
 const tq = attnTileTokens(s), rng = new Rng(7);
 const ctx = Math.max(...positions) + T, minBlk = Math.min(...blocks), maxBlocks = Math.ceil(ctx / minBlk);
-const Kc = randomCache(dev, kType, ctx, kvDim, rng), Vc = randomCache(dev, vType, ctx, kvDim, rng);
-const QG = dev.createBuffer(T * qStride * 4, false);
-dev.write(QG, 0, new Uint8Array(Float32Array.from({ length: T * qStride }, () => rng.normal() * 2).buffer));
+const kc = randomCacheRows(dev, kType, ctx, kvDim, rng), vc = randomCacheRows(dev, vType, ctx, kvDim, rng);
+const Kc = kc.buffer, Vc = vc.buffer;
+const QG = dev.createBuffer(T * qStride * 4, false), qHost = Float32Array.from({ length: T * qStride }, () => rng.normal() * 2);
+dev.write(QG, 0, new Uint8Array(qHost.buffer));
+// kernels named attn_mmg* (scripts/experiments/attn/attn_mmg.comp) read Q, K and V decoded once, in
+// buffers built here from the same values (their layouts: scripts/lib/attn-decoded.ts)
+const direct = more.some((k) => (k.name.startsWith('attn_mmg') || k.name.startsWith('attn_mmh')));
+if (direct && (kType !== 'q8_0' || vType !== 'q4_0' || hd !== 256)) fail('attn_mmg*: a q8_0/q4_0 cache and hd 256 only');
+const dec = direct ? attnDecoded(dev, { nHead, nHeadKv, hd, tokens: T, ctx }, qHost, kc.chunk, vc.chunk, kc.rows) : undefined;
 const P = dev.createBuffer(T * nHead * maxBlocks * hd * 4, false), ML = dev.createBuffer(T * nHead * maxBlocks * 8, false);
 const O = dev.createBuffer(T * nHead * hd * 4, true), PARAMS = dev.createBuffer(16, false);
 console.log(`# bench-attn-tile ${new Date().toISOString()} ${info.name}: ${nHead}/${nHeadKv} heads of ${hd}, cache ${kType}/${vType}, ${T} tokens a pair, median of ${reps}`);
@@ -75,7 +83,8 @@ if (a.stats) for (const k of kernels) console.log(`# stats ${k.name}_${kType}_${
 // context; blocks past the tokens return at once)
 const attn = (ops: OpList, kernel: KernelDecl, blk: number) => {
   const nBlk = Math.ceil(ctx / blk);
-  dispatch(ops, kernel, { QG, Kc, Vc, P, ML, PARAMS }, { nHead, nHeadKv, hd, kRowBytes: kRow, vRowBytes: vRow, qStride, scale: 1 / Math.sqrt(hd), nBlk, blk, t0: 0, grow: 0, nTok: T, tq }, [Math.ceil(T / tq), nHeadKv, nBlk], { variant: `${kType}_${vType}` });
+  const d = kernel.name.startsWith('attn_mmg') || kernel.name.startsWith('attn_mmh') ? dec! : undefined;
+  dispatch(ops, kernel, d ? { QG: d.q, Kc: d.k, Vc: d.v, P, ML, PARAMS } : { QG, Kc, Vc, P, ML, PARAMS }, { nHead, nHeadKv, hd, kRowBytes: d ? d.kScales : kRow, vRowBytes: d ? d.vLo : vRow, qStride, scale: 1 / Math.sqrt(hd), nBlk, blk, t0: 0, grow: 0, nTok: T, tq }, [Math.ceil(T / tq), nHeadKv, nBlk], { variant: `${kType}_${vType}` });
 };
 const merge = (ops: OpList, blk: number) => dispatch(ops, KERNELS.attn_merge, { P, ML, QG, O, PARAMS }, { nHead, hd, nBlk: Math.ceil(ctx / blk), qStride, blk, t0: 0, grow: 0 }, [T, nHead]);
 /** the outputs (attention + attn_merge) of a kernel at a depth, blocks of blk */
@@ -112,4 +121,5 @@ for (const kernel of kernels) {
   }
 }
 for (const b of [Kc, Vc, QG, P, ML, O, PARAMS]) dev.freeBuffer(b);
+dec?.free();
 dev.dispose();

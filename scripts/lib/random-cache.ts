@@ -10,9 +10,14 @@ import { type Rng, fillRandom } from '../../ts/model/synth.js';
 import type { VkDevice } from '../../ts/vk/addon.js';
 
 export function randomCache(dev: VkDevice, type: KvType, ctx: number, kvDim: number, rng: Rng): number {
+  return randomCacheRows(dev, type, ctx, kvDim, rng).buffer;
+}
+
+/** randomCache's buffer and the chunk of rows it repeats (row r of the cache is row r % rows of it) */
+export function randomCacheRows(dev: VkDevice, type: KvType, ctx: number, kvDim: number, rng: Rng): { buffer: number; chunk: Uint8Array; rows: number } {
   const rb = rowBytes(KV_TYPE_IDS[type], kvDim), rows = 1024;
   const b = dev.createBuffer(ctx * rb, false), chunk = new Uint8Array(rows * rb);
   fillRandom(KV_TYPE_IDS[type], chunk, rows * kvDim, rng, { sigma: 1 });
   for (let r = 0; r < ctx; r += rows) dev.write(b, r * rb, chunk.subarray(0, Math.min(rows, ctx - r) * rb));
-  return b;
+  return { buffer: b, chunk, rows };
 }

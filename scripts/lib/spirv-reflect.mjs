@@ -21,7 +21,8 @@ export function reflect(words) {
       case OP.Decorate: if (a[1] === DEC.Binding) binding.set(a[0], a[2]); break;
       case OP.MemberDecorate: if (a[2] === DEC.Offset) { const m = offsets.get(a[0]) ?? []; m[a[1]] = a[3]; offsets.set(a[0], m); } break;
       case OP.TypeInt: case OP.TypeFloat: types.set(a[0], { bytes: a[1] / 8 }); break;
-      case OP.TypeVector: types.set(a[0], { bytes: types.get(a[1]).bytes * a[2] }); break;
+      // (a vector of a type not followed here, booleans: no size)
+      case OP.TypeVector: types.set(a[0], { bytes: (types.get(a[1])?.bytes ?? NaN) * a[2] }); break;
       // an array of a type not followed here (a cooperative matrix in registers): its length only
       case OP.TypeArray: types.set(a[0], { bytes: (types.get(a[1])?.bytes ?? NaN) * consts.get(a[2]), count: consts.get(a[2]) }); break;
       case OP.TypeStruct: types.set(a[0], { members: Array.from(a.subarray(1)) }); break;
