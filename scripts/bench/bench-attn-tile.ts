@@ -7,7 +7,9 @@
  * (an experiment with attn_mmc's interface, built beside it) runs as kernel attn_<name> too, its
  * outputs compared with attn_mmc's (attn_tile's on a device without it; attn_mmg* read decoded
  * operands built here: scripts/lib/attn-decoded.ts); --stats: the driver's compiler statistics of each kernel.
- *   node dist/scripts/bench/bench-attn-tile.js [--pos 2048,8192,16384,30720] [--tokens 256] [--blk 256,512,1024,2048] [--kv q8_0/q4_0] [--reps 5] [--kernels attn_mmc,attn_tile] [--variant-spv DIR] [--stats]
+ * --decode (with attn_mmg* / attn_mmh* in DIR): DIR/decode_attn_<kv>.spv (scripts/experiments/attn/attn_decode.comp)
+ * writes those buffers on the GPU too: compared with the host's, and timed at each depth.
+ *   node dist/scripts/bench/bench-attn-tile.js [--pos 2048,8192,16384,30720] [--tokens 256] [--blk 256,512,1024,2048] [--kv q8_0/q4_0] [--reps 5] [--kernels attn_mmc,attn_tile] [--variant-spv DIR [--decode]] [--stats]
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -31,7 +33,7 @@ const { values: a } = parseArgs({ options: {
   pos: { type: 'string', default: '2048,8192,16384,30720' }, tokens: { type: 'string', default: '256' },
   blk: { type: 'string', default: '256,512,1024,2048' }, kv: { type: 'string', default: 'q8_0/q4_0' },
   reps: { type: 'string', default: '5' }, kernels: { type: 'string', default: 'attn_mmc,attn_tile' },
-  'variant-spv': { type: 'string' }, stats: { type: 'boolean', default: false },
+  'variant-spv': { type: 'string' }, stats: { type: 'boolean', default: false }, decode: { type: 'boolean', default: false },
 } });
 const fail = (m: string): never => { console.error(`bench-attn-tile: ${m}`); process.exit(2); };
 const [kType, vType] = a.kv!.split('/') as [KvType, KvType];
@@ -60,7 +62,11 @@ if (a['variant-spv']) {
   if (!more.length) fail(`no attn_*${suffix} in ${a['variant-spv']}`);
   kernels.push(...more);
 }
-const pipes = new Pipelines(dev, more.map((k) => ({ ...k, name: `${k.name}_${kType}_${vType}` })));
+// the decode pass (--decode) of the experiments reading decoded operands: its own buffers, the host's layouts
+const DECODE: KernelDecl = { name: `decode_attn_${kType}_${vType}`, bindings: ['QG', 'Kc', 'Vc', 'QD', 'KD', 'VD', 'PARAMS'], push: ['nHead', 'nHeadKv', 'hd', 'kRowBytes', 'vRowBytes', 'qStride', 'nTok', 't0', 'kScales', 'vLo', 'rowsOut', '_'], local: 256 };
+if (a.decode && !more.some((k) => k.name.startsWith('attn_mmg') || k.name.startsWith('attn_mmh'))) fail('--decode: needs attn_mmg* or attn_mmh* in --variant-spv');
+if (a.decode) await addSpv(DECODE.name, path.join(a['variant-spv']!, `${DECODE.name}.spv`));
+const pipes = new Pipelines(dev, [...more.map((k) => ({ ...k, name: `${k.name}_${kType}_${vType}` })), ...(a.decode ? [DECODE] : [])]);
 const s = PRESETS.full as unknown as ModelShape;
 const { nHead, nHeadKv, headDim: hd } = s;
 const kvDim = nHeadKv * hd, qStride = 2 * nHead * hd, kRow = rowBytes(KV_TYPE_IDS[kType], kvDim), vRow = rowBytes(KV_TYPE_IDS[vType], kvDim);
@@ -75,6 +81,12 @@ dev.write(QG, 0, new Uint8Array(qHost.buffer));
 const direct = more.some((k) => (k.name.startsWith('attn_mmg') || k.name.startsWith('attn_mmh')));
 if (direct && (kType !== 'q8_0' || vType !== 'q4_0' || hd !== 256)) fail('attn_mmg*: a q8_0/q4_0 cache and hd 256 only');
 const dec = direct ? attnDecoded(dev, { nHead, nHeadKv, hd, tokens: T, ctx }, qHost, kc.chunk, vc.chunk, kc.rows) : undefined;
+const out = a.decode ? { q: dev.createBuffer((T * nHead + 64) * hd * 4, false), k: dev.createBuffer((ctx + 64) * kvDim * 2 + (ctx + 64) * (kvDim / 32) * 4, false), v: dev.createBuffer((ctx + 64) * kvDim * 4, false) } : undefined;
+/** the decode pass for a step at depth pos: keys up to pos + T − 1, then 64 rows of zeros */
+const decodePass = (ops: OpList, pos: number) => {
+  const rowsOut = pos + T + 64, n = Math.max(rowsOut * kvDim / 4, T * nHead * hd / 4);
+  dispatch(ops, DECODE, { QG, Kc, Vc, QD: out!.q, KD: out!.k, VD: out!.v, PARAMS }, { nHead, nHeadKv, hd, kRowBytes: kRow, vRowBytes: vRow, qStride, nTok: T, t0: 0, kScales: dec!.kScales, vLo: dec!.vLo, rowsOut }, [Math.ceil(n / 256), 2, 1]);
+};
 const P = dev.createBuffer(T * nHead * maxBlocks * hd * 4, false), ML = dev.createBuffer(T * nHead * maxBlocks * 8, false);
 const O = dev.createBuffer(T * nHead * hd * 4, true), PARAMS = dev.createBuffer(16, false);
 console.log(`# bench-attn-tile ${new Date().toISOString()} ${info.name}: ${nHead}/${nHeadKv} heads of ${hd}, cache ${kType}/${vType}, ${T} tokens a pair, median of ${reps}`);
@@ -108,7 +120,33 @@ for (const k of more) {
     console.log(`# ${k.name} vs ${ref.name} at ${pos}: max |Δ| ${(m / big).toExponential(2)} of the largest`);
   }
 }
+if (a.decode) {
+  // the GPU's buffers against the host's over the keys a step at the last depth writes (and Q)
+  const pos = positions[positions.length - 1], keys = pos + T;
+  dev.write(PARAMS, 0, new Uint8Array(Uint32Array.of(pos, T, 0, 0).buffer));
+  const ops = new OpList(pipes);
+  decodePass(ops, pos);
+  const cmd = dev.record(ops.build(), false);
+  dev.runSync(cmd);
+  dev.freeCommand(cmd);
+  const half = (ctx + 64) * kvDim * 2, cmp = (what: string, buf: number, ref: number, ranges: [number, number][]) => {
+    let bad = 0, n = 0;
+    for (const [o, len] of ranges) {
+      const x = new Uint32Array(dev.read(buf, o, len)), y = new Uint32Array(dev.read(ref, o, len));
+      for (let i = 0; i < x.length; i++) { n++; if (x[i] !== y[i]) bad++; }
+    }
+    console.log(`# decode pass ${what}: ${bad} of ${n} words differ from the host's`);
+  };
+  cmp('Q', out!.q, dec!.q, [[0, T * nHead * hd * 2], [(T * nHead + 64) * hd * 2, T * nHead * hd * 2]]);
+  cmp('K', out!.k, dec!.k, [[0, keys * kvDim * 2], [half, keys * (kvDim / 32) * 4]]);
+  cmp('V', out!.v, dec!.v, [[0, keys * kvDim * 2], [half, keys * kvDim * 2]]);
+}
 console.log('kernel,pos,blk,workgroups,attn_us,merge_us,pair_us');
+if (a.decode) for (const pos of positions) {
+  dev.write(PARAMS, 0, new Uint8Array(Uint32Array.of(pos, T, 0, 0).buffer));
+  const td = gpuTime({ dev, pipes, reps, warmMs: 100 }, (ops: OpList) => decodePass(ops, pos)).seconds * 1e6;
+  console.log(`attn_decode,${pos},,,${td.toFixed(1)},,`);
+}
 for (const kernel of kernels) {
   for (const pos of positions) {
     dev.write(PARAMS, 0, new Uint8Array(Uint32Array.of(pos, T, 0, 0).buffer));
@@ -122,4 +160,5 @@ for (const kernel of kernels) {
 }
 for (const b of [Kc, Vc, QG, P, ML, O, PARAMS]) dev.freeBuffer(b);
 dec?.free();
+for (const b of out ? [out.q, out.k, out.v] : []) dev.freeBuffer(b);
 dev.dispose();

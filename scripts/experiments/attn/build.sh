@@ -32,3 +32,5 @@ c attn_k2 scripts/experiments/attn/attn_k2.comp
 # scripts/lib/attn-decoded.ts): fragments loaded straight from them (mmg), or staged from them (mmh)
 c attn_mmg scripts/experiments/attn/attn_mmg.comp
 c attn_mmh scripts/experiments/attn/attn_mmh.comp
+# their decode pass (bench-attn-tile --decode; not named attn_*, so not taken for an attention kernel)
+"$G" --target-env=vulkan1.2 -O -I shaders -DKT=2 -DVT=3 -o $O/decode_attn_q8_0_q4_0.spv scripts/experiments/attn/attn_decode.comp; echo "built decode_attn"
