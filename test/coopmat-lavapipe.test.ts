@@ -50,16 +50,20 @@ describe('matrix-unit kernels on lavapipe matrix units', () => {
 
   // experiments reading Q, K and V decoded once (scripts/experiments/attn/attn_mmg.comp and
   // attn_mmh.comp, their operands built by scripts/lib/attn-decoded.ts), through bench-attn-tile
-  it('attn_mmg and attn_mmh (operands decoded once) equal attn_tile within 1e-5 of the largest output (q8_0/q4_0, partial token tiles, two key blocks)', () => {
+  it('attn_mmg and attn_mmh (operands decoded once) equal attn_tile within 1e-5 of the largest output (q8_0/q4_0, partial token tiles, two key blocks), their decode pass the host\'s buffers', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'q36-attn-'));
     try {
-      const build = spawnSync('bash', ['-c', `set -e; G=$(bash scripts/build/glslc-coopmat.sh); for k in mmg mmh; do "$G" --target-env=vulkan1.2 -O -I shaders -DKT=2 -DVT=3 -DCM=8u -DSG=8u -o "${dir}/attn_"$k"_q8_0_q4_0.spv" scripts/experiments/attn/attn_$k.comp; done`], { cwd: ROOT, encoding: 'utf8' });
+      const build = spawnSync('bash', ['-c', `set -e; G=$(bash scripts/build/glslc-coopmat.sh); for k in mmg mmh; do "$G" --target-env=vulkan1.2 -O -I shaders -DKT=2 -DVT=3 -DCM=8u -DSG=8u -o "${dir}/attn_"$k"_q8_0_q4_0.spv" scripts/experiments/attn/attn_$k.comp; done; "$G" --target-env=vulkan1.2 -O -I shaders -DKT=2 -DVT=3 -o "${dir}/decode_attn_q8_0_q4_0.spv" scripts/experiments/attn/attn_decode.comp`], { cwd: ROOT, encoding: 'utf8' });
       expect(build.status, build.stderr).toBe(0);
-      const r = underLavapipe('dist/scripts/bench/bench-attn-tile.js', '--kernels', 'attn_tile', '--variant-spv', dir, '--pos', '0,1100', '--tokens', '33', '--blk', '1024', '--reps', '1');
+      const r = underLavapipe('dist/scripts/bench/bench-attn-tile.js', '--kernels', 'attn_tile', '--variant-spv', dir, '--pos', '0,1100', '--tokens', '33', '--blk', '1024', '--reps', '1', '--decode');
       expect(r.status, `${r.stdout}\n${r.stderr}`).toBe(0);
       const diffs = [...r.stdout.matchAll(/^# (attn_mm[gh]) vs attn_tile at (\d+): max \|Δ\| (\S+) of the largest/gm)];
       expect(diffs.map((m) => `${m[1]}@${m[2]}`), r.stdout).toEqual(['attn_mmg@0', 'attn_mmg@1100', 'attn_mmh@0', 'attn_mmh@1100']);
       for (const m of diffs) expect(Number(m[3]), m[0]).toBeLessThan(1e-5);
+      // their decode pass on the GPU writes the host's buffers bit for bit
+      const decoded = [...r.stdout.matchAll(/^# decode pass ([QKV]): (\d+) of (\d+) words differ/gm)];
+      expect(decoded.map((m) => m[1]), r.stdout).toEqual(['Q', 'K', 'V']);
+      for (const m of decoded) { expect(Number(m[2]), m[0]).toBe(0); expect(Number(m[3]), m[0]).toBeGreaterThan(0); }
     } finally { fs.rmSync(dir, { recursive: true, force: true }); }
   }, 1_600_000);
 });
