@@ -206,9 +206,9 @@ void load(uint k0, uint wo[DJ], uint dg, uint xo, bool xlive, out Fetch f) {
 #ifdef SCALED
 // sums += P ⊙ (the subgroup's rows' scales in every column), through the subgroup's scratch
 #ifdef IDX_SCALES
-// (an experiment, scripts/experiments/tiles/build-idx.sh: each element times its row's scale, the
-// row read from ix, the matrix of the elements' indices, instead of through a scale matrix in the
-// subgroup's scratch)
+// (the GLU modules: each element times its row's scale, the row read from ix, the matrix of the
+// elements' indices, instead of through a scale matrix in the subgroup's scratch; the plain modules
+// keep the matrix, IDX_SCALES took them to 142 registers and 8% longer: docs/vulkan.md)
 #define APPLY_SCALES(S_, P_, ACC_) { \
   [[unroll]] for (uint j = 0u; j < CB; j++) if (cb + j < nb) for (int i_ = 0; i_ < ACC_[j].length(); i_++) ACC_[j][i_] += P_[j][i_] * S_[rb * CM + uint(ix[i_]) / CM]; }
 #else
@@ -243,7 +243,7 @@ void main() {
   // stay outside such branches: lavapipe (Mesa 26.1) gave wrong sums with them inside.
   uint nb = (count + CM - 1u) / CM;
   bool xlive = xs < count;
-#ifdef IDX_SCALES
+#if defined(IDX_SCALES) && defined(SCALED)
   [[unroll]] for (uint e = 0u; e < PE; e++) CS[cs + lane + SG * e] = float(lane + SG * e);
   subgroupMemoryBarrierShared(); subgroupBarrier();
   ACC ix;

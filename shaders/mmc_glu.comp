@@ -6,4 +6,8 @@
 #define BN 64u
 #define SPLIT
 #define GLU
+// a span's row scales applied to each element by its index (mmc.glsl, IDX_SCALES)
+#ifndef IDX_SCALES
+#define IDX_SCALES
+#endif
 #include "mmc.glsl"

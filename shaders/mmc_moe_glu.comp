@@ -7,6 +7,10 @@
 #define MOE
 #define SPLIT
 #define GLU
+// a span's row scales applied to each element by its index (mmc.glsl, IDX_SCALES)
+#ifndef IDX_SCALES
+#define IDX_SCALES
+#endif
 #define SETS 2u
 #define RAW_LOADS
 #include "mmc.glsl"

@@ -18,7 +18,8 @@ import { ROOT } from '../ts/paths.js';
 const underLavapipe = (...args: string[]) => spawnSync('bash', ['scripts/check/lavapipe-coopmat.sh', ...args], { cwd: ROOT, encoding: 'utf8', timeout: 1_500_000 });
 
 describe('matrix-unit kernels on lavapipe matrix units', () => {
-  // the engine's form, and the element-indexed row scales of an experiment (scripts/experiments/tiles/build-idx.sh)
+  // the engine's forms (the GLU modules apply the span scales by element index), and every form so
+  // (IDX_SCALES on the plain modules: scripts/experiments/tiles/build-idx.sh)
   for (const define of [undefined, 'IDX_SCALES']) {
     it(`mmc${define ? ` (${define})` : ''} equals the f32 tiles within 1e-5 of the largest output, every form and type`, () => {
       const r = underLavapipe('dist/scripts/check/mmc-check.js', '--fragment', '8', '--tokens', '5,63,100', ...(define ? ['--define', define] : []));
