@@ -27,7 +27,7 @@ import { pipelineStats } from '../lib/pipeline-stats.js';
 import { addSpv } from '../lib/runtime-shaders.js';
 import { gpuTime } from '../lib/gpu-time.js';
 import { randomCacheRows } from '../lib/random-cache.js';
-import { attnDecoded } from '../lib/attn-decoded.js';
+import { attnDecoded, attnDecodedLayout } from '../lib/attn-decoded.js';
 
 const { values: a } = parseArgs({ options: {
   pos: { type: 'string', default: '2048,8192,16384,30720' }, tokens: { type: 'string', default: '256' },
@@ -63,8 +63,10 @@ if (a['variant-spv']) {
   kernels.push(...more);
 }
 // the decode pass (--decode) of the experiments reading decoded operands: its own buffers, the host's layouts
+/** the experiments that read Q, K and V decoded once (attn_mmg*, attn_mmh*) */
+const readsDecoded = (k: KernelDecl) => k.name.startsWith('attn_mmg') || k.name.startsWith('attn_mmh');
 const DECODE: KernelDecl = { name: `decode_attn_${kType}_${vType}`, bindings: ['QG', 'Kc', 'Vc', 'QD', 'KD', 'VD', 'PARAMS'], push: ['nHead', 'nHeadKv', 'hd', 'kRowBytes', 'vRowBytes', 'qStride', 'nTok', 't0', 'kScales', 'vLo', 'rowsOut', '_'], local: 256 };
-if (a.decode && !more.some((k) => k.name.startsWith('attn_mmg') || k.name.startsWith('attn_mmh'))) fail('--decode: needs attn_mmg* or attn_mmh* in --variant-spv');
+if (a.decode && !more.some(readsDecoded)) fail('--decode: needs attn_mmg* or attn_mmh* in --variant-spv');
 if (a.decode) await addSpv(DECODE.name, path.join(a['variant-spv']!, `${DECODE.name}.spv`));
 const pipes = new Pipelines(dev, [...more.map((k) => ({ ...k, name: `${k.name}_${kType}_${vType}` })), ...(a.decode ? [DECODE] : [])]);
 const s = PRESETS.full as unknown as ModelShape;
@@ -78,10 +80,11 @@ const QG = dev.createBuffer(T * qStride * 4, false), qHost = Float32Array.from({
 dev.write(QG, 0, new Uint8Array(qHost.buffer));
 // kernels named attn_mmg* (scripts/experiments/attn/attn_mmg.comp) read Q, K and V decoded once, in
 // buffers built here from the same values (their layouts: scripts/lib/attn-decoded.ts)
-const direct = more.some((k) => (k.name.startsWith('attn_mmg') || k.name.startsWith('attn_mmh')));
-if (direct && (kType !== 'q8_0' || vType !== 'q4_0' || hd !== 256)) fail('attn_mmg*: a q8_0/q4_0 cache and hd 256 only');
-const dec = direct ? attnDecoded(dev, { nHead, nHeadKv, hd, tokens: T, ctx }, qHost, kc.chunk, vc.chunk, kc.rows) : undefined;
-const out = a.decode ? { q: dev.createBuffer((T * nHead + 64) * hd * 4, false), k: dev.createBuffer((ctx + 64) * kvDim * 2 + (ctx + 64) * (kvDim / 32) * 4, false), v: dev.createBuffer((ctx + 64) * kvDim * 4, false) } : undefined;
+const direct = more.some(readsDecoded);
+if (direct && (kType !== 'q8_0' || vType !== 'q4_0' || hd !== 256)) fail('attn_mmg* / attn_mmh*: a q8_0/q4_0 cache and hd 256 only');
+const decShape = { nHead, nHeadKv, hd, tokens: T, ctx }, decLayout = attnDecodedLayout(decShape);
+const dec = direct ? attnDecoded(dev, decShape, qHost, kc.chunk, vc.chunk, kc.rows) : undefined;
+const out = a.decode ? { q: dev.createBuffer(decLayout.qBytes, false), k: dev.createBuffer(decLayout.kBytes, false), v: dev.createBuffer(decLayout.vBytes, false) } : undefined;
 /** the decode pass for a step at depth pos: keys up to pos + T − 1, then 64 rows of zeros */
 const decodePass = (ops: OpList, pos: number) => {
   const rowsOut = pos + T + 64, n = Math.max(rowsOut * kvDim / 4, T * nHead * hd / 4);
@@ -95,7 +98,7 @@ if (a.stats) for (const k of kernels) console.log(`# stats ${k.name}_${kType}_${
 // context; blocks past the tokens return at once)
 const attn = (ops: OpList, kernel: KernelDecl, blk: number) => {
   const nBlk = Math.ceil(ctx / blk);
-  const d = kernel.name.startsWith('attn_mmg') || kernel.name.startsWith('attn_mmh') ? dec! : undefined;
+  const d = readsDecoded(kernel) ? dec! : undefined;
   dispatch(ops, kernel, d ? { QG: d.q, Kc: d.k, Vc: d.v, P, ML, PARAMS } : { QG, Kc, Vc, P, ML, PARAMS }, { nHead, nHeadKv, hd, kRowBytes: d ? d.kScales : kRow, vRowBytes: d ? d.vLo : vRow, qStride, scale: 1 / Math.sqrt(hd), nBlk, blk, t0: 0, grow: 0, nTok: T, tq }, [Math.ceil(T / tq), nHeadKv, nBlk], { variant: `${kType}_${vType}` });
 };
 const merge = (ops: OpList, blk: number) => dispatch(ops, KERNELS.attn_merge, { P, ML, QG, O, PARAMS }, { nHead, hd, nBlk: Math.ceil(ctx / blk), qStride, blk, t0: 0, grow: 0 }, [T, nHead]);
@@ -129,7 +132,7 @@ if (a.decode) {
   const cmd = dev.record(ops.build(), false);
   dev.runSync(cmd);
   dev.freeCommand(cmd);
-  const half = (ctx + 64) * kvDim * 2, cmp = (what: string, buf: number, ref: number, ranges: [number, number][]) => {
+  const half = 4 * decLayout.kScales, cmp = (what: string, buf: number, ref: number, ranges: [number, number][]) => {
     let bad = 0, n = 0;
     for (const [o, len] of ranges) {
       const x = new Uint32Array(dev.read(buf, o, len)), y = new Uint32Array(dev.read(ref, o, len));

@@ -27,6 +27,12 @@ export interface AttnDecoded {
 
 export interface AttnDecodedShape { nHead: number; nHeadKv: number; hd: number; tokens: number; ctx: number }
 
+/** Bytes of the three buffers (Q, K, V) and the word offsets of K's scales and V's lo halves in them. */
+export function attnDecodedLayout(s: AttnDecodedShape): { qBytes: number; kBytes: number; vBytes: number; kScales: number; vLo: number } {
+  const kvDim = s.nHeadKv * s.hd, keys = s.ctx + PAD_ROWS, half = keys * kvDim * 2;
+  return { qBytes: (s.tokens * s.nHead + PAD_ROWS) * s.hd * 4, kBytes: half + keys * (kvDim / 32) * 4, vBytes: 2 * half, kScales: half / 4, vLo: half / 4 };
+}
+
 /**
  * qg: the bench's Q rows (tokens × qStride f32, head h's Q at h·2·hd); kChunk / vChunk: q8_0 / q4_0
  * rows that repeat every `rows` positions (randomCacheRows).
@@ -61,8 +67,8 @@ export function attnDecoded(dev: VkDevice, s: AttnDecodedShape, qg: Float32Array
       vl[i] = f32ToF16(Math.fround((x - h) * LO));
     }
   }
-  const P = ctx + PAD_ROWS, half = P * kvDim * 2, kScales = half / 4, vLo = half / 4;
-  const q = dev.createBuffer(qh.byteLength, false), k = dev.createBuffer(half + P * nb * 4, false), v = dev.createBuffer(2 * half, false);
+  const L = attnDecodedLayout(s), P = ctx + PAD_ROWS, half = 4 * L.kScales, { kScales, vLo } = L;
+  const q = dev.createBuffer(L.qBytes, false), k = dev.createBuffer(L.kBytes, false), v = dev.createBuffer(L.vBytes, false);
   dev.write(q, 0, new Uint8Array(qh.buffer));
   const zeros = new Uint8Array(PAD_ROWS * kvDim * 2);
   for (let p = 0; p < P; p += rows) {

@@ -26,8 +26,6 @@ c attn_abl_nos scripts/experiments/attn/attn_mma.comp -DIDX_SCALES -DDS64 -DABL_
 c attn_abl_nopv scripts/experiments/attn/attn_mma.comp -DIDX_SCALES -DDS64 -DABL_NO_PV
 # attn_mmd with P as one f16 (P1): two P·V products a fragment pair instead of three
 c attn_mmp1 scripts/experiments/attn/attn_mma.comp -DIDX_SCALES -DDS64 -DP1
-# attn_mmc with each slice's Q and K loads two slices ahead (two register sets)
-c attn_k2 scripts/experiments/attn/attn_k2.comp
 # Q, K and V decoded once into buffers (bench-attn-tile builds them for attn_mmg* / attn_mmh*,
 # scripts/lib/attn-decoded.ts): fragments loaded straight from them (mmg), or staged from them (mmh)
 c attn_mmg scripts/experiments/attn/attn_mmg.comp
