@@ -1,19 +1,25 @@
 #version 450
 // attn_mmc: attn_tile on the matrix units (GL_KHR_cooperative_matrix, 16 × 16 × 16 f16 products,
-// f32 sums). Same dispatch, push block, bindings and outputs as attn_tile (the partials P and ML
-// that attn_merge combines), so the step swaps one for the other where the device has the matrix
-// units; attn_tile stays the fallback and the reference the parity runs compare against.
+// f32 sums). attn_tile's dispatch, push block (with kScales / vLo, the word offsets of K's scales
+// and V's lo halves in KD and VD, where attn_tile has the rows' bytes) and outputs (the partials P
+// and ML that attn_merge combines), so the step swaps one for the other where the device has the matrix units;
+// attn_tile stays the fallback and the reference the parity runs compare against. Its operands come
+// decoded once by attn_decode.comp (Q's two f16 halves, K's values as f16 and their scales, V's two
+// f16 halves: that file's header has the layouts), so a 64-key tile only copies them into shared
+// memory with 8-byte loads: decoding and splitting them for every tile of every query tile took
+// about a tenth of the kernel (docs/vulkan.md).
 // Per tile of 64 keys: S = Q·Kᵀ over 32-dim slices staged in shared memory, the online softmax
 // of attn_tile in f32 (its code unchanged), then O += P·V over 16-key slices (V staged 128 dims at
 // a time). Every operand is held as two f16 as in mmc.glsl (hi: the value's first 11 significant
 // bits; lo: the rest, times LO), so products keep ~22 significant bits: one f16 an operand moved
 // the tiny random models' logits by up to ~1 (docs/vulkan.md).
-// S's cross terms go to accumulators of their own (Q and K may be too large to scale by LO in
-// f16). K is held exactly where the cache allows: a f16 cache's values are f16 (KEXACT: Q's hi
-// and lo times K, two products), a q8_0 or q4_0 cache's are integers with one scale per key and
-// 32 dims (KSCALED: a dim slice's q·Qhi + (q/LO)·(LO·Qlo) in one fresh accumulator, whose
-// elements are then each multiplied by their key's scale and added to S: two products, no K lo array). P lies in [0, 1], so P·V goes into one accumulator as (LO·Ph)·Vh + Ph·(LO·Vl) +
-// (LO·Pl)·Vh, divided by LO at the end: half the accumulator registers.
+// K is held exactly: an f16 cache's values are f16 (KEXACT: Q's hi and lo times K, two products
+// into accumulators of their own, Q may be too large to scale by LO in f16), a q8_0 or q4_0 cache's
+// are integers with one scale per key and 32 dims (KSCALED: a dim slice's q·Qhi + (q/LO)·(LO·Qlo)
+// in one fresh accumulator, whose elements are then each multiplied by their key's scale and
+// added to S). An f32 cache's K is not exact in f16: those layers keep attn_tile (graph.ts).
+// P lies in [0, 1], so P·V goes into one accumulator as (LO·Ph)·Vh + Ph·(LO·Vl) + (LO·Pl)·Vh,
+// divided by LO at the end: half the accumulator registers.
 // The online softmax's per-row rescale of O cannot touch a cooperative matrix's rows directly:
 // each element of O is multiplied by its row's alpha (found through a matrix of the elements'
 // indices, ix), only where one of the subgroup's
@@ -24,7 +30,7 @@
 // of S the key blocks SKB·(s / RBN) …; of O the dim blocks NQ·j + s / RBN of each 128-dim pass
 // (hd ≤ 256). Needs SG-lane subgroups and CM × CM × CM f16 → f32 subgroup products (the engine's:
 // 32 and 16, its matrix-unit check; 8 and 8 for checks on lavapipe, docs/toolchain.md), hd a
-// multiple of 32, ≤ 256. Shared memory 49152 bytes at CM = 16 (48128 at NT = 256).
+// multiple of 32, ≤ 256.
 #extension GL_GOOGLE_include_directive : enable
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -40,38 +46,26 @@
 #define NT 512
 #endif
 layout(local_size_x = NT) in;
-layout(std430, binding = 0) readonly buffer QB { vec4 QG4[]; };   // Q's rows: 16-byte aligned runs of 4 (qStride, hd and the offsets below multiples of 4)
-layout(std430, binding = 1) readonly buffer KB { uint KC[]; };
-layout(std430, binding = 2) readonly buffer VB { uint VC[]; };
+layout(std430, binding = 0) readonly buffer QB { uvec2 QD[]; };   // 4 halves a word pair
+layout(std430, binding = 1) readonly buffer KB2 { uvec2 KD[]; };
+layout(std430, binding = 1) readonly buffer KBF { float KDF[]; };
+layout(std430, binding = 2) readonly buffer VB2 { uvec2 VD2[]; };
 layout(std430, binding = 3) writeonly buffer PPB { float P[]; };
 layout(std430, binding = 4) writeonly buffer MLB { vec2 ML[]; };
 layout(std430, binding = 5) readonly buffer PB { uint PARAMS[]; };
 layout(push_constant) uniform PC {
-  uint nHead; uint nHeadKv; uint hd; uint kRowBytes;
-  uint vRowBytes; uint qStride; float scale; uint nBlk;
+  uint nHead; uint nHeadKv; uint hd; uint kScales;
+  uint vLo; uint qStride; float scale; uint nBlk;
   uint blk; uint t0; uint nTok; uint tq;
 } pc;
-// K held exactly: a 16-bit cache's values are f16 already (KEXACT); a quantized cache's are
-// integers exact in f16 with one scale per key and 32 dims (KSCALED, the q8_0 and q4_0 caches)
-#if KT >= 1
-#define KEXACT
-#define KV_FN4Q k_get4q
+#if KT < 1
+#error "attn_mmc: a q8_0, q4_0 or f16 K"
 #endif
+#define KEXACT
 #if KT >= 2
 #define KSCALED
 #endif
-#define KV_FN4 k_get4
-#define KVBUF KC
-#define KV_T KT
-#include "kv.glsl"
-#undef KV_FN4
-#undef KV_FN4Q
-#undef KVBUF
-#undef KV_T
-#define KV_FN4 v_get4
-#define KVBUF VC
-#define KV_T VT
-#include "kv.glsl"
+f16vec4 h4(uvec2 w) { return f16vec4(unpackFloat2x16(w.x), unpackFloat2x16(w.y)); }
 
 // the fragment edge and the subgroup size (the engine's: 16 and 32; checks build 8 and 8 for a
 // device that lists only that shape: attn-mmc-check --fragment 8, docs/toolchain.md)
@@ -103,11 +97,11 @@ const uint SV = (VD + 8u) / 4u;    // a V row (one key) of a pass
 const uint TPR = NTH / R, QE = DS / (4u * TPR), VPK = NTH / 16u, VE = VD / (4u * VPK), KPT = BC / TPR;
 // O's accumulators a subgroup: two 128-dim passes of ODB blocks
 const uint NO = 2u * ODB;
-// one staging array for both phases: S: Q hi, Q lo, K hi, K lo (64 rows each); P·V: P hi, P lo
-// (64 rows), V hi, V lo (16 keys)
-const uint QH = 0u, QL = R * SQ, KH = 2u * R * SQ, KL = 3u * R * SQ;
+// one staging array for both phases: S: Q hi, Q lo, K (64 rows each); P·V: P hi, P lo (64 rows),
+// V hi, V lo (16 keys)
+const uint QH = 0u, QL = R * SQ, KH = 2u * R * SQ;
 const uint PH = 0u, PL = R * SP, VH = 2u * R * SP, VL = 2u * R * SP + 16u * SV;
-const uint ST_LEN = max(4u * R * SQ, 2u * R * SP + 32u * SV);
+const uint ST_LEN = max(3u * R * SQ, 2u * R * SP + 32u * SV);
 shared f16vec4 ST[ST_LEN];
 shared float ps[R * PS];          // scores, then probabilities; at the end each subgroup's 16 × 16 output scratch
 shared float red[NTH];            // softmax partial max / sum, TPR threads per row
@@ -134,28 +128,28 @@ void put(uint i, uint lo, vec4 v) {
   ST[i + lo] = f16vec4((v - h) * LO);
 }
 
-// elements d … d + 3 of key row `key` from the words k_get4_raw loaded (0 for keys past the tile);
-// KEXACT: as exact f16 values and their scale sc
-vec4 kValues(uvec4 r, uint key, uint d, bool on, out float sc) {
-  sc = 0.0;
-#ifdef KEXACT
-  return on ? k_get4q_dec(r, key * pc.kRowBytes, d, sc) : vec4(0.0);
+#ifdef KSCALED
+#define K_SCALE_LOAD(kt_, d_) if ((kt_) + sr < uEnd) ksr = KDF[pc.kScales + ((kt_) + sr) * (kvDim / 32u) + (kd + (d_) + sd) / 32u];
 #else
-  return on ? k_get4_dec(r, key * pc.kRowBytes, d) : vec4(0.0);
+#define K_SCALE_LOAD(kt_, d_)
 #endif
-}
 // this thread's Q values and K words of dim slice d_ of the tile at kt_ (keys past uEnd: none)
 #define QK_LOAD(kt_, d_) { \
   [[unroll]] for (uint e = 0u; e < QE; e++) { \
-    qn[e] = qOff != 0xffffffffu ? QG4[(qOff + (d_)) / 4u + e] : vec4(0.0); \
-    if ((kt_) + sr < uEnd) kr[e] = k_get4_raw(((kt_) + sr) * pc.kRowBytes, kd + (d_) + sd + 4u * e); \
+    qh[e] = QD[(qOff + (d_)) / 4u + e]; \
+    ql[e] = QD[(qLoOff + qOff + (d_)) / 4u + e]; \
+    if ((kt_) + sr < uEnd) kr[e] = KD[(((kt_) + sr) * kvDim + kd + (d_) + sd) / 4u + e]; \
   } \
+  K_SCALE_LOAD(kt_, d_) \
 }
 // the words of V rows' elements d … d + 7 for this thread's key of slice j0_ in pass p_ (none past
 // the tile or the head: PV_PASS stages 0 there)
 #define V_LOAD(j0_, p_) { \
   uint d_ = (p_) * VD + vd; \
-  if ((j0_) + vk < nk && d_ < hd) [[unroll]] for (uint e = 0u; e < VE; e++) vr[e] = v_get4_raw((kt + (j0_) + vk) * pc.vRowBytes, kd + d_ + 4u * e); \
+  if ((j0_) + vk < nk && d_ < hd) [[unroll]] for (uint e = 0u; e < VE; e++) { \
+    uint w_ = ((kt + (j0_) + vk) * kvDim + kd + d_) / 4u + e; \
+    vr[e] = uvec4(VD2[w_], VD2[pc.vLo / 2u + w_]); \
+  } \
 }
 
 // one 128-dim pass p of O += P·V for the keys j0 … j0 + 15 (P staged in pass 0; V from the words
@@ -169,7 +163,10 @@ vec4 kValues(uvec4 r, uint key, uint d, bool on, out float sc) {
   { \
     uint d = p * VD + vd; \
     bool ok = j0 + vk < nk && d < hd; \
-    [[unroll]] for (uint e = 0u; e < VE; e++) put(VH + vk * SV + vd / 4u + e, VL - VH, ok ? v_get4_dec(vr[e], (kt + j0 + vk) * pc.vRowBytes, kd + d + 4u * e) : vec4(0.0)); \
+    [[unroll]] for (uint e = 0u; e < VE; e++) { \
+      ST[VH + vk * SV + vd / 4u + e] = ok ? h4(vr[e].xy) : f16vec4(0.0); \
+      ST[VL + vk * SV + vd / 4u + e] = ok ? h4(vr[e].zw) : f16vec4(0.0); \
+    } \
   } \
   barrier(); \
   if (p == 0u && passes > 1u) V_LOAD(j0, 1u) \
@@ -241,14 +238,15 @@ void main() {
   // what this thread stages: Q row / key sr, dims sd … sd + 4·QE − 1 of each dim slice; V key vk,
   // dims vd … vd + 4·VE − 1 of each pass (P: row tid / 4, keys 4·(tid % 4) … of each key slice)
   uint sr = tid / TPR, sd = (tid % TPR) * 4u * QE, vk = tid / VPK, vd = (tid % VPK) * 4u * VE;
-  uint qOff = sr < rows ? (pc.t0 + tok0 + sr / G) * pc.qStride + (kvh * G + sr % G) * 2u * hd + sd : 0xffffffffu;
-  uint kd = kvh * hd;
-  // the next dim slice's Q values and K words load into registers while the current one
-  // multiplies, the next tile's first during the last slice (the K words decoded when staged:
-  // decoding them at the load waited for them)
-  vec4 qn[QE];
-  uvec4 kr[QE];
-  [[unroll]] for (uint e = 0u; e < QE; e++) kr[e] = uvec4(0u);
+  // decoded Q: row ((kvh·nTok + t)·G + g) of hd halves (rows past the tokens: padding or other
+  // rows, dropped at the outputs); lo rows after nTok·nHead + R rows
+  uint qOff = ((kvh * pc.nTok + tok0) * G + sr) * hd + sd, qLoOff = (pc.nTok * pc.nHead + R) * hd;
+  uint kd = kvh * hd, kvDim = pc.nHeadKv * hd;
+  // the next dim slice's Q and K words load into registers while the current one multiplies, the
+  // next tile's first during the last slice
+  uvec2 qh[QE], ql[QE], kr[QE];
+  float ksr = 0.0;
+  [[unroll]] for (uint e = 0u; e < QE; e++) kr[e] = uvec2(0u);
   QK_LOAD(u0, 0u)
   for (uint kt = u0; kt < uEnd; kt += BC) {
     uint nk = min(BC, uEnd - kt);
@@ -256,15 +254,11 @@ void main() {
     [[unroll]] for (uint c = 0u; c < SKB; c++) { s[c] = ACC(0.0); sl[c] = s[c]; }
     for (uint d0 = 0u; d0 < hd; d0 += DS) {
       barrier();
-      float ksn;
+      float ksn = sr < nk ? ksr : 0.0;
       [[unroll]] for (uint e = 0u; e < QE; e++) {
-        put(QH + sr * SQ + sd / 4u + e, QL - QH, qn[e]);
-        vec4 kv = kValues(kr[e], kt + sr, kd + d0 + sd + 4u * e, sr < nk, ksn);
-#ifdef KEXACT
-        ST[KH + sr * SQ + sd / 4u + e] = f16vec4(kv);
-#else
-        put(KH + sr * SQ + sd / 4u + e, KL - KH, kv);
-#endif
+        ST[QH + sr * SQ + sd / 4u + e] = h4(qh[e]);
+        ST[QL + sr * SQ + sd / 4u + e] = h4(ql[e]);
+        ST[KH + sr * SQ + sd / 4u + e] = sr < nk ? h4(kr[e]) : f16vec4(0.0);
       }
 #ifdef KSCALED
       // the key's scale, once (its TPR staging threads share it)
@@ -290,14 +284,9 @@ void main() {
           kbl = kb * float16_t(1.0 / LO);
           sl[c] = coopMatMulAdd(qa, kb, sl[c]);
           sl[c] = coopMatMulAdd(qal, kbl, sl[c]);
-#elif defined(KEXACT)
-          s[c] = coopMatMulAdd(qa, kb, s[c]);
-          sl[c] = coopMatMulAdd(qal, kb, sl[c]);
 #else
-          coopMatLoad(kbl, ST, KL + kr * SQ + kk, SQ, gl_CooperativeMatrixLayoutColumnMajor);
           s[c] = coopMatMulAdd(qa, kb, s[c]);
           sl[c] = coopMatMulAdd(qal, kb, sl[c]);
-          sl[c] = coopMatMulAdd(qa, kbl, sl[c]);
 #endif
         }
       }

@@ -123,4 +123,11 @@ describe('the scratch table and its names', () => {
     const plain = scratchTable(PRESETS.full as unknown as ModelShape, { T: 512, ctx: 4096, logitsRows: 1, steering: false, unified: false });
     expect(SCRATCH_NAMES.filter((n) => !plain.some((b) => b.name === n))).toEqual(['M']);
   });
+  it('prefill attention on the matrix units holds its decoded operands: a pair\'s Q as two f16 (64 rows of padding), K as f16 with an f32 scale per 32 values, V as two f16, for the whole context', () => {
+    const s = PRESETS.full as unknown as ModelShape, ctx = 32768, kvDim = s.nHeadKv * s.headDim;
+    const bytes = (matrixAttn: boolean) => Object.fromEntries(scratchTable(s, { T: 2048, ctx, logitsRows: 1, steering: false, unified: false, matrixAttn }).filter((b) => ['QD', 'KD', 'VD'].includes(b.name)).map((b) => [b.name, 4 * b.floats]));
+    // 2048-token steps attend in pairs of 256 tokens (VK_TUNING.attnTokensLarge)
+    expect(bytes(true)).toEqual({ QD: (256 * s.nHead + 64) * s.headDim * 4, KD: ctx * kvDim * 2 + ctx * (kvDim / 32) * 4, VD: ctx * kvDim * 4 });
+    expect(bytes(false)).toEqual({ QD: 0, KD: 0, VD: 0 });
+  });
 });

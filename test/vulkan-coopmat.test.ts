@@ -11,7 +11,8 @@ import { readEnv } from '../ts/cli/env.js';
 import { openEngine } from '../ts/engine/index.js';
 import { KERNELS } from '../ts/engine/vulkan/kernels.js';
 import { prefillPath } from '../ts/engine/vulkan/limits.js';
-import { MMC_MOE_PAIRS, MMC_ROWS, MM_MOE_PAIRS, MM_ROWS, MV, OpList, attnTileKernel, matvecOp, moePairs, type Pipelines } from '../ts/engine/vulkan/graph.js';
+import { MMC_MOE_PAIRS, MMC_ROWS, MM_MOE_PAIRS, MM_ROWS, MV, OpList, matvecOp, moePairs, type Pipelines } from '../ts/engine/vulkan/graph.js';
+import { attnOnMatrixUnits } from '../ts/engine/vulkan/attn-decoded.js';
 import { loadAddon } from '../ts/vk/addon.js';
 import { f16Round, splitRound } from '../scripts/lib/decoder-check.js';
 import { fixture } from './helpers.js';
@@ -53,14 +54,19 @@ describe('the matrix-core kernels in the build and in the op choice', () => {
     for (const k of [KERNELS.mmc, KERNELS.mmc_glu]) expect(k.bindings).toEqual(KERNELS.mm.bindings);
     for (const k of [KERNELS.mmc_moe, KERNELS.mmc_moe_glu]) expect(k.bindings).toEqual(KERNELS.mm_moe.bindings);
   });
-  it('the addon embeds attn_mmc for every cache-type pair attn_tile has, with attn_tile\'s interface; the prefill attention is attn_mmc only where asked', () => {
+  it('the addon embeds attn_mmc for every K type it takes and the decode pass for every cache-type pair beside them; prefill attention runs there only for those K types, on the matrix units', () => {
     const names = loadAddon().shaderNames();
-    const tile = names.filter((n) => n.startsWith('attn_tile_'));
-    expect(tile.length).toBe(16);
-    for (const n of tile) expect(names, n).toContain(n.replace(/^attn_tile_/, 'attn_mmc_'));
-    expect(KERNELS.attn_mmc.bindings).toEqual(KERNELS.attn_tile.bindings);
-    expect(KERNELS.attn_mmc.push).toEqual(KERNELS.attn_tile.push);
-    expect([attnTileKernel(true).name, attnTileKernel(false).name]).toEqual(['attn_mmc', 'attn_tile']);
+    expect(names.filter((n) => n.startsWith('attn_tile_')).length).toBe(16);
+    for (const k of ['f16', 'q8_0', 'q4_0'] as const) {
+      expect(names).toContain(`attn_mmc_${k}`);
+      for (const v of ['f32', 'f16', 'q8_0', 'q4_0']) expect(names).toContain(`attn_decode_${k}_${v}`);
+    }
+    // an f32 K is not exact in f16: no module for it
+    expect(names.filter((n) => n.startsWith('attn_mmc_')).sort()).toEqual(['attn_mmc_f16', 'attn_mmc_q4_0', 'attn_mmc_q8_0']);
+    expect(names.filter((n) => n.startsWith('attn_decode_f32'))).toEqual([]);
+    expect(KERNELS.attn_mmc.push.length).toBe(KERNELS.attn_tile.push.length);
+    expect((['f32', 'f16', 'q8_0', 'q4_0'] as const).map((k) => attnOnMatrixUnits(true, k))).toEqual([false, true, true, true]);
+    expect(attnOnMatrixUnits(false, 'q8_0')).toBe(false);
   });
   it('matvecOp runs mmc / mmc_moe (a GLU: mmc_glu / mmc_moe_glu) where asked, mm / mm_moe otherwise, with the same grid', () => {
     const fake = { get: () => 0 } as unknown as Pipelines;

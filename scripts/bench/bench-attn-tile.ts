@@ -2,14 +2,14 @@
  * bench-attn-tile: a prefill step's attention pair (attn_mmc where the device has matrix units,
  * and attn_tile, each followed by attn_merge) on the full model's shapes, isolated, for a
  * dispatch pair's tokens at several depths and with several key blocks per workgroup: GPU time of
- * each kernel (median of --reps, timestamps). What the depth schedule of the prefill blocks
- * (ATTN_MMC_BLOCK, graph.ts) was chosen from. --variant-spv DIR: each DIR/attn_<name>_<kv>.spv
- * (an experiment with attn_mmc's interface, built beside it) runs as kernel attn_<name> too, its
- * outputs compared with attn_mmc's (attn_tile's on a device without it; attn_mmg* read decoded
- * operands built here: scripts/lib/attn-decoded.ts); --stats: the driver's compiler statistics of each kernel.
- * --decode (with attn_mmg* / attn_mmh* in DIR): DIR/decode_attn_<kv>.spv (scripts/experiments/attn/attn_decode.comp)
- * writes those buffers on the GPU too: compared with the host's, and timed at each depth.
- *   node dist/scripts/bench/bench-attn-tile.js [--pos 2048,8192,16384,30720] [--tokens 256] [--blk 256,512,1024,2048] [--kv q8_0/q4_0] [--reps 5] [--kernels attn_mmc,attn_tile] [--variant-spv DIR [--decode]] [--stats]
+ * each kernel (median of --reps, timestamps; attn_mmc's without its decode pass, which the rows
+ * attn_decode_kv (once a layer: the caches) and attn_decode_q (once a pair) time). What the depth
+ * schedule of the prefill blocks (ATTN_MMC_BLOCK, graph.ts) was chosen from. --variant-spv DIR:
+ * each DIR/attn_<name>_<kv>.spv (an experiment with attn_tile's interface: scripts/experiments/attn)
+ * runs as kernel attn_<name> too, its outputs compared with attn_mmc's (attn_tile's on a device
+ * without it); --stats: the driver's compiler statistics of each kernel. --decode (a q8_0/q4_0
+ * cache): the decode pass's buffers compared with the host's (scripts/lib/attn-decoded.ts), bit for bit.
+ *   node dist/scripts/bench/bench-attn-tile.js [--pos 2048,8192,16384,30720] [--tokens 256] [--blk 256,512,1024,2048] [--kv q8_0/q4_0] [--reps 5] [--kernels attn_mmc,attn_tile] [--variant-spv DIR] [--decode] [--stats]
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -27,7 +27,8 @@ import { pipelineStats } from '../lib/pipeline-stats.js';
 import { addSpv } from '../lib/runtime-shaders.js';
 import { gpuTime } from '../lib/gpu-time.js';
 import { randomCacheRows } from '../lib/random-cache.js';
-import { attnDecoded, attnDecodedLayout } from '../lib/attn-decoded.js';
+import { attnDecoded } from '../lib/attn-decoded.js';
+import { attnDecodeGrid, attnDecodedLayout } from '../../ts/engine/vulkan/attn-decoded.js';
 
 const { values: a } = parseArgs({ options: {
   pos: { type: 'string', default: '2048,8192,16384,30720' }, tokens: { type: 'string', default: '256' },
@@ -50,25 +51,20 @@ const info = dev.info();
 const kernels: KernelDecl[] = a.kernels!.split(',').map((k) => {
   if (k !== 'attn_mmc' && k !== 'attn_tile') fail(`--kernels: "${k}" (attn_mmc, attn_tile)`);
   return KERNELS[k as 'attn_mmc' | 'attn_tile'];
-}).filter((k) => k.name === 'attn_tile' || (info.coopmat && addon.shaderNames().includes(`attn_mmc_${kType}_${vType}`)));
-// the experiments' modules, each a kernel of attn_mmc's interface
+}).filter((k) => k.name === 'attn_tile' || (info.coopmat && addon.shaderNames().includes(`attn_mmc_${kType}`) && kType !== 'f32'));
+// the experiments' modules, each a kernel of attn_tile's interface
 const more: KernelDecl[] = [];
 if (a['variant-spv']) {
   const suffix = `_${kType}_${vType}.spv`;
   for (const f of fs.readdirSync(a['variant-spv']).filter((f) => f.startsWith('attn_') && f.endsWith(suffix)).sort()) {
     await addSpv(f.slice(0, -4), path.join(a['variant-spv'], f));
-    more.push({ ...KERNELS.attn_mmc, name: f.slice(0, -suffix.length) });
+    more.push({ ...KERNELS.attn_tile, local: 512, name: f.slice(0, -suffix.length) });
   }
   if (!more.length) fail(`no attn_*${suffix} in ${a['variant-spv']}`);
   kernels.push(...more);
 }
-// the decode pass (--decode) of the experiments reading decoded operands: its own buffers, the host's layouts
-/** the experiments that read Q, K and V decoded once (attn_mmg*, attn_mmh*) */
-const readsDecoded = (k: KernelDecl) => k.name.startsWith('attn_mmg') || k.name.startsWith('attn_mmh');
-const DECODE: KernelDecl = { name: `decode_attn_${kType}_${vType}`, bindings: ['QG', 'Kc', 'Vc', 'QD', 'KD', 'VD', 'PARAMS'], push: ['nHead', 'nHeadKv', 'hd', 'kRowBytes', 'vRowBytes', 'qStride', 'nTok', 't0', 'kScales', 'vLo', 'rowsOut', '_'], local: 256 };
-if (a.decode && !more.some(readsDecoded)) fail('--decode: needs attn_mmg* or attn_mmh* in --variant-spv');
-if (a.decode) await addSpv(DECODE.name, path.join(a['variant-spv']!, `${DECODE.name}.spv`));
-const pipes = new Pipelines(dev, [...more.map((k) => ({ ...k, name: `${k.name}_${kType}_${vType}` })), ...(a.decode ? [DECODE] : [])]);
+if (a.decode && (kType !== 'q8_0' || vType !== 'q4_0')) fail('--decode: a q8_0/q4_0 cache (the host builds those buffers)');
+const pipes = new Pipelines(dev, more.map((k) => ({ ...k, name: `${k.name}_${kType}_${vType}` })));
 const s = PRESETS.full as unknown as ModelShape;
 const { nHead, nHeadKv, headDim: hd } = s;
 const kvDim = nHeadKv * hd, qStride = 2 * nHead * hd, kRow = rowBytes(KV_TYPE_IDS[kType], kvDim), vRow = rowBytes(KV_TYPE_IDS[vType], kvDim);
@@ -78,39 +74,40 @@ const kc = randomCacheRows(dev, kType, ctx, kvDim, rng), vc = randomCacheRows(de
 const Kc = kc.buffer, Vc = vc.buffer;
 const QG = dev.createBuffer(T * qStride * 4, false), qHost = Float32Array.from({ length: T * qStride }, () => rng.normal() * 2);
 dev.write(QG, 0, new Uint8Array(qHost.buffer));
-// kernels named attn_mmg* (scripts/experiments/attn/attn_mmg.comp) read Q, K and V decoded once, in
-// buffers built here from the same values (their layouts: scripts/lib/attn-decoded.ts)
-const direct = more.some(readsDecoded);
-if (direct && (kType !== 'q8_0' || vType !== 'q4_0' || hd !== 256)) fail('attn_mmg* / attn_mmh*: a q8_0/q4_0 cache and hd 256 only');
-const decShape = { nHead, nHeadKv, hd, tokens: T, ctx }, decLayout = attnDecodedLayout(decShape);
-const dec = direct ? attnDecoded(dev, decShape, qHost, kc.chunk, vc.chunk, kc.rows) : undefined;
-const out = a.decode ? { q: dev.createBuffer(decLayout.qBytes, false), k: dev.createBuffer(decLayout.kBytes, false), v: dev.createBuffer(decLayout.vBytes, false) } : undefined;
-/** the decode pass for a step at depth pos: keys up to pos + T − 1, then 64 rows of zeros */
-const decodePass = (ops: OpList, pos: number) => {
-  const rowsOut = pos + T + 64, n = Math.max(rowsOut * kvDim / 4, T * nHead * hd / 4);
-  dispatch(ops, DECODE, { QG, Kc, Vc, QD: out!.q, KD: out!.k, VD: out!.v, PARAMS }, { nHead, nHeadKv, hd, kRowBytes: kRow, vRowBytes: vRow, qStride, nTok: T, t0: 0, kScales: dec!.kScales, vLo: dec!.vLo, rowsOut }, [Math.ceil(n / 256), 2, 1]);
+// attn_mmc's operands, written by the engine's decode pass (attn_decode) as a step writes them
+const decShape = { nHead, nHeadKv, hd, tokens: T, ctx }, L = attnDecodedLayout(decShape);
+const D = { QD: dev.createBuffer(L.qBytes, false), KD: dev.createBuffer(L.kBytes, false), VD: dev.createBuffer(L.vBytes, false) };
+/** the decode pass at PARAMS' depth: part 0 the caches up to the pair's last key, part 1 the pair's Q */
+const decodePass = (ops: OpList, parts: number[]) => {
+  const push = { nHead, nHeadKv, hd, kRowBytes: kRow, vRowBytes: vRow, qStride, nTok: T, t0: 0, kScales: L.kScales, vLo: L.vLo };
+  for (const part of parts) dispatch(ops, KERNELS.attn_decode, { QG, Kc, Vc, ...D, PARAMS }, { ...push, part }, attnDecodeGrid(part === 0 ? ctx * kvDim / 4 : T * nHead * hd / 4), { variant: `${kType}_${vType}` });
+};
+const runOps = (build: (ops: OpList) => void) => {
+  const ops = new OpList(pipes);
+  build(ops);
+  const cmd = dev.record(ops.build(), false);
+  dev.runSync(cmd);
+  dev.freeCommand(cmd);
 };
 const P = dev.createBuffer(T * nHead * maxBlocks * hd * 4, false), ML = dev.createBuffer(T * nHead * maxBlocks * 8, false);
 const O = dev.createBuffer(T * nHead * hd * 4, true), PARAMS = dev.createBuffer(16, false);
 console.log(`# bench-attn-tile ${new Date().toISOString()} ${info.name}: ${nHead}/${nHeadKv} heads of ${hd}, cache ${kType}/${vType}, ${T} tokens a pair, median of ${reps}`);
-if (a.stats) for (const k of kernels) console.log(`# stats ${k.name}_${kType}_${vType}: ${pipelineStats(dev, `${k.name}_${kType}_${vType}`, more.includes(k) ? { ...k, name: `${k.name}_${kType}_${vType}` } : undefined).text}`);
+const moduleOf = (k: KernelDecl) => (k.name === 'attn_mmc' ? `attn_mmc_${kType}` : `${k.name}_${kType}_${vType}`);
+if (a.stats) for (const k of kernels) console.log(`# stats ${moduleOf(k)}: ${pipelineStats(dev, moduleOf(k), more.includes(k) ? { ...k, name: moduleOf(k) } : undefined).text}`);
 // the pair as a recorded step dispatches it for this context, blocks of blk (the grid covers the
-// context; blocks past the tokens return at once)
+// context; blocks past the tokens return at once); attn_mmc over the decoded operands
 const attn = (ops: OpList, kernel: KernelDecl, blk: number) => {
-  const nBlk = Math.ceil(ctx / blk);
-  const d = readsDecoded(kernel) ? dec! : undefined;
-  dispatch(ops, kernel, d ? { QG: d.q, Kc: d.k, Vc: d.v, P, ML, PARAMS } : { QG, Kc, Vc, P, ML, PARAMS }, { nHead, nHeadKv, hd, kRowBytes: d ? d.kScales : kRow, vRowBytes: d ? d.vLo : vRow, qStride, scale: 1 / Math.sqrt(hd), nBlk, blk, t0: 0, grow: 0, nTok: T, tq }, [Math.ceil(T / tq), nHeadKv, nBlk], { variant: `${kType}_${vType}` });
+  const nBlk = Math.ceil(ctx / blk), grid: [number, number, number] = [Math.ceil(T / tq), nHeadKv, nBlk];
+  const push = { nHead, nHeadKv, hd, kRowBytes: kRow, vRowBytes: vRow, qStride, scale: 1 / Math.sqrt(hd), nBlk, blk, t0: 0, nTok: T, tq };
+  if (kernel.name === 'attn_mmc') dispatch(ops, KERNELS.attn_mmc, { ...D, P, ML, PARAMS }, { ...push, kScales: L.kScales, vLo: L.vLo }, grid, { variant: kType });
+  else dispatch(ops, kernel, { QG, Kc, Vc, P, ML, PARAMS }, push, grid, { variant: `${kType}_${vType}` });
 };
 const merge = (ops: OpList, blk: number) => dispatch(ops, KERNELS.attn_merge, { P, ML, QG, O, PARAMS }, { nHead, hd, nBlk: Math.ceil(ctx / blk), qStride, blk, t0: 0, grow: 0 }, [T, nHead]);
-/** the outputs (attention + attn_merge) of a kernel at a depth, blocks of blk */
+const atDepth = (pos: number) => dev.write(PARAMS, 0, new Uint8Array(Uint32Array.of(pos, T, 0, 0).buffer));
+/** the outputs (the decode pass, the attention, attn_merge) of a kernel at a depth, blocks of blk */
 const outputs = (kernel: KernelDecl, pos: number, blk: number): Float32Array => {
-  dev.write(PARAMS, 0, new Uint8Array(Uint32Array.of(pos, T, 0, 0).buffer));
-  const ops = new OpList(pipes);
-  attn(ops, kernel, blk);
-  merge(ops, blk);
-  const cmd = dev.record(ops.build(), false);
-  dev.runSync(cmd);
-  dev.freeCommand(cmd);
+  atDepth(pos);
+  runOps((ops) => { if (kernel.name === 'attn_mmc') decodePass(ops, [0, 1]); attn(ops, kernel, blk); merge(ops, blk); });
   return new Float32Array(dev.read(O, 0, T * nHead * hd * 4));
 };
 // each experiment's outputs against attn_mmc's (attn_tile's where the device lacks it), relative to the largest
@@ -124,15 +121,12 @@ for (const k of more) {
   }
 }
 if (a.decode) {
-  // the GPU's buffers against the host's over the keys a step at the last depth writes (and Q)
+  // the GPU's buffers against the host's over the keys a pair at the last depth has (and Q)
   const pos = positions[positions.length - 1], keys = pos + T;
-  dev.write(PARAMS, 0, new Uint8Array(Uint32Array.of(pos, T, 0, 0).buffer));
-  const ops = new OpList(pipes);
-  decodePass(ops, pos);
-  const cmd = dev.record(ops.build(), false);
-  dev.runSync(cmd);
-  dev.freeCommand(cmd);
-  const half = 4 * decLayout.kScales, cmp = (what: string, buf: number, ref: number, ranges: [number, number][]) => {
+  const host = attnDecoded(dev, decShape, qHost, kc.chunk, vc.chunk, kc.rows);
+  atDepth(pos);
+  runOps((ops) => decodePass(ops, [0, 1]));
+  const half = 4 * L.kScales, cmp = (what: string, buf: number, ref: number, ranges: [number, number][]) => {
     let bad = 0, n = 0;
     for (const [o, len] of ranges) {
       const x = new Uint32Array(dev.read(buf, o, len)), y = new Uint32Array(dev.read(ref, o, len));
@@ -140,19 +134,24 @@ if (a.decode) {
     }
     console.log(`# decode pass ${what}: ${bad} of ${n} words differ from the host's`);
   };
-  cmp('Q', out!.q, dec!.q, [[0, T * nHead * hd * 2], [(T * nHead + 64) * hd * 2, T * nHead * hd * 2]]);
-  cmp('K', out!.k, dec!.k, [[0, keys * kvDim * 2], [half, keys * (kvDim / 32) * 4]]);
-  cmp('V', out!.v, dec!.v, [[0, keys * kvDim * 2], [half, keys * kvDim * 2]]);
+  cmp('Q', D.QD, host.q, [[0, T * nHead * hd * 2], [(T * nHead + 64) * hd * 2, T * nHead * hd * 2]]);
+  cmp('K', D.KD, host.k, [[0, keys * kvDim * 2], [half, keys * (kvDim / 32) * 4]]);
+  cmp('V', D.VD, host.v, [[0, keys * kvDim * 2], [half, keys * kvDim * 2]]);
+  host.free();
 }
 console.log('kernel,pos,blk,workgroups,attn_us,merge_us,pair_us');
-if (a.decode) for (const pos of positions) {
-  dev.write(PARAMS, 0, new Uint8Array(Uint32Array.of(pos, T, 0, 0).buffer));
-  const td = gpuTime({ dev, pipes, reps, warmMs: 100 }, (ops: OpList) => decodePass(ops, pos)).seconds * 1e6;
-  console.log(`attn_decode,${pos},,,${td.toFixed(1)},,`);
+const usesDecoded = kernels.some((k) => k.name === 'attn_mmc');
+for (const pos of usesDecoded ? positions : []) {
+  atDepth(pos);
+  for (const [name, part] of [['attn_decode_kv', 0], ['attn_decode_q', 1]] as const) {
+    const td = gpuTime({ dev, pipes, reps, warmMs: 100 }, (ops: OpList) => decodePass(ops, [part])).seconds * 1e6;
+    console.log(`${name},${pos},,,${td.toFixed(1)},,`);
+  }
 }
 for (const kernel of kernels) {
   for (const pos of positions) {
-    dev.write(PARAMS, 0, new Uint8Array(Uint32Array.of(pos, T, 0, 0).buffer));
+    atDepth(pos);
+    if (kernel.name === 'attn_mmc') runOps((ops) => decodePass(ops, [0, 1]));
     for (const blk of blocks) {
       const used = Math.ceil((pos + T) / blk);
       const ta = gpuTime({ dev, pipes, reps, warmMs: 200 }, (ops: OpList) => attn(ops, kernel, blk)).seconds * 1e6;
@@ -161,7 +160,5 @@ for (const kernel of kernels) {
     }
   }
 }
-for (const b of [Kc, Vc, QG, P, ML, O, PARAMS]) dev.freeBuffer(b);
-dec?.free();
-for (const b of out ? [out.q, out.k, out.v] : []) dev.freeBuffer(b);
+for (const b of [Kc, Vc, QG, P, ML, O, PARAMS, D.QD, D.KD, D.VD]) dev.freeBuffer(b);
 dev.dispose();

@@ -1,13 +1,15 @@
 /**
- * attn-mmc-check: prefill attention on the matrix units (attn_mmc) against the f32 tiles
- * (attn_tile) on random data, each followed by attn_merge: the largest |Δ| of the outputs relative
- * to their largest |value|, and the GPU time of each kernel (median of --reps, timestamps) for a
- * dispatch pair's tokens at each depth. Needs a device with matrix units: the engine's modules
- * (16 × 16 × 16 products, the H200), or, with --fragment 8, attn_mmc built at run time with
- * 8 × 8 × 8 products and the device's subgroup size (Mesa 26's lavapipe:
- * scripts/check/lavapipe-coopmat.sh; its times mean nothing; --threads: that build's workgroup size;
- * --source: another form of the kernel to build, an experiment's: scripts/experiments/attn, with
- * --define NAME[=VALUE][,…] added to its defines).
+ * attn-mmc-check: prefill attention on the matrix units (the step's decode pass attn_decode, then
+ * attn_mmc) against the f32 tiles (attn_tile) on random data, each followed by attn_merge: the
+ * largest |Δ| of the outputs relative to their largest |value|, and the GPU time of each kernel
+ * (median of --reps, timestamps; attn_mmc's without the decode pass) for a dispatch pair's tokens
+ * at each depth. Needs a device with matrix units: the engine's modules (16 × 16 × 16 products,
+ * the H200), or, with --fragment 8, attn_mmc built at run time with 8 × 8 × 8 products and the
+ * device's subgroup size (Mesa 26's lavapipe: scripts/check/lavapipe-coopmat.sh; its times mean
+ * nothing; --threads: that build's workgroup size; --source: a kernel of attn_tile's interface to
+ * build and check in attn_mmc's place, an experiment's: scripts/experiments/attn, with
+ * --define NAME[=VALUE][,…] added to its defines). An f32 K is not exact in f16: the engine keeps
+ * attn_tile there, so only --source checks one.
  *
  *   node dist/scripts/check/attn-mmc-check.js [--pos 0,130,2500,8192,30720] [--tokens 33,256] [--kv q8_0/q4_0] [--reps 10] [--fragment 16|8 [--threads 256|512] [--source FILE [--define NAME]]]
  *
@@ -18,7 +20,8 @@ import * as fs from 'node:fs';
 import { ROOT } from '../../ts/paths.js';
 import { addModules, smallFragmentCompiler } from '../lib/runtime-shaders.js';
 import { OpList, Pipelines, attnBlock, attnTileTokens } from '../../ts/engine/vulkan/graph.js';
-import { KERNELS, dispatch } from '../../ts/engine/vulkan/kernels.js';
+import { attnDecodeGrid, attnDecodedLayout, attnOnMatrixUnits } from '../../ts/engine/vulkan/attn-decoded.js';
+import { KERNELS, bindingList, dispatch, pushWords, type KernelDecl } from '../../ts/engine/vulkan/kernels.js';
 import { KV_TYPE_IDS } from '../../ts/engine/common.js';
 import type { KvType } from '../../ts/engine/types.js';
 import { rowBytes } from '../../ts/gguf/index.js';
@@ -40,20 +43,22 @@ const info = dev.info(), fragment = Number(a.fragment);
 if (a.source !== undefined && (fragment !== 8 || !fs.existsSync(a.source))) { console.error(`attn-mmc-check: --source ${a.source}: a shader file, with --fragment 8`); process.exit(2); }
 if (a.define !== undefined && a.source === undefined) { console.error('attn-mmc-check: --define needs --source'); process.exit(2); }
 if (a.threads !== undefined && (fragment !== 8 || !['256', '512'].includes(a.threads))) { console.error(`attn-mmc-check: --threads ${a.threads}: 256 or 512, with --fragment 8`); process.exit(2); }
-/** the matrix-unit kernel: the engine's attn_mmc, or its 8 × 8 × 8 build added at run time */
-let mmc: typeof KERNELS.attn_mmc = KERNELS.attn_mmc;
+if (a.source === undefined && !attnOnMatrixUnits(true, kType)) { console.error(`attn-mmc-check: an ${kType} K runs attn_tile on every device (its values are not exact in f16): nothing to check`); process.exit(2); }
+/** the kernel checked: the engine's attn_mmc (over the decoded operands), its 8 × 8 × 8 build, or --source's (attn_tile's interface) */
+let mmc: KernelDecl = KERNELS.attn_mmc, mmcModule = `attn_mmc_${kType}`;
 let pipes: Pipelines;
 if (fragment === 16) {
-  if (!info.coopmat || !addon.shaderNames().includes(`attn_mmc_${kType}_${vType}`)) { console.error(`attn-mmc-check: ${info.name} has no usable matrix units, or this build lacks attn_mmc`); process.exit(2); }
+  if (!info.coopmat || !addon.shaderNames().includes(mmcModule)) { console.error(`attn-mmc-check: ${info.name} has no usable matrix units, or this build lacks attn_mmc`); process.exit(2); }
   pipes = new Pipelines(dev);
 } else if (fragment === 8) {
   const glslc = smallFragmentCompiler('attn-mmc-check', info);
   // the cache types' defines, as the build gives them (shaders/variants.json)
-  const defs = (JSON.parse(fs.readFileSync(`${ROOT}/shaders/variants.json`, 'utf8')) as Record<string, Record<string, string[]>>)['attn_mmc.comp'][`${kType}_${vType}`];
-  mmc = { ...KERNELS.attn_mmc, name: `attn_mmc${fragment}` };
-  const name = `${mmc.name}_${kType}_${vType}`;
-  await addModules([{ name, source: a.source ?? 'shaders/attn_mmc.comp', defines: [...defs.map((d) => d.replace(/^-D/, '')), `CM=${fragment}u`, `SG=${info.subgroupSize}u`, ...(a.threads ? [`NT=${a.threads}`] : []), ...(a.define ? a.define.split(',') : [])] }], glslc);
-  pipes = new Pipelines(dev, [{ ...mmc, name }]);
+  const variants = JSON.parse(fs.readFileSync(`${ROOT}/shaders/variants.json`, 'utf8')) as Record<string, Record<string, string[]>>;
+  const defs = a.source === undefined ? variants['attn_mmc.comp'][kType] : variants['attn_tile.comp'][`${kType}_${vType}`];
+  mmc = a.source === undefined ? { ...KERNELS.attn_mmc, name: `attn_mmc${fragment}` } : { ...KERNELS.attn_tile, local: Number(a.threads ?? 512), name: `attn_src${fragment}` };
+  mmcModule = a.source === undefined ? `${mmc.name}_${kType}` : `${mmc.name}_${kType}_${vType}`;
+  await addModules([{ name: mmcModule, source: a.source ?? 'shaders/attn_mmc.comp', defines: [...defs.map((d) => d.replace(/^-D/, '')), `CM=${fragment}u`, `SG=${info.subgroupSize}u`, ...(a.threads ? [`NT=${a.threads}`] : []), ...(a.define ? a.define.split(',') : [])] }], glslc);
+  pipes = new Pipelines(dev, [{ ...mmc, name: mmcModule }]);
 } else {
   console.error(`attn-mmc-check: --fragment ${a.fragment}: 16 (the engine's modules) or 8`);
   process.exit(2);
@@ -82,11 +87,25 @@ for (const [nHead, nHeadKv, hd] of [[16, 2, 256], [8, 2, 64]] as const) {
       const O = dev.createBuffer(T * nHead * hd * 4, true), PARAMS = dev.createBuffer(16, false);
       dev.write(PARAMS, 0, new Uint8Array(Uint32Array.of(pos, T, 0, 0).buffer));
       const push = { nHead, nHeadKv, hd, kRowBytes: kRow, vRowBytes: vRow, qStride, scale: 1 / Math.sqrt(hd), nBlk, blk, t0: 0, grow: 0, nTok: T, tq };
-      const attn = (ops: OpList, kernel: 'attn_tile' | 'attn_mmc') => dispatch(ops, kernel === 'attn_mmc' ? mmc : KERNELS.attn_tile, { QG, Kc, Vc, P, ML, PARAMS }, push, [Math.ceil(T / tq), nHeadKv, nBlk], { variant: `${kType}_${vType}` });
+      const grid: [number, number, number] = [Math.ceil(T / tq), nHeadKv, nBlk];
+      // the engine's form reads the operands its decode pass wrote (attn-decoded.ts), as a step does
+      const L = attnDecodedLayout({ nHead, nHeadKv, hd, tokens: T, ctx }), decoded = a.source === undefined;
+      const D = decoded ? { QD: dev.createBuffer(L.qBytes, false), KD: dev.createBuffer(L.kBytes, false), VD: dev.createBuffer(L.vBytes, false) } : undefined;
+      const decode = (ops: OpList) => {
+        const dp = { nHead, nHeadKv, hd, kRowBytes: kRow, vRowBytes: vRow, qStride, nTok: T, t0: 0, kScales: L.kScales, vLo: L.vLo };
+        dispatch(ops, KERNELS.attn_decode, { QG, Kc, Vc, ...D!, PARAMS }, { ...dp, part: 0 }, attnDecodeGrid(ctx * kvDim / 4), { variant: `${kType}_${vType}`, barrier: false });
+        dispatch(ops, KERNELS.attn_decode, { QG, Kc, Vc, ...D!, PARAMS }, { ...dp, part: 1 }, attnDecodeGrid(T * nHead * hd / 4), { variant: `${kType}_${vType}` });
+      };
+      const attn = (ops: OpList, kernel: 'attn_tile' | 'attn_mmc') => {
+        if (kernel === 'attn_tile') dispatch(ops, KERNELS.attn_tile, { QG, Kc, Vc, P, ML, PARAMS }, push, grid, { variant: `${kType}_${vType}` });
+        else if (D) ops.op(mmcModule, bindingList(KERNELS.attn_mmc, { ...D, P, ML, PARAMS }), pushWords(KERNELS.attn_mmc, { ...push, kScales: L.kScales, vLo: L.vLo }), grid, true);
+        else ops.op(mmcModule, bindingList(KERNELS.attn_tile, { QG, Kc, Vc, P, ML, PARAMS }), pushWords(KERNELS.attn_tile, push), grid, true);
+      };
       const runs = (['attn_tile', 'attn_mmc'] as const).map((kernel) => {
         // slots a kernel leaves unwritten (blocks past a token) read as 0 in both runs, not as garbage
         dev.write(ML, 0, new Uint8Array(T * nHead * nBlk * 8));
         const ops = new OpList(pipes);
+        if (kernel === 'attn_mmc' && D) decode(ops);
         attn(ops, kernel);
         dispatch(ops, KERNELS.attn_merge, { P, ML, QG, O, PARAMS }, { nHead, hd, nBlk, qStride, blk, t0: 0, grow: 0 }, [T, nHead]);
         const cmd = dev.record(ops.build(), false);
@@ -109,7 +128,7 @@ for (const [nHead, nHeadKv, hd] of [[16, 2, 256], [8, 2, 64]] as const) {
       worst = Math.max(worst, Number.isNaN(rel) ? Infinity : rel);
       const t = (['attn_tile', 'attn_mmc'] as const).map((k) => gpuTime({ dev, pipes, reps, warmMs: 200 }, (ops) => attn(ops, k)).seconds * 1e6);
       console.log(`${nHead}/${nHeadKv},${hd},${T},${pos},${rel.toExponential(2)},${mlDiff.toExponential(2)},${nans},${t[0].toFixed(1)},${t[1].toFixed(1)},${(t[0] / t[1]).toFixed(2)}`);
-      for (const b of [Kc, Vc, QG, P, ML, O, PARAMS]) dev.freeBuffer(b);
+      for (const b of [Kc, Vc, QG, P, ML, O, PARAMS, ...(D ? [D.QD, D.KD, D.VD] : [])]) dev.freeBuffer(b);
     }
   }
 }

@@ -1,17 +1,17 @@
 /**
- * The decoded operands of scripts/experiments/attn/attn_mmg.comp (#44 experiment: prefill
- * attention whose subgroups load their fragments straight from memory), built on the host from
- * the bench's Q and random q8_0 / q4_0 cache rows, in the layouts that shader's header gives:
- * Q's rows grouped by KV head as f16 hi and lo, K's integers as f16 and its scales as f32, V as f16
- * hi and lo. Split as attn_mmc splits on the GPU (hi: the first 11 significant bits by mask; lo: the
- * rest times 2^11, rounded to nearest), so its outputs can be compared with attn_mmc's.
+ * attn_mmc's decoded operands (shaders/attn_decode.comp, layouts: ts/engine/vulkan/attn-decoded.ts)
+ * built on the host from the bench's Q and random q8_0 / q4_0 cache rows: Q's rows grouped by KV
+ * head as f16 hi and lo, K's integers as f16 and its scales as f32, V as f16 hi and lo. Split as
+ * the decode pass splits (hi: the first 11 significant bits by mask; lo: the rest times 2^11,
+ * rounded to nearest), so bench-attn-tile --decode can require the GPU's buffers bit for bit.
  */
 import { f16ToF32, f32ToF16 } from '../../ts/model/f16.js';
+import { ATTN_DECODED_PAD_ROWS, attnDecodedLayout, type AttnDecodedShape } from '../../ts/engine/vulkan/attn-decoded.js';
 import type { VkDevice } from '../../ts/vk/addon.js';
 
-const LO = 2048, PAD_ROWS = 64;
+const LO = 2048;
 const f = new Float32Array(1), u = new Uint32Array(f.buffer);
-/** v's first 11 significant bits (attn_mmc's put) */
+/** v's first 11 significant bits (attn_decode's hiOf) */
 function hiOf(v: number): number {
   f[0] = v;
   u[0] &= 0xffffe000;
@@ -25,14 +25,6 @@ export interface AttnDecoded {
   free(): void;
 }
 
-export interface AttnDecodedShape { nHead: number; nHeadKv: number; hd: number; tokens: number; ctx: number }
-
-/** Bytes of the three buffers (Q, K, V) and the word offsets of K's scales and V's lo halves in them. */
-export function attnDecodedLayout(s: AttnDecodedShape): { qBytes: number; kBytes: number; vBytes: number; kScales: number; vLo: number } {
-  const kvDim = s.nHeadKv * s.hd, keys = s.ctx + PAD_ROWS, half = keys * kvDim * 2;
-  return { qBytes: (s.tokens * s.nHead + PAD_ROWS) * s.hd * 4, kBytes: half + keys * (kvDim / 32) * 4, vBytes: 2 * half, kScales: half / 4, vLo: half / 4 };
-}
-
 /**
  * qg: the bench's Q rows (tokens × qStride f32, head h's Q at h·2·hd); kChunk / vChunk: q8_0 / q4_0
  * rows that repeat every `rows` positions (randomCacheRows).
@@ -40,8 +32,8 @@ export function attnDecodedLayout(s: AttnDecodedShape): { qBytes: number; kBytes
 export function attnDecoded(dev: VkDevice, s: AttnDecodedShape, qg: Float32Array, kChunk: Uint8Array, vChunk: Uint8Array, rows: number): AttnDecoded {
   const { nHead, nHeadKv, hd, tokens: T, ctx } = s;
   const G = nHead / nHeadKv, kvDim = nHeadKv * hd, qStride = 2 * nHead * hd;
-  // Q: (T·nHead + 64) rows of hd halves, hi then lo
-  const qRows = T * nHead + PAD_ROWS, qh = new Uint16Array(2 * qRows * hd);
+  // Q: (T·nHead + 64) rows of hd halves, hi then lo (the padding rows left 0)
+  const qRows = T * nHead + ATTN_DECODED_PAD_ROWS, qh = new Uint16Array(2 * qRows * hd);
   for (let kvh = 0; kvh < nHeadKv; kvh++) for (let t = 0; t < T; t++) for (let g = 0; g < G; g++) {
     const row = (kvh * T + t) * G + g, src = t * qStride + (kvh * G + g) * 2 * hd;
     for (let d = 0; d < hd; d++) {
@@ -67,22 +59,16 @@ export function attnDecoded(dev: VkDevice, s: AttnDecodedShape, qg: Float32Array
       vl[i] = f32ToF16(Math.fround((x - h) * LO));
     }
   }
-  const L = attnDecodedLayout(s), P = ctx + PAD_ROWS, half = 4 * L.kScales, { kScales, vLo } = L;
+  const L = attnDecodedLayout(s), half = 4 * L.kScales, { kScales, vLo } = L;
   const q = dev.createBuffer(L.qBytes, false), k = dev.createBuffer(L.kBytes, false), v = dev.createBuffer(L.vBytes, false);
   dev.write(q, 0, new Uint8Array(qh.buffer));
-  const zeros = new Uint8Array(PAD_ROWS * kvDim * 2);
-  for (let p = 0; p < P; p += rows) {
-    const n = Math.min(rows, P - p);
+  for (let p = 0; p < ctx; p += rows) {
+    const n = Math.min(rows, ctx - p);
     const part = (a: Uint16Array | Float32Array, per: number) => new Uint8Array(a.buffer, 0, n * per * a.BYTES_PER_ELEMENT);
     dev.write(k, p * kvDim * 2, part(kq, kvDim));
     dev.write(k, half + p * nb * 4, part(ks, nb));
     dev.write(v, p * kvDim * 2, part(vh, kvDim));
     dev.write(v, half + p * kvDim * 2, part(vl, kvDim));
   }
-  // the rows past the cache: zeros, as a decode pass would leave them
-  dev.write(k, ctx * kvDim * 2, zeros);
-  dev.write(k, half + ctx * nb * 4, new Uint8Array(PAD_ROWS * nb * 4));
-  dev.write(v, ctx * kvDim * 2, zeros);
-  dev.write(v, half + ctx * kvDim * 2, zeros);
   return { q, k, v, kScales, vLo, free: () => { for (const b of [q, k, v]) dev.freeBuffer(b); } };
 }

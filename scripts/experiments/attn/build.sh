@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Prefill-attention experiments of #44 (attn_mmc.comp built with other defines, or another form of
-# it), compiled here into build/runtime-shaders/attn/ for bench-attn-tile --variant-spv build/runtime-shaders/attn:
-#   attn_mmx256_q8_0_q4_0 (256 threads a workgroup, the engine's form before 2026-12-06: twice the
-#   accumulators a subgroup, one workgroup a multiprocessor)
+# Prefill-attention experiments of #44 (forms of attn_mmc with attn_tile's interface: they load and
+# decode the caches themselves), compiled here into build/runtime-shaders/attn/ for bench-attn-tile
+# --variant-spv build/runtime-shaders/attn. The forms reading operands decoded once (attn_mmg, attn_mmh
+# and their decode pass, now the engine's attn_decode + attn_mmc) are in commit 73791e3.
 #   attn_mma_q8_0_q4_0 (attn_mma.comp: shared memory as aliased blocks; the softmax writes the
 #   tile's P as two f16 once, V staged 16 keys × every dim a step: half the barriers of P·V;
 #   needs VK_KHR_workgroup_memory_explicit_layout)
@@ -15,7 +15,6 @@ G=$(bash scripts/build/glslc-coopmat.sh)
 O=build/runtime-shaders/attn
 mkdir -p $O
 c() { "$G" --target-env=vulkan1.2 -O -I shaders -DKT=2 -DVT=3 "${@:3}" -o $O/$1_q8_0_q4_0.spv $2; echo "built $1"; }
-c attn_mmx256 shaders/attn_mmc.comp -DNT=256
 c attn_mma scripts/experiments/attn/attn_mma.comp
 c attn_mmb scripts/experiments/attn/attn_mma.comp -DIDX_SCALES
 c attn_mmd scripts/experiments/attn/attn_mma.comp -DIDX_SCALES -DDS64
@@ -26,9 +25,3 @@ c attn_abl_nos scripts/experiments/attn/attn_mma.comp -DIDX_SCALES -DDS64 -DABL_
 c attn_abl_nopv scripts/experiments/attn/attn_mma.comp -DIDX_SCALES -DDS64 -DABL_NO_PV
 # attn_mmd with P as one f16 (P1): two P·V products a fragment pair instead of three
 c attn_mmp1 scripts/experiments/attn/attn_mma.comp -DIDX_SCALES -DDS64 -DP1
-# Q, K and V decoded once into buffers (bench-attn-tile builds them for attn_mmg* / attn_mmh*,
-# scripts/lib/attn-decoded.ts): fragments loaded straight from them (mmg), or staged from them (mmh)
-c attn_mmg scripts/experiments/attn/attn_mmg.comp
-c attn_mmh scripts/experiments/attn/attn_mmh.comp
-# their decode pass (bench-attn-tile --decode; not named attn_*, so not taken for an attention kernel)
-"$G" --target-env=vulkan1.2 -O -I shaders -DKT=2 -DVT=3 -o $O/decode_attn_q8_0_q4_0.spv scripts/experiments/attn/attn_decode.comp; echo "built decode_attn"

@@ -384,14 +384,6 @@ export function attnTileFits(s: ModelShape): boolean {
   return s.headDim % 32 === 0 && s.headDim <= 256 && s.nHead / s.nHeadKv <= 64;
 }
 
-/**
- * The prefill attention kernel: on the matrix units where the engine uses them (attn_mmc, the
- * same interface, dispatch and partials), attn_tile otherwise (the fallback and the reference).
- */
-export function attnTileKernel(coopmat: boolean): KernelDecl {
-  return coopmat ? KERNELS.attn_mmc : KERNELS.attn_tile;
-}
-
 /** Tokens per attn_tile workgroup: as many as fit 64 rows of G query heads each. */
 export function attnTileTokens(s: ModelShape): number {
   return Math.floor(64 / (s.nHead / s.nHeadKv));

@@ -65,8 +65,13 @@ export const KERNELS = {
   kv_store: k({ name: 'kv_store', bindings: ['src', 'src2', 'cache', 'cache2', 'PARAMS'], push: ['kvDim', 'rowBytes'], local: 64 }),
   attn_flash: k({ name: 'attn_flash', bindings: ['QG', 'Kc', 'Vc', 'P', 'ML', 'PARAMS'], push: ['nHead', 'nHeadKv', 'hd', 'kRowBytes', 'vRowBytes', 'qStride', 'scale:f32', 'nBlk', 'blk', 't0', 'grow', '_'], local: 256 }),
   attn_tile: k({ name: 'attn_tile', bindings: ['QG', 'Kc', 'Vc', 'P', 'ML', 'PARAMS'], push: ['nHead', 'nHeadKv', 'hd', 'kRowBytes', 'vRowBytes', 'qStride', 'scale:f32', 'nBlk', 'blk', 't0', 'nTok', 'tq'], local: 256 }),
-  /** attn_tile on the matrix units (the same interface: the step picks one by the engine's coopmat) */
-  attn_mmc: k({ name: 'attn_mmc', bindings: ['QG', 'Kc', 'Vc', 'P', 'ML', 'PARAMS'], push: ['nHead', 'nHeadKv', 'hd', 'kRowBytes', 'vRowBytes', 'qStride', 'scale:f32', 'nBlk', 'blk', 't0', 'nTok', 'tq'], local: 512 }),
+  /**
+   * attn_tile on the matrix units over the operands attn_decode wrote (QD, KD, VD: attn-decoded.ts):
+   * attn_tile's dispatch, push block (kScales / vLo in place of the rows' bytes) and partials
+   */
+  attn_mmc: k({ name: 'attn_mmc', bindings: ['QD', 'KD', 'VD', 'P', 'ML', 'PARAMS'], push: ['nHead', 'nHeadKv', 'hd', 'kScales', 'vLo', 'qStride', 'scale:f32', 'nBlk', 'blk', 't0', 'nTok', 'tq'], local: 512 }),
+  /** part 0: the K and V caches up to the step's last key, part 1: a dispatch pair's Q (attn-decoded.ts) */
+  attn_decode: k({ name: 'attn_decode', bindings: ['QG', 'Kc', 'Vc', 'QD', 'KD', 'VD', 'PARAMS'], push: ['nHead', 'nHeadKv', 'hd', 'kRowBytes', 'vRowBytes', 'qStride', 'nTok', 't0', 'kScales', 'vLo', 'part', '_'], local: 256 }),
   attn_merge: k({ name: 'attn_merge', bindings: ['P', 'ML', 'QG', 'O', 'PARAMS'], push: ['nHead', 'hd', 'nBlk', 'qStride', 'blk', 't0', 'grow', '_'], local: 1024 }),
   steer: k({ name: 'steer', bindings: ['Y', 'STEER'], push: ['n', 'dOffset', 's:f32', '_'], local: 256 }),
   subgroup_probe: k({ name: 'subgroup_probe', bindings: ['O'], push: [], local: 256 }),

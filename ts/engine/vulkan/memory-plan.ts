@@ -15,6 +15,7 @@ import { DEFAULT_KV, MAX_BATCH_ROWS, STREAMING, vulkanChunk } from '../defaults.
 import { minExpertSlots } from '../expert-cache.js';
 import { stateSizes } from '../payload.js';
 import type { EngineOptions, KvType } from '../types.js';
+import { attnOnMatrixUnits } from './attn-decoded.js';
 import { batchProblem } from './batch-step.js';
 import { slotLayout, splitSlots, type SlotLayout } from './expert-stream.js';
 import { scratchBytes, scratchTable, type ScratchBuffer } from './scratch.js';
@@ -42,6 +43,8 @@ export interface MemoryPlan {
   streaming: boolean;
   /** input row width in embedding widths (scratch.ts inputWidth): 2 for an MTP head */
   inputWidth: number;
+  /** prefill attention on the matrix units (attn-decoded.ts): scratch for its decoded operands */
+  matrixAttn: boolean;
   /** one session's KV cache, recurrent state and RoPE table */
   sessionBytes: number;
   /** bytes the device holds: weights copied into allocations, every session, scratch */
@@ -61,8 +64,8 @@ export interface MemoryPlan {
 }
 
 /** The scratch buffers a plan allocates (scratch.ts). */
-export function planScratch(shape: ModelShape, options: EngineOptions, info: DeviceInfo, p: Pick<MemoryPlan, 'chunk' | 'logitsRows' | 'batchRows' | 'draftRows' | 'paramWords' | 'streaming' | 'inputWidth'>): ScratchBuffer[] {
-  return scratchTable(shape, { T: p.chunk, ctx: options.ctx, logitsRows: p.logitsRows, steering: !!options.steering, unified: info.unifiedMemory, batch: Math.max(p.batchRows, p.draftRows), drafts: p.draftRows - 1, paramWords: p.paramWords, streaming: p.streaming, inputWidth: p.inputWidth });
+export function planScratch(shape: ModelShape, options: EngineOptions, info: DeviceInfo, p: Pick<MemoryPlan, 'chunk' | 'logitsRows' | 'batchRows' | 'draftRows' | 'paramWords' | 'streaming' | 'inputWidth' | 'matrixAttn'>): ScratchBuffer[] {
+  return scratchTable(shape, { T: p.chunk, ctx: options.ctx, logitsRows: p.logitsRows, steering: !!options.steering, unified: info.unifiedMemory, batch: Math.max(p.batchRows, p.draftRows), drafts: p.draftRows - 1, paramWords: p.paramWords, streaming: p.streaming, inputWidth: p.inputWidth, matrixAttn: p.matrixAttn });
 }
 
 /** SSD streaming: the routed-expert tensors left out of the resident weights (layers ≥ full). */
@@ -91,8 +94,12 @@ export function weightMode(info: DeviceInfo, want: EngineOptions['vkWeights'] = 
   return { mode: want, auto: false };
 }
 
+/** What the engine decided before planning: an MTP head's input projection, prefill on the matrix units (limits.ts prefillPath). */
+export interface PlanInputs { head?: InputProjection; coopmat?: boolean }
+
 /** The plan for this file, options and device (info: deviceLocalBytes already the --vk-memory-limit where given). */
-export function planMemory(file: GgufFile, shape: ModelShape, options: EngineOptions, info: DeviceInfo, head?: InputProjection): MemoryPlan {
+export function planMemory(file: GgufFile, shape: ModelShape, options: EngineOptions, info: DeviceInfo, inputs: PlanInputs = {}): MemoryPlan {
+  const { head } = inputs;
   const s = shape;
   const kv = options.kvTypes ?? DEFAULT_KV.vulkan;
   // the prefill step follows the device's memory unless the caller chose one
@@ -119,6 +126,7 @@ export function planMemory(file: GgufFile, shape: ModelShape, options: EngineOpt
   const one = sessionBytes(s, options.ctx, kv);
   const p: MemoryPlan = {
     kv, mode, auto, chunk, logitsRows, paramWords, batchRows, batchIssue, draftRows, draftIssue, streaming, inputWidth: head ? 2 : 1, sessionBytes: one,
+    matrixAttn: attnOnMatrixUnits(inputs.coopmat ?? false, kv.k),
     weightBytes: 0, importedBytes: 0, sessionsBytes: 0, scratchBytes: 0, cacheBytes: 0, capacityBytes: 0,
   };
   const full = streaming ? Math.min(options.expertFullLayers ?? 0, s.nLayer) : 0;

@@ -5,10 +5,11 @@
  */
 import type { ModelShape } from '../../model/shape.js';
 import { stateSizes } from '../payload.js';
-import { DELTANET_BLOCK, DELTANET_BLOCK_FLOATS, TOPK_ITEMS, TOPK_MAX, attnSlots, moeMaxTiles } from './graph.js';
+import { attnDecodedLayout } from './attn-decoded.js';
+import { DELTANET_BLOCK, DELTANET_BLOCK_FLOATS, TOPK_ITEMS, TOPK_MAX, attnSlots, attnTokens, moeMaxTiles } from './graph.js';
 
 /** The scratch table's buffer names (a name used anywhere else is a compile error, not a run-time one). */
-export const SCRATCH_NAMES = ['CKC', 'CKS', 'XIN', 'X', 'A', 'A2', 'QG', 'Kb', 'Vb', 'U', 'Z', 'B', 'AL', 'O', 'P', 'ML', 'R', 'IDS', 'WTS', 'LIST', 'TILES', 'CNT', 'GE', 'UE', 'DE', 'GS', 'US', 'DS', 'SG', 'STK', 'XQ', 'XS', 'XQE', 'XSE', 'LOGITS', 'STT', 'PIN', 'PARAMS', 'ARG', 'MASK', 'TKA', 'TKB', 'TKH', 'M', 'DBK', 'WIN'] as const;
+export const SCRATCH_NAMES = ['CKC', 'CKS', 'XIN', 'X', 'A', 'A2', 'QG', 'Kb', 'Vb', 'U', 'Z', 'B', 'AL', 'O', 'P', 'ML', 'R', 'IDS', 'WTS', 'LIST', 'TILES', 'CNT', 'GE', 'UE', 'DE', 'GS', 'US', 'DS', 'SG', 'STK', 'XQ', 'XS', 'XQE', 'XSE', 'LOGITS', 'STT', 'PIN', 'PARAMS', 'ARG', 'MASK', 'TKA', 'TKB', 'TKH', 'M', 'DBK', 'WIN', 'QD', 'KD', 'VD'] as const;
 export type ScratchName = (typeof SCRATCH_NAMES)[number];
 /** The engine's own buffers beside the scratch table: the IQ2 grid, the RoPE table, steering directions. */
 export type EngineBufferName = ScratchName | 'GRID' | 'ROPE' | 'STEER';
@@ -35,6 +36,8 @@ export interface ScratchOptions {
    * [normed embedding | normed hidden state], projected to the residual stream by the step)
    */
   inputWidth?: number;
+  /** prefill attention on the matrix units (attn-decoded.ts attnOnMatrixUnits): its decoded operands */
+  matrixAttn?: boolean;
 }
 
 export function scratchTable(s: ModelShape, o: ScratchOptions): ScratchBuffer[] {
@@ -45,6 +48,7 @@ export function scratchTable(s: ModelShape, o: ScratchOptions): ScratchBuffer[] 
   const inW = o.inputWidth ?? 1;
   // the decode output of every stack (weights.ts STACKS): the largest of their row totals
   const stackRows = Math.max(st.convCh + s.ssmInner + 2 * s.ssmVHeads, 2 * s.nHead * s.headDim + 2 * st.kvDim, s.nExpert + 1);
+  const dec = o.matrixAttn && T > 1 ? attnDecodedLayout({ nHead: s.nHead, nHeadKv: s.nHeadKv, hd: s.headDim, tokens: Math.min(T, attnTokens(T)), ctx }) : undefined;
   return [
     // host-written step inputs land in small host-visible buffers; step_in.comp copies them to
     // device-local X and PARAMS
@@ -59,6 +63,9 @@ export function scratchTable(s: ModelShape, o: ScratchOptions): ScratchBuffer[] 
     { name: 'O', floats: T * Math.max(s.nHead * s.headDim, s.ssmInner) },
     // attn_flash's per-block partial sums and (max, sum) pairs
     { name: 'P', floats: attnSlots(s, T, ctx, batch) * s.headDim }, { name: 'ML', floats: attnSlots(s, T, ctx, batch) * 2 },
+    // attn_mmc's operands decoded once (attn_decode.comp): a dispatch pair's Q, the caches' K and V
+    // up to the context (~100 MB at 32K keys of the full model)
+    { name: 'QD', floats: (dec?.qBytes ?? 0) / 4 }, { name: 'KD', floats: (dec?.kBytes ?? 0) / 4 }, { name: 'VD', floats: (dec?.vBytes ?? 0) / 4 },
     { name: 'R', floats: T * s.nExpert }, { name: 'IDS', floats: T * K, host: o.streaming }, { name: 'WTS', floats: T * K },
     // the pairs grouped by expert and their tiles (moe_tiles.comp), for multi-token steps
     { name: 'LIST', floats: T * K, host: o.streaming }, { name: 'TILES', floats: 4 * (1 + moeMaxTiles(T * K, s.nExpert)), host: o.streaming },

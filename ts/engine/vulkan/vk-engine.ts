@@ -180,13 +180,13 @@ export class VkEngine implements Engine, VkHost {
     this.mvqDense = mvq === 'all';
     const path = prefillPath(info, { built: addon.shaderNames().includes('mmc_q8_0'), optOut: options.vkCoopmat === false });
     this.coopmat = path.coopmat;
-    this.coopmatWhy = this.coopmat ? `matrix units (mmc, attn_mmc: Q and activations as two f16; Q8_0, IQ2_XXS weights and a q8_0, q4_0 or f16 K exact in f16, others as two f16; f32 sums; ${info.coopmatShapes.split('; ').length} subgroup shapes listed)`
+    this.coopmatWhy = this.coopmat ? `matrix units (mmc, attn_mmc: Q and activations as two f16; Q8_0, IQ2_XXS weights and a q8_0, q4_0 or f16 K exact in f16, others as two f16, an f32 K's attention on the f32 tiles; f32 sums; ${info.coopmatShapes.split('; ').length} subgroup shapes listed)`
       : `f32 tiles (mm): ${path.why}`;
     let fd = -1;
     try {
       this.checkDevice();
       // memory-plan.ts: what the device holds, decided before anything is allocated
-      this.plan = planMemory(this.file, s, options, this.info, this.head);
+      this.plan = planMemory(this.file, s, options, this.info, { head: this.head, coopmat: this.coopmat });
     } catch (e) {
       this.dev.dispose();
       throw e;
