@@ -282,15 +282,19 @@ Context::Context(int deviceIndex) {
       idot.pNext = const_cast<void*>(dci.pNext);
       dci.pNext = &idot;
     }
-    // cooperative matrices (the mmc kernels: f16 tiles in shared memory, f16 arithmetic)
-    VkPhysicalDeviceCooperativeMatrixFeaturesKHR cm{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
+    // f16 arithmetic where the device has it (the mmc kernels' matrices, the packed-f16 tiles mmh)
     VkPhysicalDeviceShaderFloat16Int8Features f16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+    if (info_.float16) {
+      f16.shaderFloat16 = VK_TRUE;
+      f16.pNext = const_cast<void*>(dci.pNext);
+      dci.pNext = &f16;
+    }
+    // cooperative matrices (the mmc kernels: f16 tiles in shared memory; checked with shaderFloat16)
+    VkPhysicalDeviceCooperativeMatrixFeaturesKHR cm{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
     if (info_.cooperativeMatrix) {
       ext.push_back(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
       cm.cooperativeMatrix = VK_TRUE;
-      f16.shaderFloat16 = VK_TRUE;
-      cm.pNext = &f16;
-      f16.pNext = const_cast<void*>(dci.pNext);
+      cm.pNext = const_cast<void*>(dci.pNext);
       dci.pNext = &cm;
     }
     // shared memory as aliased blocks (the attn_mma experiment; enabled for it, unused by the engine's kernels)

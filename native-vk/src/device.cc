@@ -89,6 +89,7 @@ Napi::Value Device::Info(const Napi::CallbackInfo& info) {
   o.Set("externalMemoryHost", d.externalMemoryHost);
   o.Set("integerDot", d.integerDot);
   o.Set("integerDotAccelerated", d.integerDotAccelerated);
+  o.Set("float16", d.float16);
   o.Set("coopmat", d.coopmat);
   o.Set("coopmatShapes", d.coopmatShapes);
   o.Set("cooperativeMatrix", d.cooperativeMatrix);

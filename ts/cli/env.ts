@@ -18,6 +18,8 @@ export interface EnvSettings {
   vkMvq?: boolean | 'experts';
   /** Q36_VK_COOPMAT=0|1: the prefill matmuls on the matrix units where the device has them (1, default) or the f32 tiles (0), for measurements and the BC-250's arithmetic */
   vkCoopmat?: boolean;
+  /** Q36_VK_F16=0|1: the prefill tiles' products in packed f16 where the matrix units are not in use (1), or exact f32 (0, default) */
+  vkF16?: boolean;
   /** Q36_VK_SESSION_BATCH=0: q36-server --batched-session runs the ordered fallback instead of batched Vulkan steps (measurements, workarounds) */
   vkSessionBatch?: boolean;
   /** Q36_HF_BASE: the download mirror (as --base-url) */
@@ -69,6 +71,11 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): EnvSettings {
     if (!['0', '1'].includes(cm)) throw new Error(`Q36_VK_COOPMAT must be 0 (f32 prefill tiles) or 1 (matrix units where the device has them), got "${cm}"`);
     out.vkCoopmat = cm === '1';
   }
+  const f16 = env.Q36_VK_F16;
+  if (f16 !== undefined && f16 !== '') {
+    if (!['0', '1'].includes(f16)) throw new Error(`Q36_VK_F16 must be 0 (exact f32 prefill tiles) or 1 (packed f16 products where there are no matrix units), got "${f16}"`);
+    out.vkF16 = f16 === '1';
+  }
   const sb = env.Q36_VK_SESSION_BATCH;
   if (sb !== undefined && sb !== '') {
     if (!['0', '1'].includes(sb)) throw new Error(`Q36_VK_SESSION_BATCH must be 0 (ordered fallback) or 1 (batched steps), got "${sb}"`);
@@ -82,6 +89,6 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): EnvSettings {
 }
 
 /** The engine options the environment supplies where no flag did (flags win). */
-export function envEngineOptions(e: EnvSettings = readEnv()): Pick<EngineOptions, 'vkDevice' | 'vkWeights' | 'vkMatvecRows' | 'vkMvTypes' | 'vkMvq' | 'vkCoopmat'> {
-  return { vkDevice: e.vkDevice, vkWeights: e.vkWeights, vkMatvecRows: e.vkMatvecRows, vkMvTypes: e.vkMvTypes, vkMvq: e.vkMvq, vkCoopmat: e.vkCoopmat };
+export function envEngineOptions(e: EnvSettings = readEnv()): Pick<EngineOptions, 'vkDevice' | 'vkWeights' | 'vkMatvecRows' | 'vkMvTypes' | 'vkMvq' | 'vkCoopmat' | 'vkF16'> {
+  return { vkDevice: e.vkDevice, vkWeights: e.vkWeights, vkMatvecRows: e.vkMatvecRows, vkMvTypes: e.vkMvTypes, vkMvq: e.vkMvq, vkCoopmat: e.vkCoopmat, vkF16: e.vkF16 };
 }

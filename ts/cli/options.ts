@@ -179,7 +179,7 @@ export function engineOptions(model: string, a: Record<string, unknown>, modelCo
   const asked = ['draft', 'draft-max', 'mtp-draft', 'mtp-margin'].find((f) => a[f] !== undefined) ?? (a.mtp !== undefined && a['dump-mtp-logits'] === undefined ? 'mtp' : undefined);
   if (!draft && asked) throw new CliError(`--${asked}: this tool does not draft (speculative decoding: q36, q36-server, q36-agent, q36-bench)`);
   return {
-    model, backend, ctx, kvTypes: { k, v }, draftMax: draft && Math.max(draft.max, draft.mtp?.max ?? 0), vkDevice, vkWeights: vkWeights as EngineOptions['vkWeights'], vkMatvecRows: env.vkMatvecRows, vkMvTypes: env.vkMvTypes, vkMvq: env.vkMvq, vkCoopmat: env.vkCoopmat,
+    model, backend, ctx, kvTypes: { k, v }, draftMax: draft && Math.max(draft.max, draft.mtp?.max ?? 0), vkDevice, vkWeights: vkWeights as EngineOptions['vkWeights'], vkMatvecRows: env.vkMatvecRows, vkMvTypes: env.vkMvTypes, vkMvq: env.vkMvq, vkCoopmat: env.vkCoopmat, vkF16: env.vkF16,
     expertCacheMiB: mb, steering: steering(a), vkMemoryLimit,
     ...(ssd ? { streamExperts: true, expertCacheSlots: ssd.slots, expertCacheMiB: ssd.bytes !== undefined ? ssd.bytes / 2 ** 20 : mb, expertUsage: ssd.usage, expertFullLayers: ssd.full } : {}),
   };

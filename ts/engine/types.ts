@@ -75,6 +75,13 @@ export interface EngineOptions {
    * the f32 tiles (mm.comp, the fallback; the CLI reads Q36_VK_COOPMAT=0|1)
    */
   vkCoopmat?: boolean;
+  /**
+   * Vulkan: where the matrix units are not in use, the tiled prefill matmuls with packed f16
+   * products (mmh.comp: f16 operands and partial sums, f32 sums every 32 values; twice the f32
+   * rate on RDNA, the BC-250): true; false or unset the exact f32 tiles (the CLI reads Q36_VK_F16=0|1).
+   * Costs ~10⁻³ of each product's largest output (docs/vulkan.md).
+   */
+  vkF16?: boolean;
   /** Vulkan: prefill attention in tiles of tokens (attn_tile, default) or per token (attn_flash: false; A/B measurements) */
   vkAttnTile?: boolean;
   /**

@@ -43,6 +43,8 @@ export interface VkDevice {
     externalMemoryHost: boolean; importAlignment: number;
     /** VK_KHR_shader_integer_dot_product enabled (mvq.comp); its packed 4×8-bit signed dot in hardware (not emulated) */
     integerDot: boolean; integerDotAccelerated: boolean;
+    /** f16 arithmetic (shaderFloat16), enabled where the device has it (the matrix units' kernels, the packed-f16 tiles mmh) */
+    float16: boolean;
     /**
      * VK_KHR_cooperative_matrix enabled with 16 × 16 × 16 f16 → f32 subgroup products, shaderFloat16
      * and 32-lane subgroups (the mmc kernels); every subgroup-scope shape the driver lists

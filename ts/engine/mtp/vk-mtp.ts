@@ -37,7 +37,7 @@ export class VkMtpRunner extends MtpRunner {
     if (o.room !== undefined && !(o.room > 0)) throw new Error(`MTP head: no device memory left after the model's plan (lower --ctx, use -ctk q8_0 -ctv q4_0, or run without --mtp)`);
     const options: EngineOptions = {
       model: m.file.path, backend: 'vulkan', ctx: o.trunk.ctx, kvTypes: o.kvTypes, chunk: o.trunk.chunk, sessions: o.trunk.sessions,
-      vkDevice: o.trunk.vkDevice, vkWeights: o.trunk.vkWeights, vkMemoryLimit: o.room ?? o.trunk.vkMemoryLimit, vkMvq: o.trunk.vkMvq, vkCoopmat: o.trunk.vkCoopmat, vkMaxBinding: o.trunk.vkMaxBinding,
+      vkDevice: o.trunk.vkDevice, vkWeights: o.trunk.vkWeights, vkMemoryLimit: o.room ?? o.trunk.vkMemoryLimit, vkMvq: o.trunk.vkMvq, vkCoopmat: o.trunk.vkCoopmat, vkF16: o.trunk.vkF16, vkMaxBinding: o.trunk.vkMaxBinding,
     };
     try {
       this.engine = new VkEngine(options, { file: m.file, shape: m.shape, tokenizer: o.tokenizer, head: { weight: m.ehProj } });

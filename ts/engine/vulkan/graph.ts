@@ -183,8 +183,11 @@ export const MM_K = 32;
 /** Tokens of a block of the chunked DeltaNet, and the floats deltanet_prep records for each block and value head (shaders/deltanet_block.glsl: G, β, 2 norm factors a token, A and QK). */
 export const DELTANET_BLOCK = 16;
 export const DELTANET_BLOCK_FLOATS = 4 * DELTANET_BLOCK + 2 * DELTANET_BLOCK * DELTANET_BLOCK;
-/** The tiled matmul's kernel: mm / mm_moe (f32 tiles), mmc / mmc_moe on the matrix units, where a GLU has modules of its own (mmc_glu, mmc_moe_glu). */
-const tiledKernel = (coopmat: boolean | undefined, glu: boolean, moe: boolean): string => `${coopmat ? 'mmc' : 'mm'}${moe ? '_moe' : ''}${coopmat && glu ? '_glu' : ''}`;
+/**
+ * The tiled matmul's kernel: mm / mm_moe (f32 tiles), mmh / mmh_moe (the same tiles with packed f16
+ * products), mmc / mmc_moe on the matrix units, where a GLU has modules of its own (mmc_glu, mmc_moe_glu).
+ */
+const tiledKernel = (coopmat: boolean | undefined, glu: boolean, moe: boolean, f16?: boolean): string => `${coopmat ? 'mmc' : f16 ? 'mmh' : 'mm'}${moe ? '_moe' : ''}${coopmat && glu ? '_glu' : ''}`;
 /** Weight rows per workgroup of that kernel. */
 const tiledRows = (coopmat: boolean | undefined, glu: boolean, moe: boolean): number => (coopmat && !glu && !moe ? MMC_ROWS : MM_ROWS);
 /**
@@ -274,6 +277,8 @@ export interface MatvecDispatch {
   moe?: { tiles: number; maxTiles: number; ids: number };
   /** the tiled matmuls on the matrix units: mmc / mmc_moe (f16 tiles, f32 sums) in place of mm / mm_moe */
   coopmat?: boolean;
+  /** elsewhere the tiles with packed f16 products: mmh / mmh_moe in place of mm / mm_moe */
+  f16?: boolean;
 }
 
 /**
@@ -297,12 +302,12 @@ export function matvecOp(ops: OpList, d: MatvecDispatch): void {
   const glu = (flags & MV.glu) !== 0;
   if (d.moe) {
     if (tiled) {
-      ops.op(`${tiledKernel(d.coopmat, glu, true)}_${d.type}`, [...d.buffers, d.moe.tiles], push(), [Math.ceil(d.rows / tiledRows(d.coopmat, glu, true)), d.moe.maxTiles], d.barrier ?? true, d.label);
+      ops.op(`${tiledKernel(d.coopmat, glu, true, d.f16)}_${d.type}`, [...d.buffers, d.moe.tiles], push(), [Math.ceil(d.rows / tiledRows(d.coopmat, glu, true)), d.moe.maxTiles], d.barrier ?? true, d.label);
       return;
     }
     d = { ...d, buffers: [d.buffers[0], d.buffers[1], d.buffers[2], d.moe.ids, d.buffers[4]], moe: undefined };
   } else if (tiled && (flags & MV.gather) === 0 && d.nRows >= MM_MIN_ROWS && (d.weightRows ?? d.rows) >= MM_MIN_WEIGHT_ROWS) {
-    ops.op(`${tiledKernel(d.coopmat, glu, false)}_${d.type}`, d.buffers, push(), [Math.ceil(d.rows / tiledRows(d.coopmat, glu, false)), Math.ceil(d.nRows / MM_TOKENS)], d.barrier ?? true, d.label);
+    ops.op(`${tiledKernel(d.coopmat, glu, false, d.f16)}_${d.type}`, d.buffers, push(), [Math.ceil(d.rows / tiledRows(d.coopmat, glu, false)), Math.ceil(d.nRows / MM_TOKENS)], d.barrier ?? true, d.label);
     return;
   }
   // activation rows per workgroup: matmulTokens() (each row's sums are the same whichever, the

@@ -112,6 +112,9 @@ export const KERNELS = {
   mmc_moe: k({ name: 'mmc_moe', bindings: [...MATVEC_BIND, 'TILES'], push: MATVEC_PUSH, local: 256 }),
   mmc_glu: k({ name: 'mmc_glu', bindings: MATVEC_BIND, push: MATVEC_PUSH, local: 256 }),
   mmc_moe_glu: k({ name: 'mmc_moe_glu', bindings: [...MATVEC_BIND, 'TILES'], push: MATVEC_PUSH, local: 256 }),
+  // mm and mm_moe with packed f16 products (opt-in where there are no matrix units: Q36_VK_F16)
+  mmh: k({ name: 'mmh', bindings: MATVEC_BIND, push: MATVEC_PUSH, local: 256 }),
+  mmh_moe: k({ name: 'mmh_moe', bindings: [...MATVEC_BIND, 'TILES'], push: MATVEC_PUSH, local: 128 }),
 } as const;
 
 /**

@@ -56,3 +56,13 @@ export function prefillPath(info: Pick<DeviceInfo, 'coopmat' | 'coopmatShapes' |
     : o.optOut ? 'Q36_VK_COOPMAT=0' : '';
   return { coopmat: why === '', why };
 }
+
+/**
+ * The packed-f16 tiles (mmh, opt-in: vkF16) in place of the f32 tiles: where they were asked for,
+ * the matrix units are not taking the products and the device has f16 arithmetic; else why not.
+ */
+export function f16Tiles(info: Pick<DeviceInfo, 'float16'>, o: { asked: boolean; coopmat: boolean; built: boolean }): { f16: boolean; why: string } {
+  const why = !o.asked ? 'not asked (Q36_VK_F16=1)' : o.coopmat ? 'the matrix units take the products' : !info.float16 ? 'the device has no f16 arithmetic (shaderFloat16)'
+    : !o.built ? 'this build has no packed-f16 kernels (npm run build)' : '';
+  return { f16: why === '', why };
+}

@@ -37,6 +37,8 @@ export interface MatvecRecorderOptions {
   mvq: boolean;
   /** the tiled prefill matmuls on the matrix units */
   coopmat: boolean;
+  /** elsewhere on the packed-f16 tiles (mmh) */
+  f16: boolean;
 }
 
 export class MatvecRecorder {
@@ -111,7 +113,7 @@ export class MatvecRecorder {
         // mv.comp or matvec.comp for one activation row: by type, the same for every session and
         // batched step (a batched row keeps the bits of the row alone)
         unit: this.o.mvTypes ? this.o.mvTypes.has(MATVEC[w.type]) : undefined,
-        levels: o.levels, coopmat: this.o.coopmat && !o.exact,
+        levels: o.levels, coopmat: this.o.coopmat && !o.exact, f16: this.o.f16 && !o.exact,
       });
     });
   }

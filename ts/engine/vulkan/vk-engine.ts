@@ -24,7 +24,7 @@ import { MatvecRecorder } from './matvec-recorder.js';
 import { VkExpertStream, tilesFor } from './expert-stream.js';
 import type { ExpertStats } from '../expert-cache.js';
 import { modelIdentity } from '../../model/fingerprint.js';
-import { deviceProblem, prefillPath, shapeProblem } from './limits.js';
+import { deviceProblem, f16Tiles, prefillPath, shapeProblem } from './limits.js';
 import { probeSubgroups } from './subgroup-probe.js';
 import { mvqChoice } from './features.js';
 import { MAX_BATCH_ROWS } from '../defaults.js';
@@ -80,6 +80,8 @@ export class VkEngine implements Engine, VkHost {
   readonly mvqDense: boolean;
   /** the tiled prefill matmuls on the matrix units (mmc): on, or why not */
   readonly coopmat: boolean;
+  /** the f32 tiles' products in packed f16 (mmh, opt-in) */
+  readonly f16: boolean;
   private readonly coopmatWhy: string;
   /** what the device was planned to hold (memory-plan.ts): the step sizes below and the expert cache's slots */
   readonly plan: MemoryPlan;
@@ -180,8 +182,11 @@ export class VkEngine implements Engine, VkHost {
     this.mvqDense = mvq === 'all';
     const path = prefillPath(info, { built: addon.shaderNames().includes('mmc_q8_0'), optOut: options.vkCoopmat === false });
     this.coopmat = path.coopmat;
+    const half = f16Tiles(info, { asked: options.vkF16 === true, coopmat: this.coopmat, built: addon.shaderNames().includes('mmh_q8_0') });
+    this.f16 = half.f16;
     this.coopmatWhy = this.coopmat ? `matrix units (mmc, attn_mmc: Q and activations as two f16; Q8_0, IQ2_XXS weights and a q8_0, q4_0 or f16 K exact in f16, others as two f16, an f32 K's attention on the f32 tiles; f32 sums; ${info.coopmatShapes.split('; ').length} subgroup shapes listed)`
-      : `f32 tiles (mm): ${path.why}`;
+      : this.f16 ? `packed f16 tiles (mmh: f16 products summed in f16 over 32 values, then in f32; Q36_VK_F16=1): ${path.why}`
+      : `f32 tiles (mm): ${path.why}${options.vkF16 ? `; packed f16 asked, not used: ${half.why}` : ''}`;
     let fd = -1;
     try {
       this.checkDevice();
@@ -197,7 +202,7 @@ export class VkEngine implements Engine, VkHost {
       this.allocScratch();
       this.out = new EngineOutputs({ dev: this.dev, pipes: this.pipes, buf: this.buf, nVocab: s.nVocab });
       this.mv = new MatvecRecorder({
-        w: this.w, buf: this.buf, shape: s, cpuDevice: this.info.type === 'cpu', fixedRows: options.vkMatvecRows, mvTypes: this.mvTypes, mvq: this.mvq, coopmat: this.coopmat,
+        w: this.w, buf: this.buf, shape: s, cpuDevice: this.info.type === 'cpu', fixedRows: options.vkMatvecRows, mvTypes: this.mvTypes, mvq: this.mvq, coopmat: this.coopmat, f16: this.f16,
       });
       this.startStreaming();
     } catch (e) {
