@@ -5,7 +5,11 @@
  * cached). The prompt: --bytes bytes of --prompt-file (repeated as needed) as one user message.
  *
  *   node dist/scripts/bench/bench-ttft.js -m /tmp/full-q2.gguf [--bytes 25000] [--ctx 32768] [--prompt-file fixtures/bench/lighthouse.txt]
- *   (where node_modules is absent, e.g. the GPU machine: bundle it first with esbuild, as bench-server says)
+ *   (where node_modules is absent, e.g. the GPU machine: bundle it first, with a require for the
+ *   server's CommonJS packages:
+ *   npx esbuild dist/scripts/bench/bench-ttft.js --bundle --platform=node --format=esm \
+ *     "--banner:js=import { createRequire as __q36req } from 'node:module'; const require = __q36req(import.meta.url);" \
+ *     --outfile=dist/scripts/bench-ttft.bundle.mjs)
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
