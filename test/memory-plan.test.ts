@@ -126,8 +126,12 @@ describe('the scratch table and its names', () => {
   it('prefill attention on the matrix units holds its decoded operands: a pair\'s Q as two f16 (64 rows of padding), K as f16 with an f32 scale per 32 values, V as two f16, for the whole context', () => {
     const s = PRESETS.full as unknown as ModelShape, ctx = 32768, kvDim = s.nHeadKv * s.headDim;
     const bytes = (matrixAttn: boolean) => Object.fromEntries(scratchTable(s, { T: 2048, ctx, logitsRows: 1, steering: false, unified: false, matrixAttn }).filter((b) => ['QD', 'KD', 'VD'].includes(b.name)).map((b) => [b.name, 4 * b.floats]));
-    // 2048-token steps attend in pairs of 256 tokens (VK_TUNING.attnTokensLarge)
-    expect(bytes(true)).toEqual({ QD: (256 * s.nHead + 64) * s.headDim * 4, KD: ctx * kvDim * 2 + ctx * (kvDim / 32) * 4, VD: ctx * kvDim * 4 });
+    // 2048-token steps attend on the matrix units in pairs of 512 tokens (VK_TUNING.attnTokensUnits)
+    expect(bytes(true)).toEqual({ QD: (512 * s.nHead + 64) * s.headDim * 4, KD: ctx * kvDim * 2 + ctx * (kvDim / 32) * 4, VD: ctx * kvDim * 4 });
     expect(bytes(false)).toEqual({ QD: 0, KD: 0, VD: 0 });
+    // their partials: a pair's tokens × query heads × 1024-key blocks, against 256 tokens × 256-key blocks on the f32 tiles
+    const p = (matrixAttn: boolean) => scratchTable(s, { T: 2048, ctx, logitsRows: 1, steering: false, unified: false, matrixAttn }).find((b) => b.name === 'P')!.floats;
+    expect(p(true)).toBe(512 * s.nHead * (ctx / 1024) * s.headDim);
+    expect(p(false)).toBe(256 * s.nHead * (ctx / 256) * s.headDim);
   });
 });

@@ -400,18 +400,24 @@ export function attnTileTokens(s: ModelShape): number {
  * 2048-token steps (large GPUs, defaults.ts) take VK_TUNING.attnTokensLarge per pair: a 64-token
  * pair at depth 32K was 2048 attn_tile workgroups, 8 waves on an H200, and each pair's last wave
  * ran part-empty before the barrier; the partials then take 4 × the memory (1.1 GB at ctx 65536, f32).
+ * On the matrix units (`units`: attn-decoded.ts) such steps take VK_TUNING.attnTokensUnits: half
+ * the pairs, each Q decoded once, in partials of 1024-key blocks (ATTN_MMC_BLOCK).
  */
 export const ATTN_TOKENS: number = VK_TUNING.attnTokens;
-export function attnTokens(chunk: number): number {
-  return chunk >= VK_TUNING.attnTokensLargeFrom ? VK_TUNING.attnTokensLarge : ATTN_TOKENS;
+export function attnTokens(chunk: number, units = false): number {
+  return chunk >= VK_TUNING.attnTokensLargeFrom ? (units ? VK_TUNING.attnTokensUnits : VK_TUNING.attnTokensLarge) : ATTN_TOKENS;
 }
 
 /**
- * attn_flash's (token, query head, block) slots: the larger of the decode and the chunk shapes.
- * Each slot has a partial sum of headDim floats (P) and a (max, sum) pair (ML).
+ * The attention partials' (token, query head, block) slots: the larger of the decode and the chunk
+ * shapes. Each slot has a partial sum of headDim floats (P) and a (max, sum) pair (ML). `units`:
+ * the chunk's attention runs on the matrix units (attn-decoded.ts attnOnMatrixUnits, with the
+ * tiles on), in pairs of attnTokens(T, true) tokens over ATTN_MMC_BLOCK-key blocks.
  */
-export function attnSlots(s: ModelShape, T: number, ctx: number, batch = 1): number {
+export function attnSlots(s: ModelShape, T: number, ctx: number, batch = 1, units = false): number {
   // a batched decode step (batch rows of one token each) keeps every row's decode partials
   const decodeRows = batch * s.nHead * Math.ceil(ctx / attnBlock(s, 1));
-  return Math.max(decodeRows, ...[1, Math.min(T, attnTokens(T))].flatMap((t) => [true, false].map((tiled) => t * s.nHead * Math.ceil(ctx / attnBlock(s, t, tiled)))));
+  const chunk = units ? [Math.min(T, attnTokens(T, true)) * s.nHead * Math.ceil(ctx / ATTN_MMC_BLOCK)]
+    : [1, Math.min(T, attnTokens(T))].flatMap((t) => [true, false].map((tiled) => t * s.nHead * Math.ceil(ctx / attnBlock(s, t, tiled))));
+  return Math.max(decodeRows, ...chunk);
 }

@@ -17,6 +17,7 @@ import { stateSizes } from '../payload.js';
 import type { EngineOptions, KvType } from '../types.js';
 import { attnOnMatrixUnits } from './attn-decoded.js';
 import { batchProblem } from './batch-step.js';
+import { attnTileFits } from './graph.js';
 import { slotLayout, splitSlots, type SlotLayout } from './expert-stream.js';
 import { scratchBytes, scratchTable, type ScratchBuffer } from './scratch.js';
 import { weightBytesEstimate, type InputProjection, type WeightMode } from './weights.js';
@@ -126,7 +127,8 @@ export function planMemory(file: GgufFile, shape: ModelShape, options: EngineOpt
   const one = sessionBytes(s, options.ctx, kv);
   const p: MemoryPlan = {
     kv, mode, auto, chunk, logitsRows, paramWords, batchRows, batchIssue, draftRows, draftIssue, streaming, inputWidth: head ? 2 : 1, sessionBytes: one,
-    matrixAttn: attnOnMatrixUnits(inputs.coopmat ?? false, kv.k),
+    // as the step decides it (step.ts): tiles on, a shape they fit, a K exact in f16
+    matrixAttn: attnOnMatrixUnits(inputs.coopmat ?? false, kv.k) && options.vkAttnTile !== false && attnTileFits(s),
     weightBytes: 0, importedBytes: 0, sessionsBytes: 0, scratchBytes: 0, cacheBytes: 0, capacityBytes: 0,
   };
   const full = streaming ? Math.min(options.expertFullLayers ?? 0, s.nLayer) : 0;

@@ -48,7 +48,7 @@ export function scratchTable(s: ModelShape, o: ScratchOptions): ScratchBuffer[] 
   const inW = o.inputWidth ?? 1;
   // the decode output of every stack (weights.ts STACKS): the largest of their row totals
   const stackRows = Math.max(st.convCh + s.ssmInner + 2 * s.ssmVHeads, 2 * s.nHead * s.headDim + 2 * st.kvDim, s.nExpert + 1);
-  const dec = o.matrixAttn && T > 1 ? attnDecodedLayout({ nHead: s.nHead, nHeadKv: s.nHeadKv, hd: s.headDim, tokens: Math.min(T, attnTokens(T)), ctx }) : undefined;
+  const dec = o.matrixAttn && T > 1 ? attnDecodedLayout({ nHead: s.nHead, nHeadKv: s.nHeadKv, hd: s.headDim, tokens: Math.min(T, attnTokens(T, true)), ctx }) : undefined;
   return [
     // host-written step inputs land in small host-visible buffers; step_in.comp copies them to
     // device-local X and PARAMS
@@ -62,7 +62,7 @@ export function scratchTable(s: ModelShape, o: ScratchOptions): ScratchBuffer[] 
     { name: 'DBK', floats: Math.ceil(T / DELTANET_BLOCK) * s.ssmVHeads * DELTANET_BLOCK_FLOATS }, { name: 'Z', floats: T * s.ssmInner }, { name: 'B', floats: T * s.ssmVHeads }, { name: 'AL', floats: T * s.ssmVHeads },
     { name: 'O', floats: T * Math.max(s.nHead * s.headDim, s.ssmInner) },
     // attn_flash's per-block partial sums and (max, sum) pairs
-    { name: 'P', floats: attnSlots(s, T, ctx, batch) * s.headDim }, { name: 'ML', floats: attnSlots(s, T, ctx, batch) * 2 },
+    { name: 'P', floats: attnSlots(s, T, ctx, batch, o.matrixAttn) * s.headDim }, { name: 'ML', floats: attnSlots(s, T, ctx, batch, o.matrixAttn) * 2 },
     // attn_mmc's operands decoded once (attn_decode.comp): a dispatch pair's Q, the caches' K and V
     // up to the context (~100 MB at 32K keys of the full model)
     { name: 'QD', floats: (dec?.qBytes ?? 0) / 4 }, { name: 'KD', floats: (dec?.kBytes ?? 0) / 4 }, { name: 'VD', floats: (dec?.vBytes ?? 0) / 4 },

@@ -179,7 +179,7 @@ function attentionMixer(c: StepContext, l: number): Pending {
   const onUnits = tiled && attnOnMatrixUnits(h.coopmat, c.kvTypes.k);
   const blk = attnBlock(s, T, tiled, onUnits), nBlk = Math.ceil(c.ctx / blk);
   // attnTokens(chunk) tokens per dispatch pair (the partials P, ML hold that many)
-  const per = attnTokens(h.chunk);
+  const per = attnTokens(h.chunk, onUnits);
   // on the matrix units: the caches' K and V up to the step's last key decoded once for every
   // pair (attn_decode part 0, beside the first pair's Q), each pair's Q before its attn_mmc
   const dec = onUnits ? attnDecodedLayout({ nHead: s.nHead, nHeadKv: s.nHeadKv, hd: s.headDim, tokens: Math.min(T, per), ctx: c.ctx }) : undefined;

@@ -29,4 +29,6 @@ export const VK_TUNING = {
   attnTokens: 64,
   attnTokensLarge: 256,
   attnTokensLargeFrom: 2048,
+  /** and on the matrix units (attn_decode + attn_mmc, whose partials take 1024-key blocks): 512 a pair (docs/vulkan.md) */
+  attnTokensUnits: 512,
 } as const;
