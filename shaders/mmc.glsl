@@ -61,15 +61,7 @@ const uint PE = CM * CM / SG;
 // neighbouring rows start on other banks)
 const uint SK = (BK + 8u) / 4u;
 layout(local_size_x = NT) in;
-layout(std430, binding = 0) readonly buffer WB { uint W[]; };
-layout(std430, binding = 1) readonly buffer XB { float X[]; };
-layout(std430, binding = 2) writeonly buffer YB { float Y[]; };
-layout(std430, binding = 3) readonly buffer LB { uint LIST[]; };
-layout(std430, binding = 4) readonly buffer GB { uvec2 GRID[]; };
-#ifdef MOE
-layout(std430, binding = 5) readonly buffer TB { uvec4 TILES[]; };
-#endif
-#include "matvec_push.glsl"
+#include "mm_bindings.glsl"
 
 #include "decode.glsl"
 #if defined(SPLIT) && defined(DECODE_SCALED)
