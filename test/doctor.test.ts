@@ -31,7 +31,7 @@ describe('q36 --doctor verdicts', () => {
     expect(c['RADV driver'].detail).toMatch(/radv Mesa 25\.0\.7 \(Mesa 25\.0\.7\)/);
     expect(c.subgroups.detail).toMatch(/64 lanes, as the probe kernel runs them \(the BC-250's wave64\)/);
     expect(c['int8 dot products'].detail).toMatch(/emulated .*f32 matvecs/);
-    expect(c['matrix cores'].detail).toMatch(/f32 tiles/);
+    expect(c['matrix cores'].detail).toMatch(/f32 tiles .*Q36_VK_F16=1 runs their products in packed f16/);
     expect(c['ttm.pages_limit'].detail).toMatch(/3959290 pages = 15\.10 GiB the GPU may map, the model needs 10\.92 GiB/);
     expect(doctorLines(doctorChecks(board())).at(-1)).toMatch(/^ready: 10 ok, 0 warning\(s\), 0 failure\(s\)$/);
   });

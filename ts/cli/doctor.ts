@@ -89,7 +89,7 @@ export function doctorChecks(f: DoctorFacts): Check[] {
   add('ok', 'int8 dot products', d.integerDotAccelerated ? `packed 4×8-bit dot accelerated: decode products over int8 levels (mvq: ${mvq})`
     : d.integerDot ? 'packed 4×8-bit dot emulated by the driver (as on the BC-250): decode keeps the f32 matvecs' : 'none: decode uses the f32 matvecs');
   add('ok', 'matrix cores', d.coopmat ? 'VK_KHR_cooperative_matrix 16×16×16 f16→f32: prefill matmuls on the matrix units'
-    : `none usable${d.coopmatShapes ? ` (${d.coopmatShapes})` : ''}: prefill on f32 tiles (the BC-250 has none)`);
+    : `none usable${d.coopmatShapes ? ` (${d.coopmatShapes})` : ''}: prefill on f32 tiles (the BC-250 has none)${d.float16 ? '; with f16 arithmetic, Q36_VK_F16=1 runs their products in packed f16 (faster, less exact: docs/vulkan.md)' : ''}`);
   return out;
 }
 
