@@ -28,7 +28,7 @@ import { addSpv } from '../lib/runtime-shaders.js';
 import { gpuTime } from '../lib/gpu-time.js';
 import { randomCacheRows } from '../lib/random-cache.js';
 import { attnDecoded } from '../lib/attn-decoded.js';
-import { attnDecodeGrid, attnDecodedLayout } from '../../ts/engine/vulkan/attn-decoded.js';
+import { attnDecodedLayout, attnOnMatrixUnits, dispatchAttnDecode } from '../../ts/engine/vulkan/attn-decoded.js';
 
 const { values: a } = parseArgs({ options: {
   pos: { type: 'string', default: '2048,8192,16384,30720' }, tokens: { type: 'string', default: '256' },
@@ -51,7 +51,7 @@ const info = dev.info();
 const kernels: KernelDecl[] = a.kernels!.split(',').map((k) => {
   if (k !== 'attn_mmc' && k !== 'attn_tile') fail(`--kernels: "${k}" (attn_mmc, attn_tile)`);
   return KERNELS[k as 'attn_mmc' | 'attn_tile'];
-}).filter((k) => k.name === 'attn_tile' || (info.coopmat && addon.shaderNames().includes(`attn_mmc_${kType}`) && kType !== 'f32'));
+}).filter((k) => k.name === 'attn_tile' || (attnOnMatrixUnits(info.coopmat, kType) && addon.shaderNames().includes(`attn_mmc_${kType}`)));
 // the experiments' modules, each a kernel of attn_tile's interface
 const more: KernelDecl[] = [];
 if (a['variant-spv']) {
@@ -78,9 +78,9 @@ dev.write(QG, 0, new Uint8Array(qHost.buffer));
 const decShape = { nHead, nHeadKv, hd, tokens: T, ctx }, L = attnDecodedLayout(decShape);
 const D = { QD: dev.createBuffer(L.qBytes, false), KD: dev.createBuffer(L.kBytes, false), VD: dev.createBuffer(L.vBytes, false) };
 /** the decode pass at PARAMS' depth: part 0 the caches up to the pair's last key, part 1 the pair's Q */
-const decodePass = (ops: OpList, parts: number[]) => {
-  const push = { nHead, nHeadKv, hd, kRowBytes: kRow, vRowBytes: vRow, qStride, nTok: T, t0: 0, kScales: L.kScales, vLo: L.vLo };
-  for (const part of parts) dispatch(ops, KERNELS.attn_decode, { QG, Kc, Vc, ...D, PARAMS }, { ...push, part }, attnDecodeGrid(part === 0 ? ctx * kvDim / 4 : T * nHead * hd / 4), { variant: `${kType}_${vType}` });
+const decodePass = (ops: OpList, parts: (0 | 1)[]) => {
+  const args = { bind: { QG, Kc, Vc, ...D, PARAMS }, nHead, nHeadKv, hd, qStride, kRowBytes: kRow, vRowBytes: vRow, ctx, layout: L, variant: `${kType}_${vType}` };
+  for (const part of parts) dispatchAttnDecode(ops, args, { part, t0: 0, nTok: T });
 };
 const runOps = (build: (ops: OpList) => void) => {
   const ops = new OpList(pipes);

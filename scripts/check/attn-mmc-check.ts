@@ -20,7 +20,7 @@ import * as fs from 'node:fs';
 import { ROOT } from '../../ts/paths.js';
 import { addModules, smallFragmentCompiler } from '../lib/runtime-shaders.js';
 import { OpList, Pipelines, attnBlock, attnTileTokens } from '../../ts/engine/vulkan/graph.js';
-import { attnDecodeGrid, attnDecodedLayout, attnOnMatrixUnits } from '../../ts/engine/vulkan/attn-decoded.js';
+import { attnDecodedLayout, attnOnMatrixUnits, dispatchAttnDecode } from '../../ts/engine/vulkan/attn-decoded.js';
 import { KERNELS, bindingList, dispatch, pushWords, type KernelDecl } from '../../ts/engine/vulkan/kernels.js';
 import { KV_TYPE_IDS } from '../../ts/engine/common.js';
 import type { KvType } from '../../ts/engine/types.js';
@@ -44,8 +44,8 @@ if (a.source !== undefined && (fragment !== 8 || !fs.existsSync(a.source))) { co
 if (a.define !== undefined && a.source === undefined) { console.error('attn-mmc-check: --define needs --source'); process.exit(2); }
 if (a.threads !== undefined && (fragment !== 8 || !['256', '512'].includes(a.threads))) { console.error(`attn-mmc-check: --threads ${a.threads}: 256 or 512, with --fragment 8`); process.exit(2); }
 if (a.source === undefined && !attnOnMatrixUnits(true, kType)) { console.error(`attn-mmc-check: an ${kType} K runs attn_tile on every device (its values are not exact in f16): nothing to check`); process.exit(2); }
-/** the kernel checked: the engine's attn_mmc (over the decoded operands), its 8 × 8 × 8 build, or --source's (attn_tile's interface) */
-let mmc: KernelDecl = KERNELS.attn_mmc, mmcModule = `attn_mmc_${kType}`;
+/** the module checked: the engine's attn_mmc (over the decoded operands), its 8 × 8 × 8 build, or --source's (attn_tile's interface) */
+let mmcModule = `attn_mmc_${kType}`;
 let pipes: Pipelines;
 if (fragment === 16) {
   if (!info.coopmat || !addon.shaderNames().includes(mmcModule)) { console.error(`attn-mmc-check: ${info.name} has no usable matrix units, or this build lacks attn_mmc`); process.exit(2); }
@@ -55,8 +55,8 @@ if (fragment === 16) {
   // the cache types' defines, as the build gives them (shaders/variants.json)
   const variants = JSON.parse(fs.readFileSync(`${ROOT}/shaders/variants.json`, 'utf8')) as Record<string, Record<string, string[]>>;
   const defs = a.source === undefined ? variants['attn_mmc.comp'][kType] : variants['attn_tile.comp'][`${kType}_${vType}`];
-  mmc = a.source === undefined ? { ...KERNELS.attn_mmc, name: `attn_mmc${fragment}` } : { ...KERNELS.attn_tile, local: Number(a.threads ?? 512), name: `attn_src${fragment}` };
-  mmcModule = a.source === undefined ? `${mmc.name}_${kType}` : `${mmc.name}_${kType}_${vType}`;
+  const mmc: KernelDecl = a.source === undefined ? KERNELS.attn_mmc : { ...KERNELS.attn_tile, local: Number(a.threads ?? 512) };
+  mmcModule = a.source === undefined ? `attn_mmc${fragment}_${kType}` : `attn_src${fragment}_${kType}_${vType}`;
   await addModules([{ name: mmcModule, source: a.source ?? 'shaders/attn_mmc.comp', defines: [...defs.map((d) => d.replace(/^-D/, '')), `CM=${fragment}u`, `SG=${info.subgroupSize}u`, ...(a.threads ? [`NT=${a.threads}`] : []), ...(a.define ? a.define.split(',') : [])] }], glslc);
   pipes = new Pipelines(dev, [{ ...mmc, name: mmcModule }]);
 } else {
@@ -92,9 +92,9 @@ for (const [nHead, nHeadKv, hd] of [[16, 2, 256], [8, 2, 64]] as const) {
       const L = attnDecodedLayout({ nHead, nHeadKv, hd, tokens: T, ctx }), decoded = a.source === undefined;
       const D = decoded ? { QD: dev.createBuffer(L.qBytes, false), KD: dev.createBuffer(L.kBytes, false), VD: dev.createBuffer(L.vBytes, false) } : undefined;
       const decode = (ops: OpList) => {
-        const dp = { nHead, nHeadKv, hd, kRowBytes: kRow, vRowBytes: vRow, qStride, nTok: T, t0: 0, kScales: L.kScales, vLo: L.vLo };
-        dispatch(ops, KERNELS.attn_decode, { QG, Kc, Vc, ...D!, PARAMS }, { ...dp, part: 0 }, attnDecodeGrid(ctx * kvDim / 4), { variant: `${kType}_${vType}`, barrier: false });
-        dispatch(ops, KERNELS.attn_decode, { QG, Kc, Vc, ...D!, PARAMS }, { ...dp, part: 1 }, attnDecodeGrid(T * nHead * hd / 4), { variant: `${kType}_${vType}` });
+        const args = { bind: { QG, Kc, Vc, ...D!, PARAMS }, nHead, nHeadKv, hd, qStride, kRowBytes: kRow, vRowBytes: vRow, ctx, layout: L, variant: `${kType}_${vType}` };
+        dispatchAttnDecode(ops, args, { part: 0, t0: 0, nTok: T, barrier: false });
+        dispatchAttnDecode(ops, args, { part: 1, t0: 0, nTok: T });
       };
       const attn = (ops: OpList, kernel: 'attn_tile' | 'attn_mmc') => {
         if (kernel === 'attn_tile') dispatch(ops, KERNELS.attn_tile, { QG, Kc, Vc, P, ML, PARAMS }, push, grid, { variant: `${kType}_${vType}` });

@@ -4,6 +4,7 @@
  * grid. One description for the step, the scratch table and the checks' harnesses.
  */
 import type { KvType } from '../types.js';
+import { KERNELS, dispatch, type BindOf, type OpSink } from './kernels.js';
 
 /**
  * Query rows QD holds past a dispatch pair's: a workgroup's last 64-row block reads up to 63 rows
@@ -47,4 +48,28 @@ export function attnDecodedLayout(s: AttnDecodedShape): AttnDecodedLayout {
 export function attnDecodeGrid(items: number): [number, number] {
   const groups = Math.max(1, Math.ceil(items / 256)), x = Math.min(groups, 65535);
   return [x, Math.ceil(groups / x)];
+}
+
+/** What one attention layer's decode passes need: the buffers, the shape, the caches' rows, the layout, the cache types' variant. */
+export interface AttnDecodeArgs {
+  bind: BindOf<typeof KERNELS.attn_decode>;
+  nHead: number; nHeadKv: number; hd: number; qStride: number;
+  kRowBytes: number; vRowBytes: number;
+  /** keys the caches hold (the grid of part 0 covers them; keys past the step's last return at once) */
+  ctx: number;
+  layout: AttnDecodedLayout;
+  /** the K and V cache types: `${k}_${v}` */
+  variant: string;
+}
+
+/**
+ * One decode pass: part 0 the K and V caches up to key PARAMS[0] + t0 + nTok − 1 (once a layer),
+ * part 1 the Q of tokens t0 … t0 + nTok − 1 (once a dispatch pair).
+ */
+export function dispatchAttnDecode(ops: OpSink, a: AttnDecodeArgs, o: { part: 0 | 1; t0: number; nTok: number; barrier?: boolean }): void {
+  const items = o.part === 0 ? a.ctx * a.nHeadKv * a.hd / 4 : o.nTok * a.nHead * a.hd / 4;
+  dispatch(ops, KERNELS.attn_decode, a.bind, {
+    nHead: a.nHead, nHeadKv: a.nHeadKv, hd: a.hd, kRowBytes: a.kRowBytes, vRowBytes: a.vRowBytes, qStride: a.qStride,
+    nTok: o.nTok, t0: o.t0, kScales: a.layout.kScales, vLo: a.layout.vLo, part: o.part,
+  }, attnDecodeGrid(items), { variant: a.variant, barrier: o.barrier });
 }

@@ -35,6 +35,8 @@ export interface VkHost {
   readonly mvqDense: boolean;
   /** the tiled prefill matmuls run on the matrix units (mmc, mmc_moe: moePairs() pairs a tile) */
   readonly coopmat: boolean;
+  /** multi-token steps' attention runs on the matrix units (the memory plan's matrixAttn: its decoded operands are allocated) */
+  readonly matrixAttn: boolean;
   /** the products of a step as dispatches (matvec-recorder.ts): one weight, decode's stacks, the router with its routing */
   readonly mv: MatvecRecorder;
   /** the engine-wide output buffers and who owns them (outputs.ts): claims, the grammar mask, top-k, a masked arg-max */

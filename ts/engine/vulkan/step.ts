@@ -8,7 +8,7 @@ import { rowBytes } from '../../gguf/index.js';
 import { KV_TYPE_IDS } from '../common.js';
 import { stateSizes } from '../payload.js';
 import type { KvType } from '../types.js';
-import { attnDecodeGrid, attnDecodedLayout, attnOnMatrixUnits } from './attn-decoded.js';
+import { attnDecodedLayout, dispatchAttnDecode } from './attn-decoded.js';
 import { DELTANET_BLOCK, MV, OpList, moePairs, attnBlock, attnTileFits, attnTileTokens, attnTokens, moeMaxTiles } from './graph.js';
 import type { MatvecOpts, VkHost } from './host.js';
 import { KERNELS as K, ROW_KERNELS as KR, dispatch, groups } from './kernels.js';
@@ -176,25 +176,26 @@ function attentionMixer(c: StepContext, l: number): Pending {
   dispatch(c.ops, K.kv_store, { src: Kb, src2: Kb, cache: kc, cache2: kc, PARAMS: B.PARAMS }, { kvDim: st.kvDim, rowBytes: kRow }, [T, 1], { variant: c.kvTypes.k, barrier: false });
   dispatch(c.ops, K.kv_store, { src: Vb, src2: Vb, cache: vc, cache2: vc, PARAMS: B.PARAMS }, { kvDim: st.kvDim, rowBytes: vRow }, [T, 1], { variant: c.kvTypes.v });
   const tiled = T > 1 && c.h.options.vkAttnTile !== false && attnTileFits(s);
-  const onUnits = tiled && attnOnMatrixUnits(h.coopmat, c.kvTypes.k);
+  const onUnits = tiled && h.matrixAttn;
   const blk = attnBlock(s, T, tiled, onUnits), nBlk = Math.ceil(c.ctx / blk);
   // attnTokens(chunk) tokens per dispatch pair (the partials P, ML hold that many)
   const per = attnTokens(h.chunk, onUnits);
   // on the matrix units: the caches' K and V up to the step's last key decoded once for every
   // pair (attn_decode part 0, beside the first pair's Q), each pair's Q before its attn_mmc
-  const dec = onUnits ? attnDecodedLayout({ nHead: s.nHead, nHeadKv: s.nHeadKv, hd: s.headDim, tokens: Math.min(T, per), ctx: c.ctx }) : undefined;
-  const decBind = { QG, Kc: kc, Vc: vc, QD: B.QD, KD: B.KD, VD: B.VD, PARAMS: B.PARAMS };
-  const decPush = dec && { nHead: s.nHead, nHeadKv: s.nHeadKv, hd: s.headDim, kRowBytes: kRow, vRowBytes: vRow, qStride, kScales: dec.kScales, vLo: dec.vLo };
-  if (decPush) dispatch(c.ops, K.attn_decode, decBind, { ...decPush, nTok: T, t0: 0, part: 0 }, attnDecodeGrid(c.ctx * st.kvDim / 4), { variant, barrier: false });
+  const dec = onUnits ? {
+    bind: { QG, Kc: kc, Vc: vc, QD: B.QD, KD: B.KD, VD: B.VD, PARAMS: B.PARAMS }, nHead: s.nHead, nHeadKv: s.nHeadKv, hd: s.headDim, qStride,
+    kRowBytes: kRow, vRowBytes: vRow, ctx: c.ctx, variant, layout: attnDecodedLayout({ nHead: s.nHead, nHeadKv: s.nHeadKv, hd: s.headDim, tokens: Math.min(T, per), ctx: c.ctx }),
+  } : undefined;
+  if (dec) dispatchAttnDecode(c.ops, dec, { part: 0, t0: 0, nTok: T, barrier: false });
   for (let t0 = 0; t0 < T; t0 += per) {
     const n = Math.min(per, T - t0);
     const push = attnPush(blk, nBlk, t0);
     const bind = { QG, Kc: kc, Vc: vc, P: B.P, ML: B.ML, PARAMS: B.PARAMS };
     const tq = attnTileTokens(s), tiles: [number, number, number] = [Math.ceil(n / tq), s.nHeadKv, nBlk];
-    if (decPush) {
+    if (dec) {
       // prefill on the matrix units, as the matmuls are (attn-decoded.ts)
-      dispatch(c.ops, K.attn_decode, decBind, { ...decPush, nTok: n, t0, part: 1 }, attnDecodeGrid(n * s.nHead * s.headDim / 4), { variant });
-      dispatch(c.ops, K.attn_mmc, { QD: B.QD, KD: B.KD, VD: B.VD, P: B.P, ML: B.ML, PARAMS: B.PARAMS }, { ...push, kScales: decPush.kScales, vLo: decPush.vLo, nTok: n, tq }, tiles, { variant: c.kvTypes.k });
+      dispatchAttnDecode(c.ops, dec, { part: 1, t0, nTok: n });
+      dispatch(c.ops, K.attn_mmc, { QD: B.QD, KD: B.KD, VD: B.VD, P: B.P, ML: B.ML, PARAMS: B.PARAMS }, { ...push, kScales: dec.layout.kScales, vLo: dec.layout.vLo, nTok: n, tq }, tiles, { variant: c.kvTypes.k });
     } else if (tiled) {
       // prefill: tiles of tokens × the KV head's query heads share every K/V read
       dispatch(c.ops, K.attn_tile, bind, { ...push, nTok: n, tq }, tiles, { variant });

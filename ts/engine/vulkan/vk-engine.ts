@@ -82,6 +82,7 @@ export class VkEngine implements Engine, VkHost {
   readonly coopmat: boolean;
   /** the f32 tiles' products in packed f16 (mmh, opt-in) */
   readonly f16: boolean;
+  get matrixAttn(): boolean { return this.plan.matrixAttn; }
   private readonly coopmatWhy: string;
   /** what the device was planned to hold (memory-plan.ts): the step sizes below and the expert cache's slots */
   readonly plan: MemoryPlan;
