@@ -128,7 +128,8 @@ function deltanetMixer(c: StepContext, l: number): Pending {
     // several: what does not depend on the state for every 16-token block at once, then the
     // chunked form over 32-column slices of each head, then the gated norm
     dispatch(c.ops, K.deltanet_prep, { U, B: Bt, AL, dtBias, A: Aw, DBK: B.DBK }, dn, [Math.ceil(T / DELTANET_BLOCK), s.ssmVHeads]);
-    dispatch(c.ops, K.deltanet_chunk, { U, DBK: B.DBK, state, O: B.O }, dn, [s.ssmVHeads, groups(K.deltanet_chunk, s.ssmHeadDim)], { barrier: false });
+    const walk = K[h.deltanetWalk];
+    dispatch(c.ops, walk, { U, DBK: B.DBK, state, O: B.O }, dn, [s.ssmVHeads, groups(walk, s.ssmHeadDim)], { barrier: false });
     mv(c, l, 'attn_gate.weight', B.A, Z, T, { levels });
     dispatch(c.ops, K.ssm_gnorm, { O: B.O, Z, normWeight }, { dk: s.ssmHeadDim, hv: s.ssmVHeads, eps: s.eps }, [T, s.ssmVHeads]);
   }
@@ -221,15 +222,16 @@ function moeFfn(c: StepContext, l: number): Pending {
   const rv = T === 1 ? h.mv.stacked(c.ops, l, 'router_in', B.A, false) : undefined;
   const [R, SG] = rv ?? [B.R, B.SG];
   const route = (barrier: boolean) => dispatch(c.ops, K.router, { R, IDS: B.IDS, WTS: B.WTS }, { nExpert: s.nExpert, K: Kx }, [T], { barrier });
+  // a batched decode step's rows: each routed by its router matvec row's last workgroup, as a
+  // row alone is (no level of its own); prefill chunks: the router logits' matmul (a few dozen
+  // workgroups: it leaves most of the GPU idle) beside the shared-expert gate and gate+up, which
+  // only need the normed input, then the routing
+  const routed = !rv && c.rows !== undefined && h.mv.routeRows(c.ops, l, B.A, T, false);
+  const routeAfter = !rv && !routed;
   if (!rv) {
-    // a batched decode step's rows: each routed by its router matvec row's last workgroup, as a
-    // row alone is (no level of its own); prefill chunks: the router logits' matmul, then routing
-    // alongside the shared expert's gate+up below, which only needs the normed input
-    const routed = c.rows !== undefined && h.mv.routeRows(c.ops, l, B.A, T, false);
     if (!routed) mv(c, l, 'ffn_gate_inp.weight', B.A, R, T, { barrier: false, exact: true });
     // the shared-expert gate is a 1-row F32 matvec over the same normed input
-    mv(c, l, 'ffn_gate_inp_shexp.weight', B.A, SG, T, { yStride: 1, barrier: !routed });
-    if (!routed) route(false);
+    mv(c, l, 'ffn_gate_inp_shexp.weight', B.A, SG, T, { yStride: 1, barrier: false });
   }
   if (has('ffn_gate_up_shexp.weight')) {
     mv(c, l, 'ffn_gate_up_shexp.weight', B.A, B.GS, T, { levels: normLevels(c) });
@@ -239,7 +241,7 @@ function moeFfn(c: StepContext, l: number): Pending {
     dispatch(c.ops, K.swiglu, { G: B.GS, U: B.US }, { n: T * s.nFfShexp }, [groups(K.swiglu, T * s.nFfShexp)], { barrier: false });
   }
   // one row's routing: done by the router matvec's last workgroup (stacked() says so), else here
-  if (rv && !h.mv.routesInMatvec(l)) route(true);
+  if (routeAfter || (rv && !h.mv.routesInMatvec(l))) route(true);
   // SSD streaming: the step stops here; the host loads the routed experts into slots and
   // rewrites IDS (and LIST/TILES) as slot ids before the rest runs (expert-stream.ts)
   const streamed = h.streams(l);
