@@ -10,6 +10,7 @@ import { GgmlType, rowBytes } from '../ts/gguf/index.js';
 import { QuantKernels } from '../ts/core/quant.js';
 import { DELTANET_BLOCK, DELTANET_BLOCK_FLOATS, OpList, Pipelines, attnBlock, attnTileTokens } from '../ts/engine/vulkan/graph.js';
 import { KERNELS, dispatch, groups } from '../ts/engine/vulkan/kernels.js';
+import { deltanetWalk } from '../ts/engine/vulkan/limits.js';
 import type { ModelShape } from '../ts/model/shape.js';
 import { loadAddon } from '../ts/vk/addon.js';
 import { Rng } from '../ts/model/synth.js';
@@ -122,13 +123,20 @@ describe('router vs a plain softmax top-k (ties to the lower id)', () => {
   });
 });
 
+const p16Cases = deltanetWalk(dev.info()) === 'deltanet_chunk_p16'
+  ? [['deltanet_chunk_p16', 128, 2, 4, 37], ['deltanet_chunk_p16', 32, 1, 2, 32], ['deltanet_chunk_p16', 64, 1, 1, 1]] as const : [];
 describe('deltanet vs a plain gated delta rule', () => {
+  it('the walk with 16 row parts a column where subgroups have 16 lanes or more, else 8', () => {
+    expect([8, 16, 32, 64].map((n) => deltanetWalk({ subgroupSize: n }))).toEqual(['deltanet_chunk', 'deltanet_chunk_p16', 'deltanet_chunk_p16', 'deltanet_chunk_p16']);
+  });
   const softplus = (x: number) => (x > 20 ? x : Math.log(1 + Math.exp(x)));
   const silu = (x: number) => x * sigmoid(x);
   // deltanet: the recurrence token by token (decode); deltanet_chunk: the chunked form (prefill),
   // blocks of 16 tokens: one partial block, exact blocks, three blocks with a partial last one
+  // (deltanet_chunk_p16: the same walk with 16 row parts a column, which the engine takes where
+  // subgroups have 16 lanes or more: run at 16 lanes, the subgroup16 project)
   it.each([['deltanet', 128, 2, 4, 5], ['deltanet', 32, 1, 2, 3], ['deltanet', 128, 4, 4, 1], ['deltanet_chunk', 128, 2, 4, 5], ['deltanet_chunk', 32, 1, 2, 32],
-    ['deltanet_chunk', 128, 2, 4, 37], ['deltanet_chunk', 32, 1, 1, 1]] as const)('%s: dk %i, %i key heads, %i value heads, %i tokens', (shader, dk, hk, hv, T) => {
+    ['deltanet_chunk', 128, 2, 4, 37], ['deltanet_chunk', 32, 1, 1, 1], ...p16Cases] as const)('%s: dk %i, %i key heads, %i value heads, %i tokens', (shader, dk, hk, hv, T) => {
     const r = new Rng(dk + hk * 10 + T);
     const convCh = 2 * hk * dk + hv * dk, eps = 1e-6, qScale = 1 / Math.sqrt(dk);
     const U = Float32Array.from({ length: T * convCh }, () => r.normal());
@@ -150,7 +158,8 @@ describe('deltanet vs a plain gated delta rule', () => {
       // deltanet_prep's per-block record first (the state-free part of each 16-token block)
       DBK = dev.createBuffer(Math.ceil(T / DELTANET_BLOCK) * hv * DELTANET_BLOCK_FLOATS * 4, false);
       dispatch(ops, KERNELS.deltanet_prep, { U: b.U, B: b.Bt, AL: b.AL, dtBias: b.DT, A: b.A, DBK }, push, [Math.ceil(T / DELTANET_BLOCK), hv]);
-      dispatch(ops, KERNELS.deltanet_chunk, { U: b.U, DBK, state: b.S, O: b.O }, push, [hv, groups(KERNELS.deltanet_chunk, dk)]);
+      const walk = KERNELS[shader];
+      dispatch(ops, walk, { U: b.U, DBK, state: b.S, O: b.O }, push, [hv, groups(walk, dk)]);
       dispatch(ops, KERNELS.ssm_gnorm, { O: b.O, Z: b.Z, normWeight: b.NW }, { dk, hv, eps }, [T, hv]);
     }
     const cmd = dev.record(ops.build(), false);

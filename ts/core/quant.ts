@@ -49,12 +49,20 @@ export class QuantKernels {
 
   /** Decodes n elements of type t. */
   dequantize(t: number, data: Uint8Array, n: number): Float32Array {
+    const out = new Float32Array(n);
+    this.dequantizeInto(t, data, out);
+    return out;
+  }
+
+  /** Decodes dst.length elements of type t into dst (no allocation: a step's embedding rows). */
+  dequantizeInto(t: number, data: Uint8Array, dst: Float32Array): void {
+    const n = dst.length;
     const rb = checkRows(t, n, 1, data.byteLength, 'dequantize');
     const p = this.staging(rb + n * 4 + 64);
     const out = p + Math.ceil(rb / 64) * 64;
     this.core.u8(p, rb).set(data.subarray(0, rb));
     this.k.dequantRow(t, p, out, n);
-    return this.core.f32(out, n).slice();
+    dst.set(this.core.f32(out, n));
   }
 
   /** W[row]·x with f32 accumulation; `scalar` forces the decode-then-dot reference path. */

@@ -35,6 +35,8 @@ export interface VkHost {
   readonly mvqDense: boolean;
   /** the tiled prefill matmuls run on the matrix units (mmc, mmc_moe: moePairs() pairs a tile) */
   readonly coopmat: boolean;
+  /** the prefill DeltaNet walk's module (limits.ts deltanetWalk: by the subgroup size) */
+  readonly deltanetWalk: 'deltanet_chunk' | 'deltanet_chunk_p16';
   /** multi-token steps' attention runs on the matrix units (the memory plan's matrixAttn: its decoded operands are allocated) */
   readonly matrixAttn: boolean;
   /** the products of a step as dispatches (matvec-recorder.ts): one weight, decode's stacks, the router with its routing */
@@ -60,6 +62,10 @@ export interface VkHost {
    */
   draftCheckpoints(l: number): DraftCheckpoints;
   embed(tokens: number[]): Float32Array;
+  /** the embedding rows of tokens into dst (rows of nEmbd floats) */
+  embedInto(tokens: number[], dst: Float32Array): void;
+  /** the step input buffer XIN's first rows, host memory written in place (the step_in dispatch reads it) */
+  stepInput(rows: number): Float32Array;
   /** SSD streaming: whether layer l's routed experts stream (its step segment ends after routing) */
   streams(l: number): boolean;
   /** runs a recorded step (its segments, with the streamed layers' expert loads between them) */

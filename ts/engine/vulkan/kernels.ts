@@ -60,6 +60,8 @@ export const KERNELS = {
   deltanet: k({ name: 'deltanet', bindings: ['U', 'B', 'AL', 'dtBias', 'A', 'state', 'O', 'Z', 'normWeight', 'CK'], push: ['T', 'dk', 'hk', 'hv', 'convCh', 'eps:f32', 'qScale:f32', 'ckRows'], local: 512 }),
   deltanet_prep: k({ name: 'deltanet_prep', bindings: ['U', 'B', 'AL', 'dtBias', 'A', 'DBK'], push: ['T', 'dk', 'hk', 'hv', 'convCh', 'eps:f32', 'qScale:f32', '_'], local: 256 }),
   deltanet_chunk: k({ name: 'deltanet_chunk', bindings: ['U', 'DBK', 'state', 'O'], push: ['T', 'dk', 'hk', 'hv', 'convCh', 'eps:f32', 'qScale:f32', '_'], local: 256, per: 32 }),
+  // the same with 16 row parts a column (NP = 16: 512 threads, 8 key rows a thread)
+  deltanet_chunk_p16: k({ name: 'deltanet_chunk_p16', bindings: ['U', 'DBK', 'state', 'O'], push: ['T', 'dk', 'hk', 'hv', 'convCh', 'eps:f32', 'qScale:f32', '_'], local: 512, per: 32 }),
   ssm_gnorm: k({ name: 'ssm_gnorm', bindings: ['O', 'Z', 'normWeight'], push: ['dk', 'hv', 'eps:f32', '_'], local: 128 }),
   qk_prep: k({ name: 'qk_prep', bindings: ['QG', 'K', 'qNorm', 'kNorm', 'ROPE', 'PARAMS'], push: ['nHead', 'nHeadKv', 'hd', 'nRot', 'qStride', 'kStride', 'eps:f32', '_'], local: 256 }),
   kv_store: k({ name: 'kv_store', bindings: ['src', 'src2', 'cache', 'cache2', 'PARAMS'], push: ['kvDim', 'rowBytes'], local: 64 }),

@@ -5,6 +5,7 @@
  */
 import type { ModelShape } from '../../model/shape.js';
 import type { VkDevice } from '../../vk/addon.js';
+import { VK_TUNING } from './tuning.js';
 
 type DeviceInfo = ReturnType<VkDevice['info']>;
 
@@ -65,4 +66,12 @@ export function f16Tiles(info: Pick<DeviceInfo, 'float16'>, o: { asked: boolean;
   const why = !o.asked ? 'not asked (Q36_VK_F16=1)' : o.coopmat ? 'the matrix units take the products' : !info.float16 ? 'the device has no f16 arithmetic (shaderFloat16)'
     : !o.built ? 'this build has no packed-f16 kernels (npm run build)' : '';
   return { f16: why === '', why };
+}
+
+/**
+ * The prefill DeltaNet walk's module: 16 row parts a value column (deltanet_chunk_p16) where the
+ * subgroup holds a column's 16 lanes (VK_TUNING.deltanetRowParts), else 8 (deltanet_chunk).
+ */
+export function deltanetWalk(info: Pick<DeviceInfo, 'subgroupSize'>): 'deltanet_chunk' | 'deltanet_chunk_p16' {
+  return VK_TUNING.deltanetRowParts === 16 && info.subgroupSize >= 16 ? 'deltanet_chunk_p16' : 'deltanet_chunk';
 }

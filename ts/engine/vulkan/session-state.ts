@@ -86,7 +86,8 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
   }
 
   async forward(tokens: number[], pos: number, logitsFrom: number, deferLast = false, mask?: TokenMask, normFrom = -1): Promise<Float32Array[]> {
-    return this.forwardRows(this.h.embed(tokens), tokens.length, pos, logitsFrom, { deferLast, mask, normFrom });
+    this.h.embedInto(tokens, this.h.stepInput(tokens.length));
+    return this.forwardRows(undefined, tokens.length, pos, logitsFrom, { deferLast, mask, normFrom });
   }
 
   /** rows the last step left after the final norm in A2 (readHidden; the next step overwrites them) */
@@ -94,10 +95,11 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
 
   /**
    * forward() from input rows instead of tokens: T rows of the step's input (token embeddings, or
-   * an MTP head's wide rows: VkMtpHead). normFrom ≥ 0: rows from there on after the final norm
-   * for readHidden.
+   * an MTP head's wide rows: VkMtpHead; undefined: written into the step input already, as
+   * forward() decodes a prompt's rows in place). normFrom ≥ 0: rows from there on after the final
+   * norm for readHidden.
    */
-  async forwardRows(input: Float32Array, T: number, pos: number, logitsFrom: number, o: { deferLast?: boolean; mask?: TokenMask; normFrom?: number } = {}): Promise<Float32Array[]> {
+  async forwardRows(input: Float32Array | undefined, T: number, pos: number, logitsFrom: number, o: { deferLast?: boolean; mask?: TokenMask; normFrom?: number } = {}): Promise<Float32Array[]> {
     const e = this.h, s = this.shape, deferLast = o.deferLast ?? false, mask = o.mask;
     if (T - logitsFrom > this.logitsRows) throw new Error('too many logits rows for one step');
     const hiddenFrom = o.normFrom !== undefined && o.normFrom >= 0 ? Math.min(o.normFrom, T) : T;
@@ -115,7 +117,7 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
     const m = deferLast && T - logitsFrom === 1 ? mask : undefined;
     e.out.setMask(m);
     this.masked = m;
-    e.dev.write(e.buf.XIN, 0, new Uint8Array(input.buffer, input.byteOffset, input.byteLength));
+    if (input) e.dev.write(e.buf.XIN, 0, new Uint8Array(input.buffer, input.byteOffset, input.byteLength));
     e.dev.write(e.buf.PIN, 0, new Uint8Array(Uint32Array.of(pos, T, 0, 0).buffer));
     this.hiddenRows = 0;
     await e.runStep(step, T);
@@ -163,7 +165,7 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
     e.out.setMask(undefined);
     const pin = new Uint32Array(T * e.paramWords);
     for (let i = 0; i < T; i++) { pin[i * e.paramWords] = pos + i; pin[i * e.paramWords + 1] = 1; }
-    e.dev.write(e.buf.XIN, 0, new Uint8Array(e.embed(tokens).buffer));
+    e.embedInto(tokens, e.stepInput(T));
     e.dev.write(e.buf.PIN, 0, new Uint8Array(pin.buffer));
     this.draftT = T;
     this.hiddenRows = 0;

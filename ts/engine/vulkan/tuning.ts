@@ -31,4 +31,9 @@ export const VK_TUNING = {
   attnTokensLargeFrom: 2048,
   /** and on the matrix units (attn_decode + attn_mmc, whose partials take 1024-key blocks): 512 a pair (docs/vulkan.md) */
   attnTokensUnits: 512,
+  /**
+   * row parts a value column of the prefill DeltaNet walk (its threads: 32 columns × this): 16
+   * (deltanet_chunk_p16, where subgroups have 16 lanes: limits.ts deltanetWalk) or 8
+   */
+  deltanetRowParts: 16 as 8 | 16,
 } as const;

@@ -24,7 +24,7 @@ import { MatvecRecorder } from './matvec-recorder.js';
 import { VkExpertStream, tilesFor } from './expert-stream.js';
 import type { ExpertStats } from '../expert-cache.js';
 import { modelIdentity } from '../../model/fingerprint.js';
-import { deviceProblem, f16Tiles, prefillPath, shapeProblem } from './limits.js';
+import { deltanetWalk, deviceProblem, f16Tiles, prefillPath, shapeProblem } from './limits.js';
 import { probeSubgroups } from './subgroup-probe.js';
 import { mvqChoice } from './features.js';
 import { MAX_BATCH_ROWS } from '../defaults.js';
@@ -80,6 +80,7 @@ export class VkEngine implements Engine, VkHost {
   readonly mvqDense: boolean;
   /** the tiled prefill matmuls on the matrix units (mmc): on, or why not */
   readonly coopmat: boolean;
+  readonly deltanetWalk: 'deltanet_chunk' | 'deltanet_chunk_p16';
   /** the f32 tiles' products in packed f16 (mmh, opt-in) */
   readonly f16: boolean;
   get matrixAttn(): boolean { return this.plan.matrixAttn; }
@@ -183,6 +184,7 @@ export class VkEngine implements Engine, VkHost {
     this.mvqDense = mvq === 'all';
     const path = prefillPath(info, { built: addon.shaderNames().includes('mmc_q8_0'), optOut: options.vkCoopmat === false });
     this.coopmat = path.coopmat;
+    this.deltanetWalk = deltanetWalk(info);
     const half = f16Tiles(info, { asked: options.vkF16 === true, coopmat: this.coopmat, built: addon.shaderNames().includes('mmh_q8_0') });
     this.f16 = half.f16;
     this.coopmatWhy = this.coopmat ? `matrix units (mmc, attn_mmc: Q and activations as two f16; Q8_0, IQ2_XXS weights and a q8_0, q4_0 or f16 K exact in f16, others as two f16, an f32 K's attention on the f32 tiles; f32 sums; ${info.coopmatShapes.split('; ').length} subgroup shapes listed)`
@@ -360,17 +362,33 @@ export class VkEngine implements Engine, VkHost {
 
   /** Embedding rows of the tokens, dequantized on the host. */
   embed(tokens: number[]): Float32Array {
-    const { t, data } = this.embd;
-    const fd = this.fd;
-    const n = this.shape.nEmbd;
-    const out = new Float32Array(tokens.length * n);
-    tokens.forEach((id, i) => {
-      if (!(id >= 0 && id < this.shape.nVocab)) throw new RangeError(`token id ${id} is outside the vocabulary (0..${this.shape.nVocab - 1})`);
-      const row = data ? data.subarray(id * t.rowBytes, (id + 1) * t.rowBytes) : readBytes(fd, t, id * t.rowBytes, t.rowBytes);
-      out.set(this.q.dequantize(t.type, row, n), i * n);
-    });
+    const out = new Float32Array(tokens.length * this.shape.nEmbd);
+    this.embedInto(tokens, out);
     return out;
   }
+
+  embedInto(tokens: number[], dst: Float32Array): void {
+    const { t, data } = this.embd;
+    const n = this.shape.nEmbd;
+    if (dst.length < tokens.length * n) throw new RangeError(`embedInto: ${dst.length} floats hold fewer than ${tokens.length} rows of ${n}`);
+    // every id checked before any row is written (the step input stays whole on a refusal)
+    for (const id of tokens) if (!(id >= 0 && id < this.shape.nVocab)) throw new RangeError(`token id ${id} is outside the vocabulary (0..${this.shape.nVocab - 1})`);
+    tokens.forEach((id, i) => {
+      const row = data ? data.subarray(id * t.rowBytes, (id + 1) * t.rowBytes) : readBytes(this.fd, t, id * t.rowBytes, t.rowBytes);
+      this.q.dequantizeInto(t.type, row, dst.subarray(i * n, (i + 1) * n));
+    });
+  }
+
+  /**
+   * The step input rows (XIN) as floats, written in place: the host-visible buffer's own memory,
+   * so a prompt's embedding rows are decoded straight into it (no 16 MB array and copy a step).
+   */
+  stepInput(rows: number): Float32Array {
+    this.xin ??= new Float32Array(this.dev.mapped(this.buf.XIN));
+    return this.xin.subarray(0, rows * this.shape.nEmbd);
+  }
+
+  private xin?: Float32Array;
 
   newSession(): Session {
     return new BaseSession(new VkSessionState(this));
