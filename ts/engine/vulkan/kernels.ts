@@ -56,7 +56,7 @@ export const KERNELS = {
   step_in: k({ name: 'step_in', bindings: ['XIN', 'X', 'PIN', 'PARAMS'], push: ['n', 'np'], local: 256, per: 256 }),
   rmsnorm: k({ name: 'rmsnorm', bindings: ['X', 'A', 'weight', 'R', 'DE', 'WTS', 'DS', 'SG', 'XQ', 'XS'], push: ['n', 'row0', 'eps:f32', 'mode', 'K', 'quant', '_', '_'], local: 1024 }),
   // CK: a draft step's history / state after each of its first ckRows tokens (0: none kept)
-  ssm_conv: k({ name: 'ssm_conv', bindings: ['U', 'weight', 'state', 'CK'], push: ['convCh', 'T', 'width', 'ckRows'], local: 256, per: 64 }),
+  ssm_conv: k({ name: 'ssm_conv', bindings: ['U', 'weight', 'state', 'CK'], push: ['convCh', 'T', 'width', 'ckRows'], local: 256, per: 32 }),
   deltanet: k({ name: 'deltanet', bindings: ['U', 'B', 'AL', 'dtBias', 'A', 'state', 'O', 'Z', 'normWeight', 'CK'], push: ['T', 'dk', 'hk', 'hv', 'convCh', 'eps:f32', 'qScale:f32', 'ckRows'], local: 512 }),
   deltanet_prep: k({ name: 'deltanet_prep', bindings: ['U', 'B', 'AL', 'dtBias', 'A', 'DBK'], push: ['T', 'dk', 'hk', 'hv', 'convCh', 'eps:f32', 'qScale:f32', '_'], local: 256 }),
   deltanet_chunk: k({ name: 'deltanet_chunk', bindings: ['U', 'DBK', 'state', 'O'], push: ['T', 'dk', 'hk', 'hv', 'convCh', 'eps:f32', 'qScale:f32', '_'], local: 256, per: 32 }),
