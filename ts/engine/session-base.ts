@@ -22,6 +22,12 @@ export interface SessionBackend extends BackendSettings {
    * lastArgmax() gives its arg-max without reading it, until the next forward call.
    */
   forward(tokens: number[], pos: number, logitsFrom: number, deferLast?: boolean, mask?: TokenMask, normFrom?: number): Promise<Float32Array[]>;
+  /**
+   * While a forward runs on the device: the next forward's tokens, whose input rows the backend
+   * may decode now (the host's share of a prompt's next chunk, overlapped with this one's GPU
+   * work). A forward of other tokens ignores them. Never throws.
+   */
+  prepare?(tokens: number[]): void;
   /** the grammar mask the deferred row's arg-max was taken under (lastArgmax is then the masked arg-max) */
   lastMasked?(): TokenMask | undefined;
   /** the deferred row's arg-max among a mask's tokens, taken on the device; undefined when it cannot */
@@ -268,7 +274,13 @@ export class BaseSession implements Session {
       if (this.lastOnDevice) this.setLast(EMPTY);
       let rows: Float32Array[];
       try {
-        rows = await this.run(part, pos, from, defer, last ? o.mask : undefined, o.onHidden !== undefined);
+        const running = this.run(part, pos, from, defer, last ? o.mask : undefined, o.onHidden !== undefined);
+        // the next chunk's input rows, decoded while this one runs (its length by the rule above)
+        if (!last && b.prepare) {
+          const p2 = pos + T, T2 = Math.min(b.chunk - (p2 % b.chunk), tokens.length - done - T, every ? b.logitsRows : Infinity);
+          b.prepare(tokens.slice(done + T, done + T + T2));
+        }
+        rows = await running;
       } catch (e) {
         // a step that failed part-way (a read error on the model file, a device error) may have
         // advanced some layers' state: nothing may continue from it

@@ -390,6 +390,20 @@ export class VkEngine implements Engine, VkHost {
 
   private xin?: Float32Array;
 
+  preparedInput(rows: number, owner: object): Float32Array {
+    const n = rows * this.shape.nEmbd;
+    if (!this.nextIn || this.nextIn.length < n) this.nextIn = new Float32Array(Math.max(n, this.chunk * this.shape.nEmbd));
+    this.nextOwner = owner;
+    return this.nextIn.subarray(0, n);
+  }
+
+  preparedFor(owner: object): boolean {
+    return this.nextOwner === owner;
+  }
+
+  private nextIn?: Float32Array;
+  private nextOwner?: object;
+
   newSession(): Session {
     return new BaseSession(new VkSessionState(this));
   }
