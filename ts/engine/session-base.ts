@@ -254,6 +254,10 @@ export class BaseSession implements Session {
     if (tokens.length === 0) return;
     if (this.toks.length + tokens.length > this.b.ctx) throw new Error(`context full: ${this.toks.length} + ${tokens.length} tokens exceed ctx ${this.b.ctx}`);
     const b = this.b;
+    const every = o.onLogits !== undefined || o.onHidden !== undefined;
+    // tokens of the step at pos with `left` to go: chunks end on absolute multiples of the chunk
+    // size, so snapshots land on chunk boundaries
+    const stepLen = (pos: number, left: number) => Math.min(b.chunk - (pos % b.chunk), left, every ? b.logitsRows : Infinity);
     let done = 0;
     while (done < tokens.length) {
       if (o.signal) {
@@ -261,10 +265,7 @@ export class BaseSession implements Session {
         if (o.signal.aborted) throw new AbortError();
       }
       const pos = this.toks.length;
-      // chunks end on absolute multiples of the chunk size, so snapshots land on chunk boundaries
-      let T = Math.min(b.chunk - (pos % b.chunk), tokens.length - done);
-      const every = o.onLogits !== undefined || o.onHidden !== undefined;
-      if (every) T = Math.min(T, b.logitsRows);
+      const T = stepLen(pos, tokens.length - done);
       const part = tokens.slice(done, done + T);
       const last = done + T === tokens.length;
       const from = every ? 0 : last ? T - 1 : T;
@@ -275,11 +276,8 @@ export class BaseSession implements Session {
       let rows: Float32Array[];
       try {
         const running = this.run(part, pos, from, defer, last ? o.mask : undefined, o.onHidden !== undefined);
-        // the next chunk's input rows, decoded while this one runs (its length by the rule above)
-        if (!last && b.prepare) {
-          const p2 = pos + T, T2 = Math.min(b.chunk - (p2 % b.chunk), tokens.length - done - T, every ? b.logitsRows : Infinity);
-          b.prepare(tokens.slice(done + T, done + T + T2));
-        }
+        // the next step's input rows, decoded while this one runs
+        if (!last && b.prepare) b.prepare(tokens.slice(done + T, done + T + stepLen(pos + T, tokens.length - done - T)));
         rows = await running;
       } catch (e) {
         // a step that failed part-way (a read error on the model file, a device error) may have
