@@ -2,7 +2,8 @@
  * A prompt's next step's input rows, decoded while the current step runs (SessionBackend.prepare):
  * a forward takes them only when it runs exactly those tokens and no other session of the engine
  * prepared since (the engine keeps one such array). Each case compares a forward's logits with
- * those of the same tokens in a fresh session, which decodes its rows itself.
+ * those of the same tokens in a fresh session, which decodes its rows itself. And the step input,
+ * a view of the device's memory, is refused once the engine is disposed.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { openEngine } from '../ts/engine/index.js';
@@ -66,5 +67,16 @@ describe('prepared step inputs (Vulkan)', () => {
     } finally {
       a.dispose();
     }
+  });
+});
+
+describe('the step input after dispose', () => {
+  it("a session's eval after its engine is disposed is refused (the input view would be freed memory)", async () => {
+    const e2 = await openEngine({ model: fixture('tinyA/tinyA-q2.gguf'), backend: 'vulkan', ctx: 64 });
+    const s = e2.newSession();
+    await s.eval([1, 2, 3]);
+    e2.dispose();
+    await expect(s.eval([4, 5, 6])).rejects.toThrow(/Vulkan device is disposed/);
+    expect(() => e2.dispose()).not.toThrow();
   });
 });

@@ -384,6 +384,8 @@ export class VkEngine implements Engine, VkHost {
    * so a prompt's embedding rows are decoded straight into it (no 16 MB array and copy a step).
    */
   stepInput(rows: number): Float32Array {
+    // (the view is over the device's memory: after dispose() it would point at freed memory)
+    if (this.disposed) throw new Error('Vulkan device is disposed');
     this.xin ??= new Float32Array(this.dev.mapped(this.buf.XIN));
     return this.xin.subarray(0, rows * this.shape.nEmbd);
   }
@@ -478,10 +480,15 @@ export class VkEngine implements Engine, VkHost {
   }
 
   dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
     // the routes this run took join the usage file (a hint for the next warm start: a failure
     // to write it costs only warmth, so it does not fail the shutdown)
     try { this.stream?.cache.saveUsage(); } catch { /* see above */ }
+    this.xin = undefined;
     fs.closeSync(this.fd);
     this.dev.dispose();
   }
+
+  private disposed = false;
 }
