@@ -66,12 +66,10 @@ export interface VkHost {
   embedInto(tokens: number[], dst: Float32Array): void;
   /** the step input buffer XIN's first rows, host memory written in place (the step_in dispatch reads it) */
   stepInput(rows: number): Float32Array;
-  /**
-   * A host array for the next step's input rows, decoded while a step runs: one for the engine,
-   * reused, so it holds the last owner's rows (preparedFor tells whether they are still `owner`'s)
-   */
-  preparedInput(rows: number, owner: object): Float32Array;
-  preparedFor(owner: object): boolean;
+  /** the next step's tokens' input rows, decoded into a host array while a step runs (one for the engine; never throws) */
+  prepareInput(tokens: number[]): void;
+  /** those rows when they are exactly tokens' (taken: held no longer), else undefined */
+  takePrepared(tokens: number[]): Float32Array | undefined;
   /** SSD streaming: whether layer l's routed experts stream (its step segment ends after routing) */
   streams(l: number): boolean;
   /** runs a recorded step (its segments, with the streamed layers' expert loads between them) */

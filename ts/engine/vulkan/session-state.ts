@@ -86,27 +86,14 @@ export class VkSessionState extends BackendSettings implements SessionBackend, O
   }
 
   async forward(tokens: number[], pos: number, logitsFrom: number, deferLast = false, mask?: TokenMask, normFrom = -1): Promise<Float32Array[]> {
-    const x = this.h.stepInput(tokens.length), p = this.prepared;
-    this.prepared = undefined;
-    // (the rows another session prepared since are not ours: the engine has one such array)
-    if (p && this.h.preparedFor(p) && p.tokens.length === tokens.length && p.tokens.every((t, i) => t === tokens[i])) x.set(p.rows);
+    const x = this.h.stepInput(tokens.length), rows = this.h.takePrepared(tokens);
+    if (rows) x.set(rows);
     else this.h.embedInto(tokens, x);
     return this.forwardRows(undefined, tokens.length, pos, logitsFrom, { deferLast, mask, normFrom });
   }
 
-  /** the next forward's tokens and their rows, decoded while the step before it ran (prepare) */
-  private prepared?: { tokens: number[]; rows: Float32Array };
-
   prepare(tokens: number[]): void {
-    this.prepared = undefined;
-    try {
-      const p: { tokens: number[]; rows: Float32Array } = { tokens, rows: new Float32Array(0) };
-      p.rows = this.h.preparedInput(tokens.length, p);
-      this.h.embedInto(tokens, p.rows);
-      this.prepared = p;
-    } catch {
-      // (a bad token id: the forward of these tokens decodes them again and refuses them there)
-    }
+    this.h.prepareInput(tokens);
   }
 
   /** rows the last step left after the final norm in A2 (readHidden; the next step overwrites them) */

@@ -392,19 +392,34 @@ export class VkEngine implements Engine, VkHost {
 
   private xin?: Float32Array;
 
-  preparedInput(rows: number, owner: object): Float32Array {
-    const n = rows * this.shape.nEmbd;
+  /**
+   * Decodes the rows of the next step's tokens into a host array while a step runs (one for the
+   * engine: a later prepare replaces them). Rows depend on the tokens alone, so takePrepared hands
+   * them to whichever forward runs exactly these tokens. Never throws: a bad id is refused by the
+   * forward that runs it.
+   */
+  prepareInput(tokens: number[]): void {
+    this.prepared = undefined;
+    const n = tokens.length * this.shape.nEmbd;
     if (!this.nextIn || this.nextIn.length < n) this.nextIn = new Float32Array(Math.max(n, this.chunk * this.shape.nEmbd));
-    this.nextOwner = owner;
-    return this.nextIn.subarray(0, n);
+    const rows = this.nextIn.subarray(0, n);
+    try {
+      this.embedInto(tokens, rows);
+      this.prepared = { tokens, rows };
+    } catch {
+      // (see above)
+    }
   }
 
-  preparedFor(owner: object): boolean {
-    return this.nextOwner === owner;
+  /** the prepared rows when they are tokens' (then no longer held), else undefined */
+  takePrepared(tokens: number[]): Float32Array | undefined {
+    const p = this.prepared;
+    this.prepared = undefined;
+    return p && p.tokens.length === tokens.length && p.tokens.every((t, i) => t === tokens[i]) ? p.rows : undefined;
   }
 
   private nextIn?: Float32Array;
-  private nextOwner?: object;
+  private prepared?: { tokens: number[]; rows: Float32Array };
 
   newSession(): Session {
     return new BaseSession(new VkSessionState(this));
