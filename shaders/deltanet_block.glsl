@@ -3,7 +3,7 @@
 // offsets: deltanet_prep.comp says what each holds), the shared-memory row stride of a block's q
 // and k rows, and the 8-lane sum both use.
 const uint C = 16u;
-const uint DB_G = 0u, DB_BT = C, DB_NRM = 2u * C, DB_AM = 4u * C, DB_QK = 4u * C + C * C, DB_LEN = 4u * C + 2u * C * C;
+const uint DB_G = 0u, DB_BT = C, DB_NRM = 2u * C, DB_TM = 4u * C, DB_QK = 4u * C + C * C, DB_LEN = 4u * C + 2u * C * C;
 // q and k rows of a block in shared memory as vec4s: a row stride of 33 vec4s (132 floats) spreads
 // the row reads over the banks
 const uint KP = 33u;

@@ -6,9 +6,12 @@
 //   G[C]   the log decay so far within the block (G_t = Σ_{u≤t} g_u, g ≤ 0)
 //   bt[C]  β_t
 //   nrm[2C] the L2 norms' factors of the block's k rows, then of its q rows (× 1/√dk for q)
-//   Am[C][C] β_t e^{G_t−G_s} (k_t·k_s) for s < t, else 0;  QK[C][C] e^{G_t−G_s} (q_t·k_s) for s ≤ t
-// (k and q normed). The arithmetic is deltanet_chunk's as it was in one kernel, in the same order,
-// so the split changes no bits. Dispatch: (⌈T / C⌉, hv). dk ≤ 128, a multiple of 4.
+//   Tm[C][C] (I + A)⁻¹, A_ts = β_t e^{G_t−G_s} (k_t·k_s) for s < t (else 0): lower triangular with
+//            a unit diagonal, so that the walk's δ = Tm · r (r_t = β_t (v_t − e^{G_t} S₀ᵀk_t)) is C
+//            independent sums instead of a substitution of C steps, one after the other, in every lane
+//   QK[C][C] e^{G_t−G_s} (q_t·k_s) for s ≤ t
+// (k and q normed). Tm's columns come by forward substitution, one thread a column (off the walk's
+// path: every block at once). Dispatch: (⌈T / C⌉, hv). dk ≤ 128, a multiple of 4.
 #extension GL_GOOGLE_include_directive : enable
 #extension GL_KHR_shader_subgroup_shuffle : enable
 #include "common.glsl"
@@ -27,6 +30,7 @@ shared vec4 Qs[C * KP];
 shared float G[C];
 shared float bt[C];
 shared float nrm[2u * C];
+shared float Am[C][C];
 
 void main() {
   uint blk = gl_WorkGroupID.x, h = gl_WorkGroupID.y, tid = gl_LocalInvocationID.x, p = tid & 7u;
@@ -73,8 +77,20 @@ void main() {
       float d = exp(G[t] - G[s]);
       a *= d; b *= d;
     }
-    DBK[at + DB_AM + tid] = s < t ? bt[t] * a : 0.0;
+    Am[t][s] = s < t ? bt[t] * a : 0.0;
     DBK[at + DB_QK + tid] = b;
+  }
+  barrier();
+  // column c of (I + A)⁻¹: x_c = 1, x_t = −Σ_{c≤s<t} A_ts x_s (t > c); 0 above the diagonal
+  if (tid < C) {
+    uint c = tid;
+    float x[C];
+    [[unroll]] for (uint t = 0u; t < C; t++) {
+      float v = t == c ? 1.0 : 0.0;
+      [[unroll]] for (uint s = 0u; s < t; s++) if (s >= c) v -= Am[t][s] * x[s];
+      x[t] = v;
+      DBK[at + DB_TM + t * C + c] = v;
+    }
   }
   if (tid < C) { DBK[at + DB_G + tid] = G[tid]; DBK[at + DB_BT + tid] = bt[tid]; }
   if (tid < 2u * C) DBK[at + DB_NRM + tid] = nrm[tid];
