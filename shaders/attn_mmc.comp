@@ -36,6 +36,7 @@
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_vote : require
+#extension GL_KHR_shader_subgroup_shuffle : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #include "common.glsl"
 // threads a workgroup (NT): the engine's 512, the subgroups sharing out S's key blocks and O's
@@ -104,7 +105,6 @@ const uint PH = 0u, PL = R * SP, VH = 2u * R * SP, VL = 2u * R * SP + 16u * SV;
 const uint ST_LEN = max(3u * R * SQ, 2u * R * SP + 32u * SV);
 shared f16vec4 ST[ST_LEN];
 shared float ps[R * PS];          // scores, then probabilities; at the end each subgroup's 16 × 16 output scratch
-shared float red[NTH];            // softmax partial max / sum, TPR threads per row
 shared float rowM[R];
 shared float rowL[R];
 shared float rowA[R];
@@ -113,11 +113,11 @@ shared uint rowPos[R];            // the row's token position (its last visible 
 shared float DKS[BC];             // the dim slice's scale of each key
 #endif
 
-// the TPR partial sums of a row from its first thread's slot t, four at a time (attn_tile's order for four)
-float rowSum(uint t) {
-  float a = (red[t] + red[t + 1u]) + (red[t + 2u] + red[t + 3u]);
-  [[unroll]] for (uint i = 4u; i < TPR; i += 4u) a += (red[t + i] + red[t + i + 1u]) + (red[t + i + 2u] + red[t + i + 3u]);
-  return a;
+// the sum of a row's TPR partial sums (adjacent lanes), pairwise by lane bits: for TPR ≤ 8 the
+// order attn_tile sums its four (and two fours) in, so the rows' sums stay its bits
+float rowSum(float x) {
+  [[unroll]] for (uint k = 1u; k < TPR; k <<= 1) x += subgroupShuffleXor(x, k);
+  return x;
 }
 
 // v as hi (11 significant bits, by mask: exact in f16 across its normal range) at element i of the
@@ -316,22 +316,18 @@ void main() {
       uint lim = r < rows ? min(nk, rowPos[r] + 1u - min(rowPos[r] + 1u, kt)) : 0u;
       float mOld = rowM[r], m = mOld;
       for (uint j = j0; j < min(lim, j0 + KPT); j++) m = max(m, ps[r * PS + j]);
-      red[tid] = m;
-      barrier();
-      m = red[r * TPR];
-      [[unroll]] for (uint i = 1u; i < TPR; i++) m = max(m, red[r * TPR + i]);
+      // a row's TPR threads are adjacent lanes: their max and sum by shuffles, no barrier
+      [[unroll]] for (uint k = 1u; k < TPR; k <<= 1) m = max(m, subgroupShuffleXor(m, k));
       float l = 0.0;
       [[unroll]] for (uint j = j0; j < j0 + KPT; j++) {
         float e = j < lim ? exp(ps[r * PS + j] - m) : 0.0;
         ps[r * PS + j] = e;
         l += e;
       }
-      barrier();
-      red[tid] = l;
-      barrier();
+      l = rowSum(l);
       if (tid % TPR == 0u) {
         float alpha = exp(mOld - m);
-        rowL[r] = rowL[r] * alpha + rowSum(tid);
+        rowL[r] = rowL[r] * alpha + l;
         rowM[r] = m;
         rowA[r] = alpha;
       }
