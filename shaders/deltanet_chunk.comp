@@ -15,15 +15,16 @@
 // column, 32·NP threads: thread (j, p) = NP·j + p owns column j and key rows RP·p … RP·p + RP − 1
 // (RP = 128 / NP) of the state, in registers for the whole chunk; the NP row parts of a column are
 // adjacent lanes, their partial sums reduced with subgroup shuffles (no barrier; lavapipe lacks
-// clustered adds) so that each lane ends with whole sums of its own C / NP tokens, whose outputs
-// it writes; only the right-hand sides of δ go back to every lane (an all-lanes sum of each
-// token's S₀ᵀk and S₀ᵀq took 10 shuffles a token and held C sums of each in every lane: spills at
-// NP = 16). What does not depend on the state (the q and k norms, G, β, the block's (I + A)⁻¹ and QK matrices) deltanet_prep.comp has computed for every block at
-// once (DBK); this walk over the blocks, one after the other, stages a block's q, k (L2-normed, q
-// × 1/√dk), Tm = (I + A)⁻¹ and QK in shared memory, loads the next block's into registers while it does the
-// column work, and passes two barriers a block (five when it computed A and QK itself). The
-// output o is written un-normed: its gated norm needs the whole head (ssm_gnorm.comp). Dispatch:
-// (hv, ⌈dk / 32⌉, 1). dk ≤ 128, a multiple of 4.
+// clustered adds) so that each lane ends with whole sums of its own C / NP tokens, whose r_t and
+// outputs it computes; only r and then δ go back to every lane, for the state update (every lane
+// summing every token's S₀ᵀk and S₀ᵀq took 10 shuffles a token, held all those sums in every lane
+// and made the walk ~1.7× as long at NP = 16: docs/vulkan.md). What does not depend on the state
+// (the q and k norms, G, β, the block's (I + A)⁻¹ and QK matrices) deltanet_prep.comp has computed
+// for every block at once (DBK); this walk over the blocks, one after the other, stages a block's
+// q, k (L2-normed, q × 1/√dk), Tm = (I + A)⁻¹ and QK in shared memory, loads the next block's into
+// registers while it does the column work, and passes two barriers a block (five when it computed
+// A and QK itself). The output o is written un-normed: its gated norm needs the whole head
+// (ssm_gnorm.comp). Dispatch: (hv, ⌈dk / 32⌉, 1). dk ≤ 128, a multiple of 4.
 #extension GL_GOOGLE_include_directive : enable
 #extension GL_KHR_shader_subgroup_shuffle : enable
 #include "common.glsl"
