@@ -52,7 +52,15 @@ shared float bt[C];
 
 // log2(NP), and the tokens of a block each lane owns (t = p + NP·r, r < NO) once the column's NP
 // partial sums are reduced
+#if NP != 8 && NP != 16
+#error "deltanet_chunk: NP is 8 or 16"
+#endif
 const uint LP = NP == 16 ? 4u : 3u, NO = C / uint(NP);
+
+// token t's value v of its owner lane (base: the column's first lane), in every lane of the column
+float fromOwner(float v[NO], uint t, uint base) {
+  return subgroupShuffle(v[t / uint(NP)], base + t % uint(NP));
+}
 
 // lane id ^ m (lavapipe's subgroupShuffleXor by 8 gave NaN at 16 lanes; subgroupShuffle does not)
 float xorLane(float x, uint m) {
@@ -154,7 +162,7 @@ void main() {
       uint t = p + uint(NP) * r;
       rhs[r] = bt[t] * (vb[r] - exp(G[t]) * ka[r]);
     }
-    [[unroll]] for (uint t = 0u; t < C; t++) dl[t] = subgroupShuffle(rhs[t / uint(NP)], base + t % uint(NP));
+    [[unroll]] for (uint t = 0u; t < C; t++) dl[t] = fromOwner(rhs, t, base);
     float dOwn[NO];
     [[unroll]] for (uint r = 0u; r < NO; r++) {
       uint t = p + uint(NP) * r;
@@ -162,7 +170,7 @@ void main() {
       [[unroll]] for (uint s = 0u; s < C; s++) if (s <= t) d += Tm[t][s] * dl[s];
       dOwn[r] = d;
     }
-    [[unroll]] for (uint t = 0u; t < C; t++) dl[t] = subgroupShuffle(dOwn[t / uint(NP)], base + t % uint(NP));
+    [[unroll]] for (uint t = 0u; t < C; t++) dl[t] = fromOwner(dOwn, t, base);
     // each lane's own tokens' outputs
     [[unroll]] for (uint r = 0u; r < NO; r++) {
       uint t = p + uint(NP) * r;
